@@ -1,0 +1,88 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotcron/slotcron/jobs"
+)
+
+func nop(context.Context, jobs.Run) error { return nil }
+
+func TestRegistry(t *testing.T) {
+	reg := jobs.NewRegistry()
+	if err := reg.RegisterSafely("b", nop); err != nil {
+		t.Fatal(err)
+	}
+	reg.Register("a", nop)
+	if err := reg.RegisterSafely("a", nop); !errors.Is(err, jobs.ErrDuplicate) {
+		t.Errorf("duplicate: %v", err)
+	}
+	if err := reg.RegisterSafely("", nop); !errors.Is(err, jobs.ErrEmptyName) {
+		t.Errorf("empty: %v", err)
+	}
+	if err := reg.RegisterSafely("c", nil); err == nil {
+		t.Error("nil func accepted")
+	}
+	if _, ok := reg.Lookup("a"); !ok {
+		t.Error("a not found")
+	}
+	if _, ok := reg.Lookup("c"); ok {
+		t.Error("c found")
+	}
+	if got := strings.Join(reg.Names(), ","); got != "a,b" {
+		t.Errorf("names %q", got)
+	}
+}
+
+func TestRegisterPanics(t *testing.T) {
+	for _, name := range []string{"", "dup"} {
+		reg := jobs.NewRegistry()
+		reg.Register("dup", nop)
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Register(%q) did not panic", name)
+				}
+			}()
+			reg.Register(name, nop)
+		}()
+	}
+}
+
+func TestRunParams(t *testing.T) {
+	type params struct {
+		Region string        `yaml:"region"`
+		Every  time.Duration `yaml:"every"`
+	}
+	run := jobs.Run{Job: "refresh"}.WithParams([]byte("region: eu\nevery: 30s\n"))
+	var p params
+	if err := run.Params(&p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Region != "eu" || p.Every != 30*time.Second {
+		t.Errorf("params %+v", p)
+	}
+	bad := jobs.Run{Job: "refresh"}.WithParams([]byte("regoin: eu\n"))
+	if err := bad.Params(&p); err == nil || !strings.Contains(err.Error(), "regoin") || !strings.Contains(err.Error(), "refresh") {
+		t.Errorf("misspelt param: %v", err)
+	}
+	none := params{Region: "keep"}
+	if err := (jobs.Run{Job: "x"}).Params(&none); err != nil || none.Region != "keep" {
+		t.Errorf("no params: %v %+v", err, none)
+	}
+}
+
+func TestRunKeyIsUTC(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := jobs.Run{Job: "invoices", Slot: time.Date(2026, 11, 29, 3, 0, 0, 0, berlin)}
+	if got := run.Key(); got != "invoices@2026-11-29T02:00:00Z" {
+		t.Errorf("key %q", got)
+	}
+}

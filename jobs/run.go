@@ -1,0 +1,88 @@
+package jobs
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// KeyLayout is the time layout of the slot part of a run key.
+const KeyLayout = time.RFC3339
+
+// Run describes one execution of a job for one slot. The scheduler fills it;
+// tests of a job may build one with a struct literal and WithParams.
+type Run struct {
+	// Job is the name declared in YAML.
+	Job string
+	// Slot is the nominal instant of the occurrence, in UTC, to the second.
+	Slot time.Time
+	// Fence is greater than every fence issued earlier for this job. Pass it
+	// to the resource the job writes to so a stale holder's writes are
+	// rejected.
+	Fence int64
+	// Attempt counts claims of this slot: 1 for the first, 2 after a
+	// takeover, and so on.
+	Attempt int
+	// Replica names the replica running this attempt.
+	Replica string
+
+	params []byte // the job's YAML params, re-encoded; nil when none
+	logger *slog.Logger
+}
+
+// Key returns the run key, job@RFC3339: the same on every replica and for
+// every attempt of the slot, so it serves as an idempotency key.
+func (r Run) Key() string {
+	return r.Job + "@" + r.Slot.UTC().Format(KeyLayout)
+}
+
+// WithParams returns a copy of r whose Params decode the given YAML document.
+func (r Run) WithParams(yamlDoc []byte) Run {
+	r.params = yamlDoc
+	return r
+}
+
+// WithLogger returns a copy of r whose Logger is l with the run's attributes.
+func (r Run) WithLogger(l *slog.Logger) Run {
+	r.logger = l
+	return r
+}
+
+// Params decodes the job's YAML params into v, a pointer to a struct or a
+// map. Keys that v does not have are an error, so a misspelt parameter is
+// caught rather than silently ignored. With no params, v is left unchanged.
+func (r Run) Params(v any) error {
+	if len(r.params) == 0 {
+		return nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(r.params))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("jobs: params of job %q: %w", r.Job, err)
+	}
+	return nil
+}
+
+// Logger returns a logger with job, slot, fence, attempt and replica
+// attached. It never returns nil.
+func (r Run) Logger() *slog.Logger {
+	l := r.logger
+	if l == nil {
+		l = slog.Default()
+	}
+	return l.With(r.Attrs()...)
+}
+
+// Attrs returns the run's identifying attributes in the order logs use.
+func (r Run) Attrs() []any {
+	return []any{
+		slog.String("job", r.Job),
+		slog.String("slot", r.Slot.UTC().Format(KeyLayout)),
+		slog.Int64("fence", r.Fence),
+		slog.Int("attempt", r.Attempt),
+		slog.String("replica", r.Replica),
+	}
+}

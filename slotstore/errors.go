@@ -1,0 +1,51 @@
+package slotstore
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrSlotTaken reports a claim that did not win: the slot is held by a
+	// live lease, finished, or abandoned. ClaimResult.Err returns it.
+	ErrSlotTaken = errors.New("slotstore: slot taken")
+	// ErrLeaseLost reports a renew, finish or release whose fence is no
+	// longer the slot's current fence, or whose slot is no longer running.
+	// Nothing was changed.
+	ErrLeaseLost = errors.New("slotstore: lease lost")
+	// ErrOutcomeUnknown reports a mutation whose request may have reached
+	// the store but whose reply did not arrive. Test with IsOutcomeUnknown.
+	ErrOutcomeUnknown = errors.New("slotstore: outcome unknown")
+	// ErrInvalid reports a request the store refused to consider: an empty
+	// job, a zero slot, a non-positive lease, an unknown outcome.
+	ErrInvalid = errors.New("slotstore: invalid request")
+	// ErrClosed reports a call on a closed store.
+	ErrClosed = errors.New("slotstore: store closed")
+)
+
+// IsOutcomeUnknown reports whether err leaves the outcome of the call
+// unknown: the caller must treat it as neither done nor not done.
+func IsOutcomeUnknown(err error) bool {
+	return errors.Is(err, ErrOutcomeUnknown)
+}
+
+// OutcomeUnknown wraps cause so that IsOutcomeUnknown reports true and
+// errors.Is still finds cause.
+func OutcomeUnknown(op string, cause error) error {
+	return &unknownError{op: op, cause: cause}
+}
+
+type unknownError struct {
+	op    string
+	cause error
+}
+
+func (e *unknownError) Error() string {
+	return fmt.Sprintf("slotstore: %s: outcome unknown: %v", e.op, e.cause)
+}
+
+func (e *unknownError) Unwrap() []error { return []error{ErrOutcomeUnknown, e.cause} }
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}
