@@ -1,0 +1,67 @@
+// Package sqlitestore is the embedded default slotstore.Store: one SQLite
+// file, shared by every replica on one host. It uses modernc.org/sqlite, so
+// it needs no C compiler.
+//
+//	s, err := sqlitestore.Open(ctx, "slotcron.db")
+//
+// # Guarantees
+//
+// Claim runs a whole batch in one BEGIN IMMEDIATE transaction: the
+// transaction takes the file's write lock before it reads a marker, so no
+// other claim, in this process or another, can change a marker between the
+// read and the write. Inside it every request goes through
+// slotstore.ClaimRequest.Normalize, slotstore.Decide and slotstore.Apply, the
+// rules memstore follows too, and every winning claim takes the next value of
+// its job's counter in the fences table. The counter lives in the file and is
+// incremented in the same transaction as the marker it fences, so fences grow
+// in claim order and survive restarts. With synchronous=FULL a commit is on
+// disk before Claim returns, so a fence once handed out is never issued again,
+// even after a power loss.
+//
+// Renew, Finish and Release are single conditional UPDATEs that match only the
+// running marker with the presented fence; when no row matches they return
+// slotstore.ErrLeaseLost and have changed nothing.
+//
+// Leases are judged by the store's clock: time.Now of the calling process,
+// unless WithClock replaces it, read once the write lock is held. Processes
+// sharing a file share the host's clock, so they agree on expiry.
+//
+// # Schema
+//
+// PRAGMA user_version holds the schema version; Open applies the migrations
+// a file lacks in one transaction and refuses a file newer than it knows.
+// Version 1:
+//
+//	markers (job, slot)        one row per slot; PRIMARY KEY (job, slot DESC)
+//	  slot                       Unix seconds, UTC
+//	  claimed_at, lease_end,     Unix milliseconds, store clock
+//	  keep_until, finished_at    (finished_at 0 until done or abandoned)
+//	  state, holder, fence,      as slotstore.Marker
+//	  attempt, outcome, error
+//	  duration_ns                nanoseconds
+//	  index markers_by_slot (slot DESC, job)   History of every job
+//	  index markers_by_keep_until (keep_until) Prune
+//	fences (job)               the last fence issued per job
+//
+// History of one job walks the primary key; Prune is one DELETE with the rule
+// of slotstore.Marker.Prunable.
+//
+// # Several processes, one file
+//
+// Every connection runs in WAL mode with a busy timeout: readers (History)
+// never wait for the writer, and writers queue for the write lock, in this
+// process on a channel and across processes on SQLite's lock, for up to the
+// busy timeout. A writer that waits longer fails with an error wrapping
+// ErrBusy and has changed nothing. WAL needs shared memory between the
+// processes, so the file must be on a local file system, not a network
+// share; Open fails when WAL cannot be enabled.
+//
+// # Failures
+//
+// A claim whose context ends while it commits, or a fenced mutation whose
+// context ends while its statement runs, may or may not have taken effect: it
+// returns an error for which slotstore.IsOutcomeUnknown reports true. A
+// context that ends before the write began returns its plain error, and a
+// failed batch rolls back as a whole. After Close every method returns an
+// error wrapping slotstore.ErrClosed.
+package sqlitestore

@@ -1,0 +1,79 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+const (
+	// historyOfJob walks the primary key (job, slot DESC).
+	historyOfJob = `SELECT ` + columns + ` FROM markers WHERE job = ? ORDER BY slot DESC LIMIT ?`
+	// historyOfAll walks markers_by_slot (slot DESC, job).
+	historyOfAll = `SELECT ` + columns + ` FROM markers ORDER BY slot DESC, job LIMIT ?`
+	// pruneMarkers is slotstore.Marker.Prunable: retention over, and not
+	// running under a live lease.
+	pruneMarkers = `DELETE FROM markers
+		WHERE keep_until < ?1 AND (state <> 'running' OR lease_end <= ?1)`
+)
+
+// defaultLimit is the number of markers History returns when
+// HistoryParams.Limit is zero.
+const defaultLimit = 100
+
+// History implements slotstore.Store. It reads without taking the write
+// lock, so it never waits for a claim.
+func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slotstore.Marker, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("sqlitestore: history: %w", slotstore.ErrClosed)
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if p.Job == "" {
+		rows, err = s.db.QueryContext(ctx, historyOfAll, limit)
+	} else {
+		rows, err = s.db.QueryContext(ctx, historyOfJob, p.Job, limit)
+	}
+	if err != nil {
+		return nil, s.fail("history", err)
+	}
+	defer rows.Close()
+	out := make([]slotstore.Marker, 0, min(limit, defaultLimit))
+	for rows.Next() {
+		m, err := scanMarker(rows)
+		if err != nil {
+			return nil, s.fail("history", err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("history", err)
+	}
+	return out, nil
+}
+
+// Prune implements slotstore.Store in one DELETE.
+func (s *Store) Prune(ctx context.Context) (int, error) {
+	done, err := s.begin(ctx, "prune")
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	res, err := s.db.ExecContext(ctx, pruneMarkers, s.clock().UnixMilli())
+	if err != nil {
+		return 0, s.failSent(ctx, "prune", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, s.fail("prune", err)
+	}
+	return int(n), nil
+}

@@ -1,0 +1,78 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// Each fenced mutation is one conditional UPDATE: it changes the row only
+// while the slot is running under the presented fence, so a stale holder
+// changes nothing, and no row affected means the lease is lost.
+const (
+	renewMarker = `UPDATE markers SET lease_end = ?
+		WHERE job = ? AND slot = ? AND state = 'running' AND fence = ?`
+	finishMarker = `UPDATE markers SET state = 'done', outcome = ?, error = ?, duration_ns = ?,
+		finished_at = ?, lease_end = ?
+		WHERE job = ? AND slot = ? AND state = 'running' AND fence = ?`
+	releaseMarker = `UPDATE markers SET state = 'released', lease_end = ?
+		WHERE job = ? AND slot = ? AND state = 'running' AND fence = ?`
+)
+
+// Renew implements slotstore.Store.
+func (s *Store) Renew(ctx context.Context, p slotstore.RenewParams) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	return s.mutate(ctx, "renew", p.Ref, func(now int64) (string, []any) {
+		return renewMarker, []any{now + p.Lease.Milliseconds()}
+	})
+}
+
+// Finish implements slotstore.Store.
+func (s *Store) Finish(ctx context.Context, p slotstore.FinishParams) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	return s.mutate(ctx, "finish", p.Ref, func(now int64) (string, []any) {
+		return finishMarker, []any{string(p.Outcome), p.Error, int64(p.Duration), now, now}
+	})
+}
+
+// Release implements slotstore.Store.
+func (s *Store) Release(ctx context.Context, ref slotstore.Ref) error {
+	if err := ref.Validate(); err != nil {
+		return err
+	}
+	return s.mutate(ctx, "release", ref, func(now int64) (string, []any) {
+		return releaseMarker, []any{now}
+	})
+}
+
+// mutate runs the conditional UPDATE that stmt builds for the store's time
+// now, in Unix milliseconds, followed by the ref's key and fence.
+func (s *Store) mutate(ctx context.Context, op string, ref slotstore.Ref, stmt func(now int64) (string, []any)) error {
+	op = fmt.Sprintf("%s %s fence %d", op, key(ref.Job, ref.Slot), ref.Fence)
+	done, err := s.begin(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlitestore: %s: %w", op, err)
+	}
+	query, args := stmt(s.clock().UnixMilli())
+	res, err := s.db.ExecContext(ctx, query, append(args, ref.Job, ref.Slot.Unix(), ref.Fence)...)
+	if err != nil {
+		return s.failSent(ctx, op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return s.fail(op, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("sqlitestore: %s: %w", op, slotstore.ErrLeaseLost)
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+var _ slotstore.Store = (*Store)(nil)
+
+// DefaultBusyTimeout is how long a call waits for another connection or
+// process to release the database file's write lock when WithBusyTimeout is
+// not given.
+const DefaultBusyTimeout = 5 * time.Second
+
+// maxConns bounds the connections one Store opens. Writes take one at a
+// time; the rest serve History.
+const maxConns = 4
+
+// Store is a slotstore.Store kept in one SQLite file. It is safe for
+// concurrent use by many goroutines, and several Stores, in one process or
+// many, may share one file. Its zero value is not usable; call Open.
+type Store struct {
+	db     *sql.DB
+	path   string
+	now    func() time.Time
+	writes chan struct{} // a token per write, so this Store's writes queue here, not on the file lock
+	closed atomic.Bool
+
+	// beforeCommit, when set, runs just before a claim batch commits. Tests
+	// use it to cancel a claim during its commit.
+	beforeCommit func()
+}
+
+type config struct {
+	now         func() time.Time
+	busyTimeout time.Duration
+}
+
+// Option configures a Store.
+type Option func(*config)
+
+// WithClock replaces time.Now as the store's clock. Every process sharing a
+// file must use the same clock: lease expiry compares times written by one
+// process with the clock of another.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
+// WithBusyTimeout sets how long a call waits for the file's write lock held
+// by another connection or process before failing with ErrBusy. Zero or
+// less means DefaultBusyTimeout.
+func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busyTimeout = d } }
+
+// Open opens the store in the SQLite file at path, creating the file and its
+// schema if needed and migrating an older schema. It fails if the file holds
+// a schema newer than this package knows or cannot use write-ahead logging.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	cfg := config{now: time.Now, busyTimeout: DefaultBusyTimeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.busyTimeout <= 0 {
+		cfg.busyTimeout = DefaultBusyTimeout
+	}
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") || strings.Contains(path, "?") {
+		return nil, fmt.Errorf("sqlitestore: open %q: %w: want the path of a file", path, slotstore.ErrInvalid)
+	}
+	db, err := sql.Open("sqlite", dsn(path, cfg.busyTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
+	s := &Store{db: db, path: path, now: cfg.now, writes: make(chan struct{}, 1)}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// dsn names the file and the settings every connection starts with. WAL lets
+// readers run beside the one writer; synchronous FULL syncs the log at every
+// commit, so a fence once returned is never issued again after a power loss;
+// _txlock=immediate makes every transaction take the write lock when it
+// begins, so two claim batches never both read a marker and then conflict.
+func dsn(path string, busy time.Duration) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Set("_txlock", "immediate")
+	return path + "?" + q.Encode()
+}
+
+// Close closes the store's connections. It is safe to call more than once;
+// calls after the first return nil, and every other method returns an error
+// wrapping slotstore.ErrClosed.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("sqlitestore: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// clock returns the store's time, to the millisecond it is stored with.
+func (s *Store) clock() time.Time { return fromMillis(s.now().UnixMilli()) }
+
+// begin checks that the store is open and waits for this Store's turn to
+// write. The returned func ends the turn.
+func (s *Store) begin(ctx context.Context, op string) (func(), error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("sqlitestore: %s: %w", op, slotstore.ErrClosed)
+	}
+	select {
+	case s.writes <- struct{}{}:
+		return func() { <-s.writes }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("sqlitestore: %s: waiting to write: %w", op, ctx.Err())
+	}
+}

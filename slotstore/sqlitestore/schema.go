@@ -1,0 +1,75 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+)
+
+// migrations[i] moves the schema from version i to i+1. PRAGMA user_version
+// records the version a file is at. Append to the list; never edit an entry
+// a released build has applied.
+var migrations = []string{
+	// 1: markers and per-job fence counters.
+	`CREATE TABLE markers (
+		job         TEXT    NOT NULL,
+		slot        INTEGER NOT NULL, -- Unix seconds, UTC
+		state       TEXT    NOT NULL, -- running | done | released | abandoned
+		holder      TEXT    NOT NULL,
+		fence       INTEGER NOT NULL,
+		attempt     INTEGER NOT NULL,
+		claimed_at  INTEGER NOT NULL, -- Unix milliseconds, store clock
+		lease_end   INTEGER NOT NULL, -- Unix milliseconds, store clock
+		keep_until  INTEGER NOT NULL, -- Unix milliseconds
+		finished_at INTEGER NOT NULL DEFAULT 0, -- Unix milliseconds; 0 until done or abandoned
+		outcome     TEXT    NOT NULL DEFAULT '',
+		error       TEXT    NOT NULL DEFAULT '',
+		duration_ns INTEGER NOT NULL DEFAULT 0,
+		PRIMARY KEY (job, slot DESC)
+	) WITHOUT ROWID;
+	CREATE INDEX markers_by_slot ON markers (slot DESC, job);
+	CREATE INDEX markers_by_keep_until ON markers (keep_until);
+	CREATE TABLE fences (
+		job   TEXT    NOT NULL PRIMARY KEY,
+		fence INTEGER NOT NULL -- the last fence issued for job
+	) WITHOUT ROWID;`,
+}
+
+// migrate brings the file's schema to the newest version in one
+// transaction; a concurrent Open waits for it and then finds nothing to do.
+func (s *Store) migrate(ctx context.Context) error {
+	var mode string
+	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return s.fail("open "+s.path, err)
+	}
+	if mode != "wal" {
+		return fmt.Errorf("sqlitestore: open %s: journal mode is %q, want wal (is the file on a network file system?)", s.path, mode)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.fail("open "+s.path+": begin", err)
+	}
+	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return s.fail("open "+s.path+": read schema version", err)
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("sqlitestore: open %s: schema version %d is newer than this build's %d", s.path, version, len(migrations))
+	}
+	if version == len(migrations) {
+		return nil
+	}
+	for v := version; v < len(migrations); v++ {
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			return s.fail(fmt.Sprintf("open %s: migrate to schema version %d", s.path, v+1), err)
+		}
+	}
+	// PRAGMA takes no parameters; the version is a number this code chose.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+		return s.fail("open "+s.path+": set schema version", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return s.fail("open "+s.path+": commit", err)
+	}
+	return nil
+}

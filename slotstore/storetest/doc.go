@@ -1,0 +1,58 @@
+// Package storetest is the conformance suite every slotstore.Store backend
+// runs, shaped like testing/slogtest: one call checks the whole contract.
+//
+// A backend's test calls Run with a factory that returns a fresh, empty store
+// and registers its own cleanup:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) slotstore.Store {
+//			s, err := mystore.Open(t.Context(), ...)
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			t.Cleanup(func() { s.Close() })
+//			return s
+//		})
+//	}
+//
+// Run calls the factory once per subtest and runs the subtests in parallel,
+// so the stores it returns must not share markers or fences. Run closes each
+// store when its subtest ends, before the factory's own cleanup runs, so a
+// backend's Close must tolerate being called twice.
+//
+// # What it checks
+//
+//   - One winner: many replicas claiming one slot at once get exactly one
+//     Won; the others get Held with a remaining lease in (0, lease].
+//   - Fences only grow per job, across slots, takeovers, releases and the
+//     entries of one batch; different jobs count independently.
+//   - Batches: results come back in request order, each with its own
+//     status (won, held, finished, abandoned, and held for a slot claimed
+//     earlier in the same batch); a batch with one invalid request fails
+//     with ErrInvalid and changes nothing.
+//   - Slots are normalised to the UTC second, whatever their location or
+//     sub-second part.
+//   - Finished and abandoned slots are final, even after their lease would
+//     have expired; a live lease makes a claim Held.
+//   - Takeover of an expired slot (attempt+1, higher fence, PrevHolder),
+//     OnCrash skip and MaxAttempts abandoning it, and release making a slot
+//     claimable at once without counting against MaxAttempts.
+//   - Renew, Finish and Release with a stale or wrong fence, on a slot never
+//     claimed, or on a finished slot fail with ErrLeaseLost and change
+//     nothing; renewing keeps competitors out past the original lease, also
+//     when the renewal arrives after the lease ran out but before anyone else
+//     claimed.
+//   - History order, job filter, limits and fields; Prune's retention and
+//     lease rules and its counts; ErrInvalid for bad parameters; ErrClosed
+//     after Close.
+//
+// # Time
+//
+// Leases expire in real time, by the store's own clock, because shared
+// backends cannot have their clocks faked. The suite uses leases of 150 ms
+// where it needs them to expire, waits for expiry by retrying a claim (a Held
+// claim changes nothing) or by sleeping past the lease end the store reported,
+// and bounds every wait. It assumes the store's clock agrees with the test
+// process's clock to within a few tens of milliseconds, as it does for a
+// server on the same host. The whole suite takes a few seconds.
+package storetest

@@ -1,0 +1,149 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// slots returns n consecutive slots a minute apart, starting at the current
+// hour: recent enough that the default retention keeps their markers.
+func slots(n int) []time.Time {
+	base := time.Now().UTC().Truncate(time.Hour)
+	out := make([]time.Time, n)
+	for i := range out {
+		out[i] = base.Add(time.Duration(i) * time.Minute)
+	}
+	return out
+}
+
+func req(job string, slot time.Time, lease time.Duration) slotstore.ClaimRequest {
+	return slotstore.ClaimRequest{Job: job, Slot: slot, Lease: lease}
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// claimOne claims one slot for replica and returns its result.
+func claimOne(t *testing.T, s slotstore.Store, replica string, r slotstore.ClaimRequest) slotstore.ClaimResult {
+	t.Helper()
+	res, err := s.Claim(t.Context(), slotstore.ClaimParams{Replica: replica, Requests: []slotstore.ClaimRequest{r}})
+	if err != nil {
+		t.Fatalf("claim %s@%s by %s: %v", r.Job, stamp(r.Slot), replica, err)
+	}
+	if len(res) != 1 {
+		t.Fatalf("claim %s@%s by %s: %d results, want 1", r.Job, stamp(r.Slot), replica, len(res))
+	}
+	return res[0]
+}
+
+// wantStatus fails the test unless res has status want.
+func wantStatus(t *testing.T, what string, res slotstore.ClaimResult, want slotstore.Status) {
+	t.Helper()
+	if res.Status != want {
+		t.Fatalf("%s: status %v, want %v (marker %+v)", what, res.Status, want, res.Marker)
+	}
+}
+
+// mustWin claims r for replica, fails the test unless the claim won, and
+// checks what a winning result says.
+func mustWin(t *testing.T, s slotstore.Store, replica string, r slotstore.ClaimRequest) slotstore.ClaimResult {
+	t.Helper()
+	res := claimOne(t, s, replica, r)
+	wantStatus(t, "claim "+r.Job+"@"+stamp(r.Slot)+" by "+replica, res, slotstore.Won)
+	checkWon(t, res, replica, r)
+	return res
+}
+
+// checkWon checks the fields of a winning result for request r.
+func checkWon(t *testing.T, res slotstore.ClaimResult, replica string, r slotstore.ClaimRequest) {
+	t.Helper()
+	c, m := res.Claim, res.Marker
+	slot := r.Slot.UTC().Truncate(time.Second)
+	if c.Job != r.Job || !c.Slot.Equal(slot) || c.Fence <= 0 || c.Attempt < 1 {
+		t.Errorf("won %s@%s: claim %+v", r.Job, stamp(slot), c)
+	}
+	if res.Err() != nil {
+		t.Errorf("won %s@%s: Err() = %v", r.Job, stamp(slot), res.Err())
+	}
+	if m.Job != r.Job || !m.Slot.Equal(slot) || m.State != slotstore.StateRunning || m.Holder != replica ||
+		m.Fence != c.Fence || m.Attempt != c.Attempt || m.ClaimedAt.IsZero() || !m.LeaseEnd.After(m.ClaimedAt) {
+		t.Errorf("won %s@%s by %s with %+v: marker %+v", r.Job, stamp(slot), replica, c, m)
+	}
+}
+
+// claimAfterExpiry claims r for replica once the lease holding the slot has
+// expired. A claim made while the slot is still held changes nothing, so it
+// retries after the remaining lease the store reported, for at most patience.
+func claimAfterExpiry(t *testing.T, s slotstore.Store, replica string, r slotstore.ClaimRequest) slotstore.ClaimResult {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for {
+		res := claimOne(t, s, replica, r)
+		if res.Status != slotstore.Held {
+			return res
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s@%s still held after %v: %+v", r.Job, stamp(r.Slot), patience, res.Marker)
+		}
+		time.Sleep(min(res.Remaining, patience) + 5*time.Millisecond)
+	}
+}
+
+// waitPast sleeps until end, a lease end the store reported, has passed by
+// the store's clock.
+func waitPast(t *testing.T, end time.Time) {
+	t.Helper()
+	d := time.Until(end) + slack
+	if d > patience {
+		t.Fatalf("lease ends at %s, more than %v away", stamp(end), patience)
+	}
+	time.Sleep(d)
+}
+
+// find returns the marker of job@slot from History.
+func find(t *testing.T, s slotstore.Store, job string, slot time.Time) (slotstore.Marker, bool) {
+	t.Helper()
+	ms, err := s.History(t.Context(), slotstore.HistoryParams{Job: job, Limit: 1000})
+	if err != nil {
+		t.Fatalf("history %s: %v", job, err)
+	}
+	for _, m := range ms {
+		if m.Slot.Equal(slot) {
+			return m, true
+		}
+	}
+	return slotstore.Marker{}, false
+}
+
+func mustFind(t *testing.T, s slotstore.Store, job string, slot time.Time) slotstore.Marker {
+	t.Helper()
+	m, ok := find(t, s, job, slot)
+	if !ok {
+		t.Fatalf("history has no marker for %s@%s", job, stamp(slot))
+	}
+	return m
+}
+
+// unchanged fails the test if a marker changed between two reads.
+func unchanged(t *testing.T, what string, before, after slotstore.Marker) {
+	t.Helper()
+	if before.State != after.State || before.Holder != after.Holder || before.Fence != after.Fence ||
+		before.Attempt != after.Attempt || !before.LeaseEnd.Equal(after.LeaseEnd) ||
+		before.Outcome != after.Outcome || before.Error != after.Error || before.Duration != after.Duration ||
+		!before.FinishedAt.Equal(after.FinishedAt) {
+		t.Errorf("%s changed the marker:\nbefore %+v\nafter  %+v", what, before, after)
+	}
+}
+
+// increasing fails the test unless fences are positive and strictly
+// increasing.
+func increasing(t *testing.T, job string, fences []int64) {
+	t.Helper()
+	for i, f := range fences {
+		if f <= 0 || (i > 0 && f <= fences[i-1]) {
+			t.Errorf("fences of %s in claim order are not positive and increasing: %v", job, fences)
+			return
+		}
+	}
+}

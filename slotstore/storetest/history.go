@@ -1,0 +1,169 @@
+package storetest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// testHistory: History lists markers newest slot first, filtered and
+// limited, with every field the claims and finishes set.
+func testHistory(t *testing.T, s slotstore.Store) {
+	ctx := t.Context()
+	sl := slots(3)
+	before := time.Now()
+	a0 := mustWin(t, s, "r1", req("a", sl[0], longLease)).Claim
+	a1 := mustWin(t, s, "r2", req("a", sl[1], longLease)).Claim
+	a2 := mustWin(t, s, "r1", req("a", sl[2], longLease)).Claim
+	b1 := mustWin(t, s, "r3", req("b", sl[1], longLease)).Claim
+	finishes := []slotstore.FinishParams{
+		{Ref: a0.Ref, Outcome: slotstore.Succeeded, Duration: 1500 * time.Millisecond},
+		{Ref: a1.Ref, Outcome: slotstore.Failed, Error: "boom", Duration: 250 * time.Millisecond},
+	}
+	for _, p := range finishes {
+		if err := s.Finish(ctx, p); err != nil {
+			t.Fatalf("finish %s: %v", stamp(p.Slot), err)
+		}
+	}
+	if err := s.Release(ctx, b1.Ref); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	after := time.Now()
+
+	list := func(p slotstore.HistoryParams) []slotstore.Marker {
+		t.Helper()
+		ms, err := s.History(ctx, p)
+		if err != nil {
+			t.Fatalf("history %+v: %v", p, err)
+		}
+		return ms
+	}
+	all := list(slotstore.HistoryParams{})
+	if len(all) != 4 || !all[0].Slot.Equal(sl[2]) || !all[3].Slot.Equal(sl[0]) {
+		t.Fatalf("history of every job: %+v", all)
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i].Slot.After(all[i-1].Slot) {
+			t.Errorf("history of every job: %s after %s", stamp(all[i].Slot), stamp(all[i-1].Slot))
+		}
+	}
+	as := list(slotstore.HistoryParams{Job: "a"})
+	if len(as) != 3 {
+		t.Fatalf("history of a: %d markers, want 3", len(as))
+	}
+	for i, m := range as {
+		if m.Job != "a" || !m.Slot.Equal(sl[2-i]) {
+			t.Errorf("history of a, entry %d: %s@%s, want a@%s", i, m.Job, stamp(m.Slot), stamp(sl[2-i]))
+		}
+	}
+	if lim := list(slotstore.HistoryParams{Job: "a", Limit: 2}); len(lim) != 2 || !lim[0].Slot.Equal(sl[2]) || !lim[1].Slot.Equal(sl[1]) {
+		t.Errorf("history of a, limit 2: %+v", lim)
+	}
+	if none := list(slotstore.HistoryParams{Job: "none"}); len(none) != 0 {
+		t.Errorf("history of an unknown job: %+v", none)
+	}
+
+	// Timestamps come from the store's clock; allow for its skew.
+	lo, hi := before.Add(-time.Second), after.Add(time.Second)
+	within := func(what string, got time.Time) {
+		t.Helper()
+		if got.Before(lo) || got.After(hi) {
+			t.Errorf("%s = %s, want between %s and %s", what, stamp(got), stamp(lo), stamp(hi))
+		}
+	}
+	for i, m := range as {
+		within("claimed at", m.ClaimedAt)
+		if want := m.Slot.Add(slotstore.DefaultRetain); !m.KeepUntil.Equal(want) {
+			t.Errorf("entry %d: keep until %s, want %s", i, stamp(m.KeepUntil), stamp(want))
+		}
+		if m.LeaseEnd.IsZero() {
+			t.Errorf("entry %d: no lease end", i)
+		}
+	}
+	running, failed, succeeded := as[0], as[1], as[2]
+	if m := running; m.State != slotstore.StateRunning || m.Holder != "r1" || m.Fence != a2.Fence || m.Attempt != 1 ||
+		!m.FinishedAt.IsZero() || m.Outcome != "" || m.Duration != 0 {
+		t.Errorf("running marker: %+v", m)
+	}
+	if d := running.LeaseEnd.Sub(running.ClaimedAt); d < longLease-slack || d > longLease+slack {
+		t.Errorf("running marker: lease end %v after its claim, want %v", d, longLease)
+	}
+	if m := failed; m.State != slotstore.StateDone || m.Holder != "r2" || m.Fence != a1.Fence || m.Attempt != 1 ||
+		m.Outcome != slotstore.Failed || m.Error != "boom" || m.Duration != 250*time.Millisecond {
+		t.Errorf("failed marker: %+v", m)
+	}
+	if m := succeeded; m.State != slotstore.StateDone || m.Holder != "r1" || m.Fence != a0.Fence || m.Attempt != 1 ||
+		m.Outcome != slotstore.Succeeded || m.Error != "" || m.Duration != 1500*time.Millisecond {
+		t.Errorf("succeeded marker: %+v", m)
+	}
+	for _, m := range []slotstore.Marker{failed, succeeded} {
+		within("finished at", m.FinishedAt)
+		if m.FinishedAt.Before(m.ClaimedAt) {
+			t.Errorf("%s finished at %s, before its claim at %s", stamp(m.Slot), stamp(m.FinishedAt), stamp(m.ClaimedAt))
+		}
+	}
+	if m := all[1:3]; m[0].Job == m[1].Job || !m[0].Slot.Equal(sl[1]) || !m[1].Slot.Equal(sl[1]) {
+		t.Errorf("history of every job, slot %s: %+v", stamp(sl[1]), m)
+	}
+	if m := mustFind(t, s, "b", sl[1]); m.State != slotstore.StateReleased || m.Holder != "r3" || m.Fence != b1.Fence {
+		t.Errorf("released marker: %+v", m)
+	}
+}
+
+// testPrune: Prune deletes markers whose retention is over, unless they run
+// under a live lease, and counts them.
+func testPrune(t *testing.T, s slotstore.Store) {
+	ctx := t.Context()
+	recent := slots(1)[0]
+	past := recent.Add(-time.Hour)
+	sl := []time.Time{past, past.Add(time.Second), past.Add(2 * time.Second), past.Add(3 * time.Second)}
+	short := func(slot time.Time, lease time.Duration) slotstore.ClaimRequest {
+		r := req("p", slot, lease)
+		r.Retain = time.Second
+		return r
+	}
+	done := mustWin(t, s, "r1", short(sl[0], longLease)).Claim
+	mustWin(t, s, "r1", short(sl[1], longLease))
+	expiring := mustWin(t, s, "r1", short(sl[2], shortLease))
+	released := mustWin(t, s, "r1", short(sl[3], longLease)).Claim
+	kept := mustWin(t, s, "r1", req("p", recent, longLease)).Claim
+	for _, ref := range []slotstore.Ref{done.Ref, kept.Ref} {
+		if err := s.Finish(ctx, slotstore.FinishParams{Ref: ref, Outcome: slotstore.Succeeded}); err != nil {
+			t.Fatalf("finish: %v", err)
+		}
+	}
+	if err := s.Release(ctx, released.Ref); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+
+	prune := func(want int, present ...time.Time) {
+		t.Helper()
+		n, err := s.Prune(ctx)
+		if err != nil || n != want {
+			t.Errorf("prune: %d, %v; want %d", n, err, want)
+		}
+		ms, err := s.History(ctx, slotstore.HistoryParams{Job: "p"})
+		if err != nil {
+			t.Fatalf("history: %v", err)
+		}
+		var got []string
+		for _, m := range ms {
+			got = append(got, stamp(m.Slot))
+		}
+		var wantSlots []string
+		for _, slot := range present {
+			wantSlots = append(wantSlots, stamp(slot))
+		}
+		if !slices.Equal(got, wantSlots) {
+			t.Errorf("markers after prune: %v, want %v", got, wantSlots)
+		}
+	}
+	// The finished and released markers go; the running ones stay.
+	prune(2, recent, sl[2], sl[1])
+	waitPast(t, expiring.Marker.LeaseEnd)
+	// The running marker whose lease expired goes too.
+	prune(1, recent, sl[1])
+	prune(0, recent, sl[1])
+}
