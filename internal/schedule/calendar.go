@@ -1,0 +1,68 @@
+package schedule
+
+import (
+	"strings"
+
+	"github.com/robfig/cron/v3"
+)
+
+// parseCalendar fills s from the fields of a calendar spec or a descriptor
+// other than @every, and classifies it as fixed-time or elapsed-time.
+func (s *Schedule) parseCalendar(fs []string) error {
+	if strings.HasPrefix(fs[0], "@") {
+		if len(fs) != 1 {
+			return invalid(s.spec, nil, "descriptor %s takes no fields", fs[0])
+		}
+		sched, err := parser.Parse(fs[0])
+		if err != nil {
+			return invalid(s.spec, err, "unknown descriptor %q", fs[0])
+		}
+		s.setFields(sched)
+		s.fixed = fs[0] != "@hourly"
+		return nil
+	}
+	if len(fs) != 5 && len(fs) != 6 {
+		return invalid(s.spec, nil, "expected 5 or 6 fields, found %d", len(fs))
+	}
+	if len(fs) == 5 {
+		fs = append([]string{"0"}, fs...)
+	}
+	sched, err := parser.Parse(strings.Join(fs, " "))
+	if err != nil {
+		return s.blameField(fs, err)
+	}
+	s.setFields(sched)
+	for i, set := range s.f.sets() {
+		if set&^starBit == 0 {
+			return invalid(s.spec, nil, "%s field %q: matches no value", fieldNames[i], fs[i])
+		}
+	}
+	// The hour field decides how DST is handled: numbers are wall times
+	// that fire once a local day; "*" or a step follows elapsed time.
+	s.fixed = !strings.ContainsAny(fs[2], "*?/")
+	return nil
+}
+
+// setFields copies the bit sets of a parsed calendar spec.
+func (s *Schedule) setFields(sched cron.Schedule) {
+	spec := sched.(*cron.SpecSchedule)
+	s.f = fields{spec.Second, spec.Minute, spec.Hour, spec.Dom, spec.Month, spec.Dow}
+}
+
+// sets returns the six bit sets in spec order, seconds first.
+func (f *fields) sets() [6]uint64 {
+	return [6]uint64{f.second, f.minute, f.hour, f.dom, f.month, f.dow}
+}
+
+// blameField turns the parser's error for the six fields fs into one naming
+// the field at fault, found by parsing each field alone among defaults.
+func (s *Schedule) blameField(fs []string, err error) error {
+	for i, field := range fs {
+		probe := []string{"0", "0", "0", "*", "*", "*"}
+		probe[i] = field
+		if _, ferr := parser.Parse(strings.Join(probe, " ")); ferr != nil {
+			return invalid(s.spec, ferr, "%s field: %v", fieldNames[i], ferr)
+		}
+	}
+	return invalid(s.spec, err, "%v", err)
+}

@@ -1,0 +1,54 @@
+// Package schedule computes the slots of a job: the nominal instants, in UTC
+// and to the second, at which it is due. Slots are a pure function of the
+// spec, the time zone and the time asked about, never of when a process
+// started or when it asks, so every replica computes the same slots.
+//
+// A Schedule is parsed once with Parse and then asked Next (the first slot
+// after a time) and Prev (the last slot at or before a time). The engine
+// walks slots by asking Next from the previous nominal slot, never from
+// "now". robfig/cron parses the spec; its own Next is not used, because it
+// mishandles daylight saving time.
+//
+// # "@every"
+//
+// "@every D" fires at the instants k·D after 1970-01-01T00:00:00Z, for every
+// integer k, whatever the zone. D is a whole number of seconds, at least 1s.
+//
+// # Daylight saving time
+//
+// Calendar specs are read on the wall clock of their zone, and what happens
+// when that clock jumps depends on the hour field:
+//
+//   - Fixed-time (the hour field is a number, a list or a range, and the
+//     descriptors @daily, @midnight, @weekly, @monthly, @yearly): each
+//     matching wall time fires once per local day, at the first instant the
+//     local clock reads that time or later. A time skipped by a spring-forward
+//     gap fires when the gap ends; a time repeated by a fall back fires at its
+//     first occurrence only; wall times that land on the same instant give one
+//     slot.
+//   - Elapsed-time (the hour field is "*" or a step such as "*/2", and
+//     @hourly): the spec fires at every real second whose wall clock matches.
+//     Times in a gap never fire; times in a repeated hour fire twice.
+//
+// # Worked example
+//
+// Europe/Berlin springs forward on 2026-03-29: at 01:00:00Z the clock jumps
+// from 02:00 CET (+01:00) to 03:00 CEST (+02:00), so 02:00–02:59 never
+// happen. It falls back on 2026-10-25: at 01:00:00Z the clock goes from
+// 03:00 CEST back to 02:00 CET, so 02:00–02:59 happen twice.
+//
+//	spec          2026-03-29 (spring forward)       2026-10-25 (fall back)
+//	30 2 * * *    01:00:00Z (03:00 CEST, gap end)   00:30:00Z (first 02:30 only)
+//	30 * * * *    00:30:00Z, 01:30:00Z (no 02:30)   00:30:00Z and 01:30:00Z (02:30 twice)
+//
+// The fixed-time job runs once on each of those days, like every other day;
+// the elapsed-time job runs once every real hour, 23 times on the short day
+// and 25 times on the long one.
+//
+// # Limits
+//
+// Next and Prev look 5 years ahead or back and return the zero Time if no
+// slot is found there (for example "0 0 30 2 *", which never matches). Zone
+// rules come from the host's (or the embedded) tz database; replicas with
+// different tz data can disagree about slots near a changed rule.
+package schedule

@@ -1,0 +1,72 @@
+package schedule
+
+import "time"
+
+// horizonYears is how far Next and Prev look before giving up.
+const horizonYears = 5
+
+// Schedule computes the nominal slots of one job. It is immutable and safe
+// for concurrent use; the zero value is not usable, call Parse.
+type Schedule struct {
+	spec  string
+	loc   *time.Location
+	every time.Duration // > 0 for "@every", else 0
+	f     fields
+	fixed bool // calendar spec whose hour field is fixed numbers
+}
+
+// Next returns the first slot strictly after t, in UTC, truncated to the
+// second; the zero Time if there is none within 5 years of t.
+func (s *Schedule) Next(t time.Time) time.Time {
+	x := floorSecond(t)
+	limit := x.AddDate(horizonYears, 0, 0)
+	var next time.Time
+	switch {
+	case s.every > 0:
+		next = s.nextEvery(x)
+	case s.fixed:
+		next = s.nextFixed(x, limit)
+	default:
+		next = s.nextElapsed(x, limit)
+	}
+	if next.IsZero() || next.After(limit) {
+		return time.Time{}
+	}
+	return next
+}
+
+// Prev returns the last slot at or before t, in UTC, truncated to the second;
+// the zero Time if there is none within 5 years before t. The engine uses it
+// at start-up to find slots missed just before the process started.
+func (s *Schedule) Prev(t time.Time) time.Time {
+	x := floorSecond(t)
+	limit := x.AddDate(-horizonYears, 0, 0)
+	var prev time.Time
+	switch {
+	case s.every > 0:
+		prev = s.prevEvery(x)
+	case s.fixed:
+		prev = s.prevFixed(x, limit)
+	default:
+		prev = s.prevElapsed(x, limit)
+	}
+	if prev.IsZero() || prev.Before(limit) {
+		return time.Time{}
+	}
+	return prev
+}
+
+// String returns the spec as given to Parse, time zone prefix included.
+func (s *Schedule) String() string { return s.spec }
+
+// Location returns the time zone wall-clock fields are read in: the
+// "CRON_TZ=" prefix if the spec has one, else the zone given to Parse.
+func (s *Schedule) Location() *time.Location { return s.loc }
+
+// Every returns the interval of an "@every" spec, and 0 for calendar specs.
+func (s *Schedule) Every() time.Duration { return s.every }
+
+// floorSecond returns t in UTC, rounded down to a whole second.
+func floorSecond(t time.Time) time.Time {
+	return time.Unix(t.Unix(), 0).UTC()
+}
