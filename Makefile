@@ -1,0 +1,39 @@
+# slotcron — run `make help` for the targets.
+SHELL := /bin/bash
+GO    ?= go
+PKGS  ?= ./...
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-10s %s\n", $$1, $$2}'
+
+.PHONY: setup
+setup: ## install the system packages the tests need (as root; a no-op when present)
+	@./scripts/setup.sh
+
+.PHONY: test
+test: setup ## install what is missing, then run every test with the race detector
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+.PHONY: short
+short: ## quick tests without the race detector or multi-process tests
+	$(GO) test -short -count=1 $(PKGS)
+
+.PHONY: run
+run: ## run the demo scheduler on the embedded SQLite store
+	$(GO) run ./cmd/scheduler run --config config.example.yaml
+
+.PHONY: build
+build: ## build the reference binary into bin/scheduler
+	$(GO) build -o bin/scheduler ./cmd/scheduler
+
+.PHONY: check
+check: ## gofmt, go vet
+	@test -z "$$(gofmt -l .)" || (gofmt -l . && exit 1)
+	$(GO) vet $(PKGS)
+
+.PHONY: bench
+bench: ## run the benchmarks
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

@@ -1,0 +1,156 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/slotcron/slotcron/jobs"
+)
+
+// Exit codes of the CLI.
+const (
+	ExitOK      = 0 // clean shutdown or success
+	ExitFailure = 1 // runtime failure
+	ExitUsage   = 2 // bad configuration or usage
+)
+
+// Main gives a binary the slotcron CLI (run, validate, next) over the jobs
+// registered in reg, and exits with the command's exit code.
+func Main(reg *jobs.Registry) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Command(ctx, os.Args[1:], os.Stdout, os.Stderr, reg)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage: %[1]s <command> [flags]
+
+commands:
+  run       run the scheduler until SIGTERM or SIGINT
+  validate  check the configuration and print every problem
+  next      print the next slots of a job (or of --schedule)
+
+common flags:
+  --config FILE   configuration file (default $SLOTCRON_CONFIG, else slotcron.yaml)
+
+Run '%[1]s <command> -h' for a command's flags.
+`
+
+// Command runs one CLI command with args (without the program name) and
+// returns its exit code. Main calls it; tests can too.
+func Command(ctx context.Context, args []string, stdout, stderr io.Writer, reg *jobs.Registry) int {
+	prog := "scheduler"
+	if len(args) == 0 {
+		fmt.Fprintf(stderr, usage, prog)
+		return ExitUsage
+	}
+	cmd, rest := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "run":
+		err = cmdRun(ctx, rest, stderr, reg)
+	case "validate":
+		err = cmdValidate(rest, stdout, stderr, reg)
+	case "next":
+		err = cmdNext(rest, stdout, stderr, reg)
+	case "help", "-h", "--help":
+		fmt.Fprintf(stdout, usage, prog)
+		return ExitOK
+	default:
+		fmt.Fprintf(stderr, "%s: unknown command %q\n", prog, cmd)
+		fmt.Fprintf(stderr, usage, prog)
+		return ExitUsage
+	}
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, flag.ErrHelp):
+		return ExitOK
+	case errors.Is(err, errUsage), IsConfigError(err):
+		if !errors.Is(err, errReported) {
+			fmt.Fprintln(stderr, err)
+		}
+		return ExitUsage
+	default:
+		fmt.Fprintf(stderr, "%s %s: %v\n", prog, cmd, err)
+		return ExitFailure
+	}
+}
+
+var (
+	errUsage    = errors.New("usage")
+	errReported = errors.New("already reported")
+)
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+func (e usageError) Is(t error) bool {
+	return t == errUsage
+}
+
+func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def := os.Getenv("SLOTCRON_CONFIG")
+	if def == "" {
+		def = "slotcron.yaml"
+	}
+	return fs, fs.String("config", def, "configuration file")
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{msg: err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{msg: fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
+	}
+	return nil
+}
+
+func cmdRun(ctx context.Context, args []string, stderr io.Writer, reg *jobs.Registry) error {
+	fs, path := newFlags("run", stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := LoadAndValidate(*path, reg)
+	if err != nil {
+		return err
+	}
+	s, err := New(cfg, reg, WithLogger(newLogger(cfg.Log, stderr)))
+	if err != nil {
+		return err
+	}
+	return s.Run(ctx)
+}
+
+func cmdValidate(args []string, stdout, stderr io.Writer, reg *jobs.Registry) error {
+	fs, path := newFlags("validate", stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := LoadAndValidate(*path, reg)
+	var errs ConfigErrors
+	if errors.As(err, &errs) {
+		for _, e := range errs {
+			fmt.Fprintln(stderr, e)
+		}
+		fmt.Fprintf(stderr, "%d problem(s) in %s\n", len(errs), *path)
+		return fmt.Errorf("%w: %w", errReported, err)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: ok, %d job(s)\n", *path, len(cfg.Jobs))
+	return nil
+}

@@ -1,0 +1,118 @@
+package scheduler
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Command(context.Background(), args, &out, &errb, demoRegistry())
+	return code, out.String(), errb.String()
+}
+
+func TestCLIValidate(t *testing.T) {
+	code, _, stderr := runCLI(t, "validate", "--config", "testdata/bad.yaml")
+	if code != ExitUsage {
+		t.Errorf("exit %d, want %d", code, ExitUsage)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("stderr has %d lines, want 4 errors and a summary:\n%s", len(lines), stderr)
+	}
+	for i, line := range []string{":8: ", ":11: ", ":15: ", ":16: "} {
+		if !strings.HasPrefix(lines[i], "testdata/bad.yaml"+line) {
+			t.Errorf("line %d = %q, want prefix testdata/bad.yaml%s", i, lines[i], line)
+		}
+	}
+	code, stdout, _ := runCLI(t, "validate", "--config", "../config.example.yaml")
+	if code != ExitOK || !strings.Contains(stdout, "ok") {
+		t.Errorf("example config: exit %d, %q", code, stdout)
+	}
+	if code, _, stderr := runCLI(t, "validate", "--config", "testdata/missing.yaml"); code != ExitUsage || !strings.Contains(stderr, "missing.yaml") {
+		t.Errorf("missing file: exit %d, %q", code, stderr)
+	}
+}
+
+func TestCLIUsage(t *testing.T) {
+	for _, args := range [][]string{nil, {"frobnicate"}, {"next"}, {"next", "--schedule", "@hourly", "-n", "0"}, {"validate", "extra"}, {"run", "--bogus"}} {
+		if code, _, _ := runCLI(t, args...); code != ExitUsage {
+			t.Errorf("%q: exit %d, want %d", args, code, ExitUsage)
+		}
+	}
+	if code, stdout, _ := runCLI(t, "help"); code != ExitOK || !strings.Contains(stdout, "validate") {
+		t.Errorf("help: exit %d", code)
+	}
+}
+
+// next for 30 2 * * * in Europe/Berlin across both 2026 transitions fires
+// once per local day, at the first instant after the spring gap and at the
+// first of the two autumn 02:30s.
+func TestCLINextAcrossDST(t *testing.T) {
+	for _, tc := range []struct {
+		from string
+		want []string
+	}{
+		{"2026-03-27T12:00:00Z", []string{"2026-03-28T01:30:00Z", "2026-03-29T01:00:00Z", "2026-03-30T00:30:00Z"}},
+		{"2026-10-23T12:00:00Z", []string{"2026-10-24T00:30:00Z", "2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"}},
+	} {
+		code, stdout, stderr := runCLI(t, "next", "--schedule", "30 2 * * *", "--timezone", "Europe/Berlin", "-n", "3", "--from", tc.from)
+		if code != ExitOK {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		if got := strings.Fields(stdout); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("from %s: %v, want %v", tc.from, got, tc.want)
+		}
+	}
+}
+
+func TestCLINextJSON(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "next", "--config", "../config.example.yaml", "--job", "hello", "-n", "3",
+		"--from", "2026-11-29T02:00:03Z", "--json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines: %q", len(lines), stdout)
+	}
+	want := time.Date(2026, 11, 29, 2, 0, 10, 0, time.UTC)
+	for _, line := range lines {
+		var v struct{ Job, Slot, Key string }
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if v.Job != "hello" || v.Slot != want.Format(time.RFC3339) || v.Key != "hello@"+v.Slot {
+			t.Errorf("line %q, want slot %v", line, want)
+		}
+		want = want.Add(10 * time.Second)
+	}
+	if code, _, stderr := runCLI(t, "next", "--config", "../config.example.yaml", "--job", "nope"); code != ExitUsage || !strings.Contains(stderr, "nope") {
+		t.Errorf("unknown job: exit %d %q", code, stderr)
+	}
+}
+
+// @every slots do not depend on when a process starts.
+func TestCLINextEveryIsAnchored(t *testing.T) {
+	_, a, _ := runCLI(t, "next", "--schedule", "@every 7s", "-n", "4", "--from", "2026-11-29T10:00:00Z")
+	_, b, _ := runCLI(t, "next", "--schedule", "@every 7s", "-n", "3", "--from", "2026-11-29T10:00:03Z")
+	al, bl := strings.Fields(a), strings.Fields(b)
+	if len(al) != 4 || len(bl) != 3 {
+		t.Fatalf("%q / %q", a, b)
+	}
+	// Both start from the first multiple of 7 s after their --from.
+	if strings.Join(al[len(al)-3:], " ") != strings.Join(bl, " ") && strings.Join(al[:3], " ") != strings.Join(bl, " ") {
+		t.Errorf("slots differ: %v vs %v", al, bl)
+	}
+	for _, s := range al {
+		ts, _ := time.Parse(time.RFC3339, s)
+		if ts.Unix()%7 != 0 {
+			t.Errorf("slot %s is not a multiple of 7 s since the epoch", s)
+		}
+	}
+}

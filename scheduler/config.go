@@ -1,0 +1,152 @@
+package scheduler
+
+import (
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the whole configuration of a replica. It maps one-to-one onto
+// the YAML file (config.example.yaml is the commented reference). The zero
+// value of every field means its default, stated on the field.
+type Config struct {
+	// Replica names this replica in markers and logs. Default: host-pid.
+	Replica string `yaml:"replica"`
+	// Store selects and configures the slot store.
+	Store StoreConfig `yaml:"store"`
+	// Defaults applies to every job; each job may override any field.
+	Defaults Policy `yaml:"defaults"`
+	// Log configures the replica's log output.
+	Log LogConfig `yaml:"log"`
+	// ShutdownGrace is how long running jobs may go on after SIGTERM before
+	// their contexts are cancelled and their slots released. Default: 25s.
+	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// Jobs maps each job name to its schedule and policy.
+	Jobs map[string]JobConfig `yaml:"jobs"`
+
+	src *source // where the config came from, for error positions; nil if built in code
+}
+
+// StoreConfig selects the slot store.
+type StoreConfig struct {
+	// Kind is sqlite (the default) or memory.
+	Kind   string       `yaml:"kind"`
+	SQLite SQLiteConfig `yaml:"sqlite"`
+}
+
+// SQLiteConfig configures the embedded store.
+type SQLiteConfig struct {
+	// Path is the database file, shared by every replica on the host.
+	// Default: ./slotcron.db.
+	Path string `yaml:"path"`
+}
+
+// LogConfig configures logging.
+type LogConfig struct {
+	// Format is text (the default) or json.
+	Format string `yaml:"format"`
+	// Level is debug, info (the default), warn or error.
+	Level string `yaml:"level"`
+}
+
+// Policy holds the settings a job inherits from defaults and may override.
+// A zero field inherits: from Config.Defaults for a job, from the built-in
+// default for Config.Defaults.
+type Policy struct {
+	// Timezone of the schedule, an IANA name. Default: UTC.
+	Timezone string `yaml:"timezone"`
+	// Lease is how long a holder may act without renewing; renewed every
+	// lease/3. At least 1s. Default: 15s.
+	Lease Duration `yaml:"lease"`
+	// Timeout bounds one run; the job's context ends then. Default: 10m.
+	Timeout Duration `yaml:"timeout"`
+	// OnCrash is retry (default: another replica takes over a slot whose
+	// holder died) or skip (the slot is marked abandoned).
+	OnCrash string `yaml:"on_crash"`
+	// MaxAttempts bounds takeovers of a slot whose holders died: the slot
+	// is abandoned instead of starting attempt MaxAttempts+1. Default: 3.
+	MaxAttempts int `yaml:"max_attempts"`
+	// StartingDeadline: a replica starts a slot only while
+	// now <= slot + StartingDeadline; later the slot is missed. Default: 1m.
+	StartingDeadline Duration `yaml:"starting_deadline"`
+	// CatchUp decides, when a replica starts, which slots of the last
+	// StartingDeadline it still tries: none, latest (the default) or all.
+	CatchUp string `yaml:"catch_up"`
+	// CatchUpLimit caps catch_up: all. Default: 10.
+	CatchUpLimit int `yaml:"catch_up_limit"`
+	// History is how long markers are kept; at least
+	// StartingDeadline + Lease. Default: 168h.
+	History Duration `yaml:"history"`
+}
+
+// JobConfig declares one job.
+type JobConfig struct {
+	// Schedule is a cron spec: 5 fields, 6 with seconds, a descriptor such
+	// as @hourly, or @every 30s (anchored to the Unix epoch). Required.
+	Schedule string `yaml:"schedule"`
+	// Run names the registered function. Default: the job's own name.
+	Run string `yaml:"run"`
+	// Params is handed to the job, which decodes it with Run.Params.
+	Params yaml.Node `yaml:"params"`
+
+	Policy `yaml:",inline"`
+}
+
+// Built-in defaults.
+const (
+	DefaultLease            = 15 * time.Second
+	DefaultTimeout          = 10 * time.Minute
+	DefaultMaxAttempts      = 3
+	DefaultStartingDeadline = time.Minute
+	DefaultCatchUpLimit     = 10
+	DefaultHistory          = 168 * time.Hour
+	DefaultShutdownGrace    = 25 * time.Second
+	DefaultSQLitePath       = "./slotcron.db"
+	MinLease                = time.Second
+)
+
+// merge returns p with every zero field taken from d.
+func (p Policy) merge(d Policy) Policy {
+	pick := func(a, b string) string {
+		if a == "" {
+			return b
+		}
+		return a
+	}
+	pickD := func(a, b Duration) Duration {
+		if a == 0 {
+			return b
+		}
+		return a
+	}
+	pickI := func(a, b int) int {
+		if a == 0 {
+			return b
+		}
+		return a
+	}
+	return Policy{
+		Timezone:         pick(p.Timezone, d.Timezone),
+		Lease:            pickD(p.Lease, d.Lease),
+		Timeout:          pickD(p.Timeout, d.Timeout),
+		OnCrash:          pick(p.OnCrash, d.OnCrash),
+		MaxAttempts:      pickI(p.MaxAttempts, d.MaxAttempts),
+		StartingDeadline: pickD(p.StartingDeadline, d.StartingDeadline),
+		CatchUp:          pick(p.CatchUp, d.CatchUp),
+		CatchUpLimit:     pickI(p.CatchUpLimit, d.CatchUpLimit),
+		History:          pickD(p.History, d.History),
+	}
+}
+
+// builtin is the policy every zero field finally falls back to.
+var builtin = Policy{
+	Timezone:         "UTC",
+	Lease:            Duration(DefaultLease),
+	Timeout:          Duration(DefaultTimeout),
+	OnCrash:          "retry",
+	MaxAttempts:      DefaultMaxAttempts,
+	StartingDeadline: Duration(DefaultStartingDeadline),
+	CatchUp:          "latest",
+	CatchUpLimit:     DefaultCatchUpLimit,
+	History:          Duration(DefaultHistory),
+}

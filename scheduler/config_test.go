@@ -1,0 +1,150 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotcron/slotcron/jobs"
+)
+
+func demoRegistry() *jobs.Registry {
+	reg := jobs.NewRegistry()
+	for _, name := range []string{"hello", "sleep", "fail"} {
+		reg.Register(name, func(context.Context, jobs.Run) error { return nil })
+	}
+	return reg
+}
+
+// The four kinds of mistake named in the contract are all reported at once,
+// each with its line and key.
+func TestValidateReportsEveryProblem(t *testing.T) {
+	_, err := LoadAndValidate("testdata/bad.yaml", demoRegistry())
+	var errs ConfigErrors
+	if !errors.As(err, &errs) {
+		t.Fatalf("error %v is not ConfigErrors", err)
+	}
+	want := []struct {
+		line int
+		key  string
+		msg  string
+	}{
+		{8, "jobs.hello.colour", "unknown key"},
+		{11, "jobs.broken.schedule", "61"},
+		{15, "jobs.berlin.timezone", `unknown time zone "Europe/Berln"`},
+		{16, "jobs.ghost", `no function registered as "ghost"`},
+	}
+	if len(errs) != len(want) {
+		t.Fatalf("got %d errors, want %d:\n%v", len(errs), len(want), err)
+	}
+	for i, w := range want {
+		e := errs[i]
+		if e.File != "testdata/bad.yaml" || e.Line != w.line || e.Key != w.key || !strings.Contains(e.Msg, w.msg) {
+			t.Errorf("error %d = %q; want line %d key %s containing %q", i, e, w.line, w.key, w.msg)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc, want string
+	}{
+		{"unknown top key", "jobz: {}\n", `test.yaml:1: jobz: unknown key (did you mean "jobs"?)`},
+		{"bad duration", "defaults:\n  lease: 15x\n", `test.yaml:2: invalid duration "15x"`},
+		{"wrong type", "defaults:\n  max_attempts: many\n", "test.yaml:2: cannot unmarshal"},
+		{"syntax", "jobs: [\n", "test.yaml:"},
+		{"nested unknown", "store:\n  sqlite:\n    pth: x.db\n", `test.yaml:3: store.sqlite.pth: unknown key (did you mean "path"?)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("test.yaml", []byte(tc.doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want it to contain %q", err, tc.want)
+			}
+			if !IsConfigError(err) {
+				t.Errorf("%v is not a config error", err)
+			}
+		})
+	}
+}
+
+func TestValidateRules(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc, want string
+	}{
+		{"short lease", "jobs: {hello: {schedule: '@hourly', lease: 500ms}}", "jobs.hello.lease: lease 500ms is shorter than 1s"},
+		{"history too short", "defaults: {history: 30s}\njobs: {hello: {schedule: '@hourly'}}", "defaults.history: history 30s is shorter than"},
+		{"bad on_crash", "jobs: {hello: {schedule: '@hourly', on_crash: panic}}", `on_crash "panic"`},
+		{"local zone", "defaults: {timezone: Local}\njobs: {hello: {schedule: '@hourly'}}", `time zone "Local"`},
+		{"missing schedule", "jobs: {hello: {}}", "jobs.hello: schedule is required"},
+		{"bad store", "store: {kind: etcd}", `unknown store kind "etcd"`},
+		{"bad log", "log: {format: xml, level: loud}", `unknown log format "xml"`},
+		{"sub-second every", "jobs: {hello: {schedule: '@every 1500ms'}}", "jobs.hello.schedule"},
+		{"unregistered run", "jobs: {x: {run: nope, schedule: '@hourly'}}", `jobs.x.run: no function registered as "nope"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse("test.yaml", []byte(tc.doc))
+			if err == nil {
+				err = cfg.Validate(demoRegistry())
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestEnvExpansionAndDefaults(t *testing.T) {
+	t.Setenv("SLOTCRON_TEST_DB", "/var/lib/x.db")
+	t.Setenv("SLOTCRON_TEST_EMPTY", "")
+	doc := `
+replica: ${SLOTCRON_TEST_UNSET_VAR}
+store: {sqlite: {path: "${SLOTCRON_TEST_DB}"}}
+log: {format: "${SLOTCRON_TEST_EMPTY:-json}"}
+defaults: {lease: 30s, timezone: Europe/Berlin}
+jobs:
+  hello: {schedule: "0 2 * * *", timeout: 5s}
+  cost: {run: sleep, schedule: "@every 30s", lease: 2s, params: {duration: 1s, note: "pa$$word"}}
+`
+	cfg, err := Parse("test.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Store.SQLite.Path != "/var/lib/x.db" || cfg.Log.Format != "json" || cfg.Replica != "" {
+		t.Errorf("expanded config %+v", cfg)
+	}
+	plans, err := cfg.resolve(demoRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*plan{}
+	for _, p := range plans {
+		byName[p.name] = p
+	}
+	hello, cost := byName["hello"], byName["cost"]
+	if hello.lease != 30*time.Second || hello.timeout != 5*time.Second || hello.deadline != DefaultStartingDeadline ||
+		hello.sched.Location().String() != "Europe/Berlin" || hello.maxAtt != DefaultMaxAttempts {
+		t.Errorf("hello plan %+v", hello)
+	}
+	if cost.lease != 2*time.Second || cost.timeout != DefaultTimeout {
+		t.Errorf("cost plan %+v", cost)
+	}
+	var p struct {
+		Duration time.Duration `yaml:"duration"`
+		Note     string        `yaml:"note"`
+	}
+	if err := (jobs.Run{Job: "cost"}).WithParams(cost.params).Params(&p); err != nil || p.Duration != time.Second || p.Note != "pa$$word" {
+		t.Errorf("params %+v, %v", p, err)
+	}
+}
+
+func TestExampleConfigIsValid(t *testing.T) {
+	cfg, err := Load("../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(demoRegistry()); err != nil {
+		t.Fatal(err)
+	}
+}

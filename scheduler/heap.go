@@ -1,0 +1,53 @@
+package scheduler
+
+import (
+	"container/heap"
+	"time"
+)
+
+// entryKind says why an entry is in the timer heap.
+type entryKind uint8
+
+const (
+	// fire is a job's next nominal slot; each job has exactly one.
+	fire entryKind = iota
+	// retry is a slot whose claim failed with a store error; it is still
+	// bound by the starting deadline.
+	retry
+	// watch is a slot another replica holds; it is claimed again when that
+	// lease ends, to take it over if the holder died.
+	watch
+)
+
+// entry is one thing the loop must do at a given time.
+type entry struct {
+	at    time.Time // when to act, on the scheduler's clock
+	p     *plan
+	slot  time.Time
+	kind  entryKind
+	tries int // failed claims so far, for backoff
+}
+
+// entryHeap is a min-heap on (at, slot); only the loop goroutine touches it.
+type entryHeap []*entry
+
+func (h entryHeap) Len() int { return len(h) }
+func (h entryHeap) Less(i, j int) bool {
+	if !h[i].at.Equal(h[j].at) {
+		return h[i].at.Before(h[j].at)
+	}
+	return h[i].slot.Before(h[j].slot) // so a batch claims, and fences, in slot order
+}
+func (h entryHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *entryHeap) Push(x any)   { *h = append(*h, x.(*entry)) }
+func (h *entryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
+}
+
+func (h *entryHeap) push(e *entry) { heap.Push(h, e) }
+func (h *entryHeap) pop() *entry   { return heap.Pop(h).(*entry) }
+func (h entryHeap) peek() *entry   { return h[0] }

@@ -1,0 +1,289 @@
+package scheduler
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/slotcron/slotcron/jobs"
+)
+
+// Load reads a YAML configuration file, expands ${VAR} and ${VAR:-default}
+// from the environment, and decodes it. Unknown keys and values of the wrong
+// type are reported together, each with file, line and key, as ConfigErrors.
+// Load does not check what needs the job registry; New and Validate do.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &ConfigError{File: path, Msg: err.Error()}
+	}
+	return Parse(path, data)
+}
+
+// Parse is Load for a document already in memory; name is used in errors.
+func Parse(name string, data []byte) (*Config, error) {
+	cfg, errs := parse(name, data)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return cfg, nil
+}
+
+// LoadAndValidate loads the file and validates it against reg, reporting the
+// problems of both steps together: what `scheduler validate` prints.
+func LoadAndValidate(path string, reg *jobs.Registry) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &ConfigError{File: path, Msg: err.Error()}
+	}
+	cfg, errs := parse(path, data)
+	if cfg != nil {
+		var verrs ConfigErrors
+		if errors.As(cfg.Validate(reg), &verrs) {
+			errs = append(errs, verrs...)
+		}
+	}
+	if len(errs) > 0 {
+		sortErrors(errs)
+		return nil, errs
+	}
+	return cfg, nil
+}
+
+// parse decodes what it can and returns every problem found; cfg is nil
+// only when the document could not be read as YAML at all.
+func parse(name string, data []byte) (*Config, ConfigErrors) {
+	data = expandEnv(data)
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, ConfigErrors{syntaxError(name, err)}
+	}
+	src := &source{file: name, root: &root}
+	cfg := &Config{src: src}
+	if len(root.Content) == 0 {
+		return cfg, nil
+	}
+	var errs ConfigErrors
+	checkKeys(src, root.Content[0], reflect.TypeOf(Config{}), "", &errs)
+	if err := root.Content[0].Decode(cfg); err != nil {
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return nil, ConfigErrors{syntaxError(name, err)}
+		}
+		for _, msg := range te.Errors {
+			errs = append(errs, typeError(name, msg))
+		}
+	}
+	sortErrors(errs)
+	return cfg, errs
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// expandEnv replaces ${VAR} and ${VAR:-default}; an unset VAR without a
+// default becomes empty. Nothing else containing $ is touched, so passwords
+// and specs keep their dollar signs.
+func expandEnv(data []byte) []byte {
+	return envRef.ReplaceAllFunc(data, func(m []byte) []byte {
+		sub := envRef.FindSubmatch(m)
+		if v, ok := os.LookupEnv(string(sub[1])); ok && v != "" {
+			return []byte(v)
+		}
+		return sub[3]
+	})
+}
+
+var lineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+
+func syntaxError(file string, err error) *ConfigError {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if m := lineRE.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return &ConfigError{File: file, Line: n, Msg: m[2]}
+	}
+	return &ConfigError{File: file, Msg: msg}
+}
+
+func typeError(file, msg string) *ConfigError {
+	if m := lineRE.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return &ConfigError{File: file, Line: n, Msg: m[2]}
+	}
+	return &ConfigError{File: file, Msg: msg}
+}
+
+func sortErrors(errs ConfigErrors) {
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+}
+
+// checkKeys reports every mapping key that t has no field for, with its
+// dotted path, walking structs, maps and inlined structs.
+func checkKeys(src *source, n *yaml.Node, t reflect.Type, path string, errs *ConfigErrors) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind != yaml.MappingNode || t == reflect.TypeOf(yaml.Node{}) {
+		return
+	}
+	switch t.Kind() {
+	case reflect.Map:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			checkKeys(src, n.Content[i+1], t.Elem(), join(path, n.Content[i].Value), errs)
+		}
+	case reflect.Struct:
+		fields := yamlFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Value == "<<" {
+				continue
+			}
+			ft, ok := fields[k.Value]
+			if !ok {
+				*errs = append(*errs, &ConfigError{File: src.file, Line: k.Line, Key: join(path, k.Value), Msg: "unknown key" + suggest(k.Value, fields)})
+				continue
+			}
+			checkKeys(src, n.Content[i+1], ft, join(path, k.Value), errs)
+		}
+	}
+}
+
+// yamlFields maps each YAML key of struct t, inlined fields included, to its
+// field type.
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		if strings.Contains(opts, "inline") {
+			for k, v := range yamlFields(f.Type) {
+				out[k] = v
+			}
+			continue
+		}
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
+func suggest(key string, fields map[string]reflect.Type) string {
+	best, bestD := "", 3
+	for name := range fields {
+		if d := editDistance(key, name); d < bestD || (d == bestD && name < best) {
+			best, bestD = name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// source remembers the parsed document so validation can name lines.
+type source struct {
+	file string
+	root *yaml.Node
+}
+
+// line returns the line of the deepest key of path present in the document
+// (the key's own line), or 0.
+func (s *source) line(path ...string) int {
+	if s == nil || len(s.root.Content) == 0 {
+		return 0
+	}
+	n, line := s.root.Content[0], 0
+	for _, key := range path {
+		if n.Kind == yaml.AliasNode {
+			n = n.Alias
+		}
+		if n.Kind != yaml.MappingNode {
+			return line
+		}
+		found := false
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				line, n, found = n.Content[i].Line, n.Content[i+1], true
+				break
+			}
+		}
+		if !found {
+			return line
+		}
+	}
+	return line
+}
+
+func (s *source) fileName() string {
+	if s == nil {
+		return ""
+	}
+	return s.file
+}
+
+// errAt builds a ConfigError positioned at the key path.
+func (c *Config) errAt(msg string, path ...string) *ConfigError {
+	return &ConfigError{File: c.src.fileName(), Line: c.src.line(path...), Key: strings.Join(path, "."), Msg: msg}
+}
+
+// paramsYAML re-encodes a job's params node for jobs.Run.Params.
+func paramsYAML(n *yaml.Node) ([]byte, error) {
+	if n.Kind == 0 {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	if err := enc.Encode(n); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

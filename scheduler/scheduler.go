@@ -1,0 +1,148 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// Scheduler runs the jobs of one replica. Build it with New and start it with
+// Run; it is not reusable after Run returns.
+type Scheduler struct {
+	cfg       *Config
+	reg       *jobs.Registry
+	plans     []*plan
+	replica   string
+	log       *slog.Logger
+	store     slotstore.Store
+	ownsStore bool
+	now       func() time.Time
+	grace     time.Duration
+}
+
+// Option configures a Scheduler beyond its Config.
+type Option func(*Scheduler)
+
+// WithStore makes the scheduler use s instead of opening the configured
+// store. The caller keeps ownership: Run does not close it.
+func WithStore(s slotstore.Store) Option {
+	return func(sc *Scheduler) { sc.store, sc.ownsStore = s, false }
+}
+
+// WithLogger replaces the logger built from Config.Log.
+func WithLogger(l *slog.Logger) Option { return func(sc *Scheduler) { sc.log = l } }
+
+// WithClock replaces time.Now as the source of the current time; only the
+// decision of when to try a slot depends on it, never which slot it is.
+func WithClock(now func() time.Time) Option { return func(sc *Scheduler) { sc.now = now } }
+
+// New validates cfg against reg and returns a scheduler ready to Run. A bad
+// configuration is reported as ConfigErrors naming file, line and key.
+func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	if reg == nil {
+		return nil, errors.New("scheduler: nil registry")
+	}
+	plans, err := cfg.resolve(reg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Scheduler{cfg: cfg, reg: reg, plans: plans, replica: cfg.replicaName(), now: time.Now, grace: cfg.ShutdownGrace.D()}
+	if s.grace == 0 {
+		s.grace = DefaultShutdownGrace
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.log == nil {
+		s.log = newLogger(cfg.Log, os.Stderr)
+	}
+	return s, nil
+}
+
+// Replica returns the name this replica uses in markers and logs.
+func (s *Scheduler) Replica() string { return s.replica }
+
+// Run schedules and runs jobs until ctx is cancelled, then shuts down
+// gracefully: it stops claiming, lets running jobs finish for up to
+// shutdown_grace, cancels the rest, releases their slots so another replica
+// takes them over at once, and returns nil. It returns only when every
+// goroutine it started has ended. A store that cannot be opened is an error.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if s.store == nil {
+		st, err := openStore(ctx, s.cfg.Store)
+		if err != nil {
+			return err
+		}
+		s.store, s.ownsStore = st, true
+	}
+	if s.ownsStore {
+		defer s.store.Close()
+	}
+	s.log.Info("scheduler started", "replica", s.replica, "jobs", len(s.plans), "store", storeKind(s.cfg.Store.Kind))
+
+	// runCtx outlives ctx by the shutdown grace: running jobs see it end.
+	runCtx, stopRuns := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stopRuns(nil)
+	var runs sync.WaitGroup
+	l := newLoop(s, runCtx, &runs)
+
+	var bg sync.WaitGroup
+	bg.Go(func() { s.prune(ctx) })
+	l.run(ctx)
+	bg.Wait()
+
+	s.log.Info("shutting down", "replica", s.replica, "running", l.running(), "grace", s.grace)
+	done := make(chan struct{})
+	go func() { runs.Wait(); close(done) }()
+	grace := time.NewTimer(s.grace)
+	defer grace.Stop()
+	select {
+	case <-done:
+	case <-grace.C:
+		stopRuns(errShutdown)
+		<-done
+	}
+	s.log.Info("scheduler stopped", "replica", s.replica)
+	return nil
+}
+
+// errShutdown is the cause of a job context cancelled by shutdown.
+var errShutdown = errors.New("scheduler: shutting down")
+
+// prune deletes expired markers every few minutes until ctx ends.
+func (s *Scheduler) prune(ctx context.Context) {
+	t := time.NewTicker(5 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n, err := s.store.Prune(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("prune failed", "err", err)
+			} else if n > 0 {
+				s.log.Debug("pruned markers", "count", n)
+			}
+		}
+	}
+}
+
+func storeKind(k string) string {
+	if k == "" {
+		return "sqlite"
+	}
+	return k
+}
+
+func (p *plan) String() string { return fmt.Sprintf("%s (%s)", p.name, p.sched) }

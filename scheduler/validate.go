@@ -1,0 +1,185 @@
+package scheduler
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/slotcron/slotcron/internal/schedule"
+	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// plan is one job, resolved: its function, schedule and effective policy.
+type plan struct {
+	name    string
+	fn      jobs.Func
+	sched   *schedule.Schedule
+	params  []byte
+	lease   time.Duration
+	timeout time.Duration
+	onCrash slotstore.OnCrash
+	maxAtt  int
+	// deadline is the starting deadline.
+	deadline     time.Duration
+	catchUp      string
+	catchUpLimit int
+	history      time.Duration
+}
+
+// Validate checks cfg against reg and returns every problem, each naming
+// file, line and key, in file order. It returns nil when cfg is good.
+func (c *Config) Validate(reg *jobs.Registry) error {
+	_, err := c.resolve(reg)
+	return err
+}
+
+// resolve validates the configuration and builds the job plans.
+func (c *Config) resolve(reg *jobs.Registry) ([]*plan, error) {
+	var errs ConfigErrors
+	add := func(e *ConfigError) { errs = append(errs, e) }
+
+	switch c.Store.Kind {
+	case "", "sqlite", "memory":
+	default:
+		add(c.errAt(fmt.Sprintf("unknown store kind %q (this build supports sqlite and memory)", c.Store.Kind), "store", "kind"))
+	}
+	switch c.Log.Format {
+	case "", "text", "json":
+	default:
+		add(c.errAt(fmt.Sprintf("unknown log format %q (text or json)", c.Log.Format), "log", "format"))
+	}
+	if _, err := parseLevel(c.Log.Level); err != nil {
+		add(c.errAt(err.Error(), "log", "level"))
+	}
+	c.checkPolicy(c.Defaults, []string{"defaults"}, add)
+	defaults := c.Defaults.merge(builtin)
+
+	names := make([]string, 0, len(c.Jobs))
+	for name := range c.Jobs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var plans []*plan
+	for _, name := range names {
+		if p := c.resolveJob(name, reg, defaults, add); p != nil {
+			plans = append(plans, p)
+		}
+	}
+	if len(errs) > 0 {
+		sortErrors(errs)
+		return nil, errs
+	}
+	return plans, nil
+}
+
+func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, add func(*ConfigError)) *plan {
+	jc := c.Jobs[name]
+	path := []string{"jobs", name}
+	at := func(key string) []string { return append(append([]string{}, path...), key) }
+	ok := true
+	fail := func(e *ConfigError) { ok = false; add(e) }
+
+	if name == "" || strings.ContainsAny(name, "@{} \t\n") {
+		fail(c.errAt(fmt.Sprintf("job name %q must be non-empty and contain no '@', braces or spaces", name), path...))
+	}
+	c.checkPolicy(jc.Policy, path, fail)
+	pol := jc.Policy.merge(defaults)
+
+	fnName := jc.Run
+	if fnName == "" {
+		fnName = name
+	}
+	fn, found := reg.Lookup(fnName)
+	if !found {
+		key := path
+		if jc.Run != "" {
+			key = at("run")
+		}
+		fail(c.errAt(fmt.Sprintf("no function registered as %q (registered: %s)", fnName, listOrNone(reg.Names())), key...))
+	}
+	var sched *schedule.Schedule
+	if jc.Schedule == "" {
+		fail(c.errAt("schedule is required", path...))
+	} else if _, err := time.LoadLocation(pol.Timezone); err == nil && pol.Timezone != "Local" {
+		s, err := schedule.Parse(jc.Schedule, pol.Timezone)
+		if err != nil {
+			fail(c.errAt(err.Error(), at("schedule")...))
+		}
+		sched = s
+	}
+	if pol.History < pol.StartingDeadline+pol.Lease {
+		key := at("history")
+		if jc.History == 0 {
+			key = []string{"defaults", "history"}
+		}
+		fail(c.errAt(fmt.Sprintf("history %v is shorter than starting_deadline + lease (%v): a finished slot could be forgotten while it may still be claimed", pol.History, pol.StartingDeadline+pol.Lease), key...))
+	}
+	params, err := paramsYAML(&jc.Params)
+	if err != nil {
+		fail(c.errAt(err.Error(), at("params")...))
+	}
+	if !ok {
+		return nil
+	}
+	return &plan{
+		name: name, fn: fn, sched: sched, params: params,
+		lease: pol.Lease.D(), timeout: pol.Timeout.D(),
+		onCrash: slotstore.OnCrash(pol.OnCrash), maxAtt: pol.MaxAttempts,
+		deadline: pol.StartingDeadline.D(), catchUp: pol.CatchUp, catchUpLimit: pol.CatchUpLimit,
+		history: pol.History.D(),
+	}
+}
+
+// checkPolicy reports bad values set in p (zero fields are inherited and
+// checked where they are set).
+func (c *Config) checkPolicy(p Policy, path []string, add func(*ConfigError)) {
+	at := func(key string) []string { return append(append([]string{}, path...), key) }
+	if p.Timezone != "" {
+		if p.Timezone == "Local" {
+			add(c.errAt(`time zone "Local" depends on the host; name an IANA zone so every replica agrees`, at("timezone")...))
+		} else if _, err := time.LoadLocation(p.Timezone); err != nil {
+			add(c.errAt(fmt.Sprintf("unknown time zone %q", p.Timezone), at("timezone")...))
+		}
+	}
+	if p.Lease != 0 && p.Lease.D() < MinLease {
+		add(c.errAt(fmt.Sprintf("lease %v is shorter than %v", p.Lease, MinLease), at("lease")...))
+	}
+	switch p.OnCrash {
+	case "", "retry", "skip":
+	default:
+		add(c.errAt(fmt.Sprintf("on_crash %q: want retry or skip", p.OnCrash), at("on_crash")...))
+	}
+	switch p.CatchUp {
+	case "", "none", "latest", "all":
+	default:
+		add(c.errAt(fmt.Sprintf("catch_up %q: want none, latest or all", p.CatchUp), at("catch_up")...))
+	}
+	if p.MaxAttempts < 0 {
+		add(c.errAt("max_attempts must not be negative", at("max_attempts")...))
+	}
+	if p.CatchUpLimit < 0 {
+		add(c.errAt("catch_up_limit must not be negative", at("catch_up_limit")...))
+	}
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// replicaName returns the configured replica name or host-pid.
+func (c *Config) replicaName() string {
+	if c.Replica != "" {
+		return c.Replica
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "replica"
+	}
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}

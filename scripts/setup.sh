@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the system packages slotcron's tests use, when run as root and
+# they are missing. The embedded SQLite store needs nothing: it is pure Go.
+set -euo pipefail
+# Debian packages whose programs the tests start themselves. Empty while the
+# only stores are the memory and embedded SQLite ones.
+packages=()
+need=()
+for pkg in "${packages[@]}"; do
+	dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -eq 0 ]; then
+	exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+	echo "setup: missing packages ${need[*]}; install them (as root: apt-get install -y ${need[*]})" >&2
+	exit 0
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq "${need[@]}"
