@@ -148,6 +148,12 @@ func (l *loop) claim(ctx context.Context, batch []*entry) {
 
 func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 	attrs := []any{"job", e.p.name, "slot", e.slot.Format(time.RFC3339), "replica", l.s.replica}
+	// A slot's first decision is worth a line; re-checks of a watched slot
+	// are not.
+	level := slog.LevelInfo
+	if e.kind == watch {
+		level = slog.LevelDebug
+	}
 	switch r.Status {
 	case slotstore.Won:
 		l.active.Add(1)
@@ -156,10 +162,6 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 			l.s.execute(l.runCtx, e.p, r.Claim, sent)
 		})
 	case slotstore.Held:
-		level := slog.LevelInfo
-		if e.kind == watch {
-			level = slog.LevelDebug
-		}
 		l.s.log.Log(context.Background(), level, "slot lost", append(attrs, "holder", r.Marker.Holder,
 			"fence", r.Marker.Fence, "attempt", r.Marker.Attempt, "remaining", r.Remaining.Round(time.Millisecond))...)
 		// Claim again exactly when the holder's lease ends, by the store's
@@ -169,7 +171,8 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 		wait := max(min(r.Remaining-time.Since(sent), e.p.lease/3), time.Millisecond)
 		l.h.push(&entry{at: l.s.now().Add(wait), p: e.p, slot: e.slot, kind: watch})
 	case slotstore.Finished:
-		l.s.log.Debug("slot lost", append(attrs, "holder", r.Marker.Holder, "state", r.Marker.State)...)
+		l.s.log.Log(context.Background(), level, "slot lost", append(attrs, "holder", r.Marker.Holder,
+			"fence", r.Marker.Fence, "state", r.Marker.State, "outcome", r.Marker.Outcome)...)
 	case slotstore.Abandoned:
 		l.s.log.Warn("slot abandoned", append(attrs, "holder", r.Marker.Holder, "attempt", r.Marker.Attempt,
 			"on_crash", e.p.onCrash)...)
