@@ -35,6 +35,21 @@ func (r ClaimRequest) Normalize() (ClaimRequest, error) {
 	return r, nil
 }
 
+// NormalizeAll normalizes every request of a batch into a new slice, or
+// returns the first request's error: a batch with a bad request changes
+// nothing.
+func NormalizeAll(reqs []ClaimRequest) ([]ClaimRequest, error) {
+	out := make([]ClaimRequest, len(reqs))
+	for i, r := range reqs {
+		n, err := r.Normalize()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
 // Validate checks a fenced reference.
 func (r Ref) Validate() error {
 	if r.Job == "" || r.Slot.IsZero() || r.Fence <= 0 {

@@ -50,13 +50,9 @@ func keyOf(job string, slot time.Time) key { return key{job, slot.UTC().Unix()} 
 
 // Claim implements slotstore.Store.
 func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
-	reqs := make([]slotstore.ClaimRequest, len(p.Requests))
-	for i, r := range p.Requests {
-		n, err := r.Normalize()
-		if err != nil {
-			return nil, err
-		}
-		reqs[i] = n
+	reqs, err := slotstore.NormalizeAll(p.Requests)
+	if err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -90,17 +86,22 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 	return out, nil
 }
 
-// current returns the marker that ref names if ref is its running claim.
-func (s *Store) current(ref slotstore.Ref) (key, slotstore.Marker, error) {
+// mutate applies change to the marker that ref names, if ref is its running
+// claim; otherwise it returns ErrLeaseLost and changes nothing.
+func (s *Store) mutate(ref slotstore.Ref, change func(m *slotstore.Marker, now time.Time)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
-		return key{}, slotstore.Marker{}, slotstore.ErrClosed
+		return slotstore.ErrClosed
 	}
 	k := keyOf(ref.Job, ref.Slot)
 	m, ok := s.markers[k]
 	if !ok || m.State != slotstore.StateRunning || m.Fence != ref.Fence {
-		return k, m, slotstore.ErrLeaseLost
+		return slotstore.ErrLeaseLost
 	}
-	return k, m, nil
+	change(&m, s.now())
+	s.markers[k] = m
+	return nil
 }
 
 // Renew implements slotstore.Store.
@@ -108,15 +109,7 @@ func (s *Store) Renew(ctx context.Context, p slotstore.RenewParams) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k, m, err := s.current(p.Ref)
-	if err != nil {
-		return err
-	}
-	m.LeaseEnd = s.now().Add(p.Lease)
-	s.markers[k] = m
-	return nil
+	return s.mutate(p.Ref, func(m *slotstore.Marker, now time.Time) { m.LeaseEnd = now.Add(p.Lease) })
 }
 
 // Finish implements slotstore.Store.
@@ -124,17 +117,10 @@ func (s *Store) Finish(ctx context.Context, p slotstore.FinishParams) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k, m, err := s.current(p.Ref)
-	if err != nil {
-		return err
-	}
-	now := s.now()
-	m.State, m.Outcome, m.Error, m.Duration = slotstore.StateDone, p.Outcome, p.Error, p.Duration
-	m.FinishedAt, m.LeaseEnd = now, now
-	s.markers[k] = m
-	return nil
+	return s.mutate(p.Ref, func(m *slotstore.Marker, now time.Time) {
+		m.State, m.Outcome, m.Error, m.Duration = slotstore.StateDone, p.Outcome, p.Error, p.Duration
+		m.FinishedAt, m.LeaseEnd = now, now
+	})
 }
 
 // Release implements slotstore.Store.
@@ -142,15 +128,9 @@ func (s *Store) Release(ctx context.Context, ref slotstore.Ref) error {
 	if err := ref.Validate(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k, m, err := s.current(ref)
-	if err != nil {
-		return err
-	}
-	m.State, m.LeaseEnd = slotstore.StateReleased, s.now()
-	s.markers[k] = m
-	return nil
+	return s.mutate(ref, func(m *slotstore.Marker, now time.Time) {
+		m.State, m.LeaseEnd = slotstore.StateReleased, now
+	})
 }
 
 // History implements slotstore.Store.

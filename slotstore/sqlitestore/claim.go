@@ -21,13 +21,9 @@ const (
 // commit, so the markers it decides on cannot change under it, and its fences
 // are issued in request order.
 func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
-	reqs := make([]slotstore.ClaimRequest, len(p.Requests))
-	for i, r := range p.Requests {
-		n, err := r.Normalize()
-		if err != nil {
-			return nil, err
-		}
-		reqs[i] = n
+	reqs, err := slotstore.NormalizeAll(p.Requests)
+	if err != nil {
+		return nil, err
 	}
 	done, err := s.begin(ctx, "claim")
 	if err != nil {
