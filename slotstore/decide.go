@@ -98,6 +98,9 @@ const (
 // the same table in their own language, and storetest checks them alike.
 func Decide(m *Marker, r ClaimRequest, now time.Time) Decision {
 	if m == nil {
+		if r.TakeoverOnly {
+			return DecideLose
+		}
 		return DecideWin
 	}
 	switch m.State {
@@ -140,6 +143,8 @@ func Apply(d Decision, m Marker, r ClaimRequest, replica string, fence int64, no
 	}
 	res := ClaimResult{Marker: m}
 	switch m.State {
+	case "":
+		res.Status = Absent
 	case StateRunning:
 		res.Status = Held
 		res.Remaining = m.LeaseEnd.Sub(now)
@@ -149,6 +154,11 @@ func Apply(d Decision, m Marker, r ClaimRequest, replica string, fence int64, no
 		res.Status = Finished
 	}
 	return m, res
+}
+
+// Matches reports whether m passes the filters of p.
+func (p HistoryParams) Matches(m Marker) bool {
+	return (p.Job == "" || m.Job == p.Job) && (p.State == "" || m.State == p.State)
 }
 
 // Prunable reports whether Prune may delete m at the store's time now.

@@ -37,7 +37,9 @@
 //
 // Renew, Finish and Release present the Ref the claim returned. Each succeeds
 // only while the slot is running and its fence is the presented one;
-// otherwise it returns ErrLeaseLost and changes nothing. A renewal that
+// otherwise it returns ErrLeaseLost and changes nothing. The one exception:
+// Finish of a slot already done under the presented fence returns nil, so a
+// retried Finish is safe. A renewal that
 // arrives after the lease expired but before any other claim still succeeds:
 // no other holder exists, so guarantee 1 holds.
 //

@@ -17,7 +17,11 @@ type Store interface {
 	// clock). ErrLeaseLost if p.Ref is no longer the slot's current claim.
 	Renew(ctx context.Context, p RenewParams) error
 	// Finish records the outcome of a run and makes the slot final.
-	// ErrLeaseLost if p.Ref is no longer the slot's current claim.
+	// ErrLeaseLost if p.Ref is no longer the slot's current claim. Finish
+	// of a slot already done under the same fence returns nil and changes
+	// nothing, so a retried Finish whose first reply was lost, or one after
+	// the slot was completed in the caller's own transaction, is not
+	// mistaken for a lost lease.
 	Finish(ctx context.Context, p FinishParams) error
 	// Release ends the claim without an outcome; the next Claim of the
 	// slot wins at once with attempt+1. ErrLeaseLost if p.Ref is no longer
@@ -55,12 +59,17 @@ type ClaimRequest struct {
 	// MaxAttempts bounds how many attempts a slot may have when earlier
 	// holders' leases expired: a takeover that would make attempt
 	// MaxAttempts+1 marks the slot abandoned instead. Zero means no bound.
-	// Claiming a released slot is not a takeover of a crash and is never
-	// refused, though its attempt number still grows.
+	// Claiming a released slot is never refused, but it is an attempt: its
+	// attempt number grows and counts toward the bound.
 	MaxAttempts int
 	// Retain is how long after Slot the marker is kept; zero keeps it until
 	// a store-specific default of 7 days.
 	Retain time.Duration
+	// TakeoverOnly claims the slot only if it has a marker: a slot with
+	// none is answered Absent and no marker is created. Callers that watch
+	// a slot another replica claimed set it, so a slot whose marker was
+	// pruned can never be run again as if new.
+	TakeoverOnly bool
 }
 
 // ClaimParams is one batch of claims made by one replica.
@@ -82,6 +91,8 @@ const (
 	Finished
 	// Abandoned: the slot is abandoned (now or earlier); it never runs again.
 	Abandoned
+	// Absent: a TakeoverOnly claim found no marker; nothing was created.
+	Absent
 )
 
 func (s Status) String() string {
@@ -94,6 +105,8 @@ func (s Status) String() string {
 		return "finished"
 	case Abandoned:
 		return "abandoned"
+	case Absent:
+		return "absent"
 	}
 	return fmt.Sprintf("Status(%d)", int(s))
 }
@@ -169,6 +182,7 @@ type FinishParams struct {
 // HistoryParams selects markers.
 type HistoryParams struct {
 	Job   string // empty for every job
+	State State  // empty for every state
 	Limit int    // at most this many; zero means 100
 }
 

@@ -87,8 +87,9 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 }
 
 // mutate applies change to the marker that ref names, if ref is its running
-// claim; otherwise it returns ErrLeaseLost and changes nothing.
-func (s *Store) mutate(ref slotstore.Ref, change func(m *slotstore.Marker, now time.Time)) error {
+// claim; otherwise it returns ErrLeaseLost and changes nothing. Finish also
+// accepts a marker already done under ref's fence.
+func (s *Store) mutate(ref slotstore.Ref, finishing bool, change func(m *slotstore.Marker, now time.Time)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -96,7 +97,7 @@ func (s *Store) mutate(ref slotstore.Ref, change func(m *slotstore.Marker, now t
 	}
 	k := keyOf(ref.Job, ref.Slot)
 	m, ok := s.markers[k]
-	if !ok || m.State != slotstore.StateRunning || m.Fence != ref.Fence {
+	if !ok || m.Fence != ref.Fence || (m.State != slotstore.StateRunning && !(m.State == slotstore.StateDone && finishing)) {
 		return slotstore.ErrLeaseLost
 	}
 	change(&m, s.now())
@@ -109,7 +110,7 @@ func (s *Store) Renew(ctx context.Context, p slotstore.RenewParams) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	return s.mutate(p.Ref, func(m *slotstore.Marker, now time.Time) { m.LeaseEnd = now.Add(p.Lease) })
+	return s.mutate(p.Ref, false, func(m *slotstore.Marker, now time.Time) { m.LeaseEnd = now.Add(p.Lease) })
 }
 
 // Finish implements slotstore.Store.
@@ -117,7 +118,10 @@ func (s *Store) Finish(ctx context.Context, p slotstore.FinishParams) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	return s.mutate(p.Ref, func(m *slotstore.Marker, now time.Time) {
+	return s.mutate(p.Ref, true, func(m *slotstore.Marker, now time.Time) {
+		if m.State == slotstore.StateDone {
+			return // already finished by this claim
+		}
 		m.State, m.Outcome, m.Error, m.Duration = slotstore.StateDone, p.Outcome, p.Error, p.Duration
 		m.FinishedAt, m.LeaseEnd = now, now
 	})
@@ -128,7 +132,7 @@ func (s *Store) Release(ctx context.Context, ref slotstore.Ref) error {
 	if err := ref.Validate(); err != nil {
 		return err
 	}
-	return s.mutate(ref, func(m *slotstore.Marker, now time.Time) {
+	return s.mutate(ref, false, func(m *slotstore.Marker, now time.Time) {
 		m.State, m.LeaseEnd = slotstore.StateReleased, now
 	})
 }
@@ -146,7 +150,7 @@ func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slots
 	}
 	var out []slotstore.Marker
 	for _, m := range s.markers {
-		if p.Job == "" || m.Job == p.Job {
+		if p.Matches(m) {
 			out = append(out, m)
 		}
 	}

@@ -11,6 +11,10 @@ import (
 const (
 	// historyOfJob walks the primary key (job, slot DESC).
 	historyOfJob = `SELECT ` + columns + ` FROM markers WHERE job = ? ORDER BY slot DESC LIMIT ?`
+	// historyInState filters by state (and job when given); the engine asks
+	// it for the few running markers.
+	historyInState = `SELECT ` + columns + ` FROM markers WHERE (?1 = '' OR job = ?1) AND state = ?2
+		ORDER BY slot DESC, job LIMIT ?3`
 	// historyOfAll walks markers_by_slot (slot DESC, job).
 	historyOfAll = `SELECT ` + columns + ` FROM markers ORDER BY slot DESC, job LIMIT ?`
 	// pruneMarkers is slotstore.Marker.Prunable: retention over, and not
@@ -37,9 +41,12 @@ func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slots
 		rows *sql.Rows
 		err  error
 	)
-	if p.Job == "" {
+	switch {
+	case p.State != "":
+		rows, err = s.db.QueryContext(ctx, historyInState, p.Job, string(p.State), limit)
+	case p.Job == "":
 		rows, err = s.db.QueryContext(ctx, historyOfAll, limit)
-	} else {
+	default:
 		rows, err = s.db.QueryContext(ctx, historyOfJob, p.Job, limit)
 	}
 	if err != nil {

@@ -16,6 +16,8 @@ const (
 	finishMarker = `UPDATE markers SET state = 'done', outcome = ?, error = ?, duration_ns = ?,
 		finished_at = ?, lease_end = ?
 		WHERE job = ? AND slot = ? AND state = 'running' AND fence = ?`
+	doneMarker = `SELECT 1 FROM markers
+		WHERE job = ? AND slot = ? AND state = 'done' AND fence = ?`
 	releaseMarker = `UPDATE markers SET state = 'released', lease_end = ?
 		WHERE job = ? AND slot = ? AND state = 'running' AND fence = ?`
 )
@@ -72,7 +74,18 @@ func (s *Store) mutate(ctx context.Context, op string, ref slotstore.Ref, stmt f
 		return s.fail(op, err)
 	}
 	if n == 0 {
+		if query == finishMarker && s.doneBy(ctx, ref) {
+			return nil // already finished by this claim
+		}
 		return fmt.Errorf("sqlitestore: %s: %w", op, slotstore.ErrLeaseLost)
 	}
 	return nil
+}
+
+// doneBy reports whether the slot is done under ref's fence. It runs while
+// the caller holds this Store's write turn.
+func (s *Store) doneBy(ctx context.Context, ref slotstore.Ref) bool {
+	var one int
+	err := s.db.QueryRowContext(ctx, doneMarker, ref.Job, ref.Slot.Unix(), ref.Fence).Scan(&one)
+	return err == nil
 }

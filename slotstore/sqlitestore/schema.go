@@ -28,6 +28,7 @@ var migrations = []string{
 	) WITHOUT ROWID;
 	CREATE INDEX markers_by_slot ON markers (slot DESC, job);
 	CREATE INDEX markers_by_keep_until ON markers (keep_until);
+	CREATE INDEX markers_by_state ON markers (state, slot DESC, job);
 	CREATE TABLE fences (
 		job   TEXT    NOT NULL PRIMARY KEY,
 		fence INTEGER NOT NULL -- the last fence issued for job

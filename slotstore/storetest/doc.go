@@ -36,13 +36,16 @@
 //     have expired; a live lease makes a claim Held.
 //   - Takeover of an expired slot (attempt+1, higher fence, PrevHolder),
 //     OnCrash skip and MaxAttempts abandoning it, and release making a slot
-//     claimable at once without counting against MaxAttempts.
-//   - Renew, Finish and Release with a stale or wrong fence, on a slot never
-//     claimed, or on a finished slot fail with ErrLeaseLost and change
-//     nothing; renewing keeps competitors out past the original lease, also
+//     claimable at once, even past MaxAttempts.
+//   - TakeoverOnly claims never create a marker (Absent) and take over an
+//     expired slot like any claim.
+//   - Renew, Finish and Release with a stale or wrong fence, or on a slot
+//     never claimed, fail with ErrLeaseLost and change nothing; so do Renew
+//     and Release of a finished slot, while Finish again under the finishing
+//     fence succeeds and changes nothing; renewing keeps competitors out past the original lease, also
 //     when the renewal arrives after the lease ran out but before anyone else
 //     claimed.
-//   - History order, job filter, limits and fields; Prune's retention and
+//   - History order, job and state filters, limits and fields; Prune's retention and
 //     lease rules and its counts; ErrInvalid for bad parameters; ErrClosed
 //     after Close.
 //

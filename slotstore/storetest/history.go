@@ -167,3 +167,47 @@ func testPrune(t *testing.T, s slotstore.Store) {
 	prune(1, recent, sl[1])
 	prune(0, recent, sl[1])
 }
+
+// testHistoryState: History filters by state, with or without a job, so the
+// engine can find running markers without reading every finished one.
+func testHistoryState(t *testing.T, s slotstore.Store) {
+	ctx := t.Context()
+	sl := slots(4)
+	var running []slotstore.Ref
+	for i, job := range []string{"hs-a", "hs-a", "hs-b", "hs-b"} {
+		c := mustWin(t, s, "r1", req(job, sl[i], longLease)).Claim
+		if i%2 == 0 {
+			if err := s.Finish(ctx, slotstore.FinishParams{Ref: c.Ref, Outcome: slotstore.Succeeded}); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			running = append(running, c.Ref)
+		}
+	}
+	got, err := s.History(ctx, slotstore.HistoryParams{State: slotstore.StateRunning})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Job != "hs-b" || got[1].Job != "hs-a" {
+		t.Fatalf("running markers %+v, want hs-b then hs-a", got)
+	}
+	for _, m := range got {
+		if m.State != slotstore.StateRunning {
+			t.Errorf("state filter returned %+v", m)
+		}
+	}
+	got, err = s.History(ctx, slotstore.HistoryParams{Job: "hs-a", State: slotstore.StateRunning})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Fence != running[0].Fence || !got[0].Slot.Equal(running[0].Slot) {
+		t.Errorf("running markers of hs-a: %+v", got)
+	}
+	got, err = s.History(ctx, slotstore.HistoryParams{Job: "hs-b", State: slotstore.StateDone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !got[0].Slot.Equal(sl[2]) {
+		t.Errorf("done markers of hs-b: %+v", got)
+	}
+}

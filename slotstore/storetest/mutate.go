@@ -72,10 +72,60 @@ func testWrongFence(t *testing.T, s slotstore.Store) {
 	if err != nil {
 		t.Fatalf("finish: %v", err)
 	}
-	wantLost(t, s, "a finished slot", done.Ref)
-	if m := mustFind(t, s, "wrong", sl[2]); m.State != slotstore.StateDone || m.Outcome != slotstore.Failed || m.Error != "boom" {
+	before := mustFind(t, s, "wrong", sl[2])
+	if err := s.Renew(t.Context(), slotstore.RenewParams{Ref: done.Ref, Lease: longLease}); !errors.Is(err, slotstore.ErrLeaseLost) {
+		t.Errorf("renew of a finished slot: %v, want ErrLeaseLost", err)
+	}
+	if err := s.Release(t.Context(), done.Ref); !errors.Is(err, slotstore.ErrLeaseLost) {
+		t.Errorf("release of a finished slot: %v, want ErrLeaseLost", err)
+	}
+	stale := done.Ref
+	stale.Fence++
+	if err := s.Finish(t.Context(), slotstore.FinishParams{Ref: stale, Outcome: slotstore.Succeeded}); !errors.Is(err, slotstore.ErrLeaseLost) {
+		t.Errorf("finish of a finished slot with another fence: %v, want ErrLeaseLost", err)
+	}
+	// A second Finish under the same fence (a retry whose first reply was
+	// lost) succeeds and changes nothing.
+	if err := s.Finish(t.Context(), slotstore.FinishParams{Ref: done.Ref, Outcome: slotstore.Succeeded}); err != nil {
+		t.Errorf("finish again under the same fence: %v, want nil", err)
+	}
+	m := mustFind(t, s, "wrong", sl[2])
+	unchanged(t, "mutations of a finished slot", before, m)
+	if m.State != slotstore.StateDone || m.Outcome != slotstore.Failed || m.Error != "boom" {
 		t.Errorf("finished marker: %+v", m)
 	}
+}
+
+// testTakeoverOnly: a takeover-only claim never creates a marker, and takes
+// over an expired running slot like any claim.
+func testTakeoverOnly(t *testing.T, s slotstore.Store) {
+	sl := slots(3)
+	r := req("tonly", sl[0], longLease)
+	r.TakeoverOnly = true
+	res := claimOne(t, s, "r1", r)
+	wantStatus(t, "takeover-only claim of an unclaimed slot", res, slotstore.Absent)
+	if _, ok := find(t, s, "tonly", sl[0]); ok {
+		t.Errorf("a takeover-only claim created a marker")
+	}
+
+	first := mustWin(t, s, "r1", req("tonly", sl[1], shortLease))
+	waitPast(t, first.Marker.LeaseEnd)
+	r = req("tonly", sl[1], longLease)
+	r.TakeoverOnly = true
+	res = claimOne(t, s, "r2", r)
+	wantStatus(t, "takeover-only claim of an expired slot", res, slotstore.Won)
+	if res.Claim.Attempt != 2 || res.Claim.Fence <= first.Claim.Fence {
+		t.Errorf("takeover-only claim: attempt %d fence %d after fence %d", res.Claim.Attempt, res.Claim.Fence, first.Claim.Fence)
+	}
+	wantStatus(t, "takeover-only claim of a held slot", claimOne(t, s, "r3", r), slotstore.Held)
+
+	done := mustWin(t, s, "r1", req("tonly", sl[2], longLease))
+	if err := s.Finish(t.Context(), slotstore.FinishParams{Ref: done.Claim.Ref, Outcome: slotstore.Succeeded}); err != nil {
+		t.Fatal(err)
+	}
+	r = req("tonly", sl[2], longLease)
+	r.TakeoverOnly = true
+	wantStatus(t, "takeover-only claim of a finished slot", claimOne(t, s, "r2", r), slotstore.Finished)
 }
 
 // testRenew: renewing keeps a lease alive past its original end, even when

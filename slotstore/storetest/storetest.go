@@ -43,6 +43,8 @@ func Run(t *testing.T, newStore func(t *testing.T) slotstore.Store) {
 		{"Release", testRelease},
 		{"StaleFence", testStaleFence},
 		{"WrongFence", testWrongFence},
+		{"TakeoverOnly", testTakeoverOnly},
+		{"HistoryState", testHistoryState},
 		{"Renew", testRenew},
 		{"InvalidParams", testInvalidParams},
 		{"History", testHistory},

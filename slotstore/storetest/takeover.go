@@ -73,7 +73,7 @@ func testMaxAttempts(t *testing.T, s slotstore.Store) {
 }
 
 // testRelease: a released slot can be claimed at once, with attempt+1 and a
-// higher fence, and release never counts against MaxAttempts.
+// higher fence, and is never refused, even past MaxAttempts.
 func testRelease(t *testing.T, s slotstore.Store) {
 	r := req("release", slots(1)[0], longLease)
 	r.MaxAttempts = 1
