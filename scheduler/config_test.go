@@ -80,6 +80,7 @@ func TestValidateRules(t *testing.T) {
 		{"missing schedule", "jobs: {hello: {}}", "jobs.hello: schedule is required"},
 		{"bad store", "store: {kind: etcd}", `unknown store kind "etcd"`},
 		{"bad log", "log: {format: xml, level: loud}", `unknown log format "xml"`},
+		{"never fires", "jobs: {hello: {schedule: '0 0 30 2 *'}}", "never fires"},
 		{"sub-second every", "jobs: {hello: {schedule: '@every 1500ms'}}", "jobs.hello.schedule"},
 		{"unregistered run", "jobs: {x: {run: nope, schedule: '@hourly'}}", `jobs.x.run: no function registered as "nope"`},
 	} {
@@ -98,20 +99,23 @@ func TestValidateRules(t *testing.T) {
 func TestEnvExpansionAndDefaults(t *testing.T) {
 	t.Setenv("SLOTCRON_TEST_DB", "/var/lib/x.db")
 	t.Setenv("SLOTCRON_TEST_EMPTY", "")
+	t.Setenv("SLOTCRON_TEST_ATTEMPTS", "5")
+	t.Setenv("SLOTCRON_TEST_TRICKY", "web-1 # pod: x\nunknown: 1")
 	doc := `
-replica: ${SLOTCRON_TEST_UNSET_VAR}
+replica: ${SLOTCRON_TEST_UNSET_VAR}${SLOTCRON_TEST_TRICKY}
 store: {sqlite: {path: "${SLOTCRON_TEST_DB}"}}
 log: {format: "${SLOTCRON_TEST_EMPTY:-json}"}
-defaults: {lease: 30s, timezone: Europe/Berlin}
+defaults: {lease: 30s, timezone: Europe/Berlin, max_attempts: ${SLOTCRON_TEST_ATTEMPTS}}
 jobs:
   hello: {schedule: "0 2 * * *", timeout: 5s}
-  cost: {run: sleep, schedule: "@every 30s", lease: 2s, params: {duration: 1s, note: "pa$$word"}}
+  cost: {run: sleep, schedule: "@every 30s", lease: 2s, params: {duration: 1s, note: "pa$$word $${HOME}"}}
 `
 	cfg, err := Parse("test.yaml", []byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Store.SQLite.Path != "/var/lib/x.db" || cfg.Log.Format != "json" || cfg.Replica != "" {
+	if cfg.Store.SQLite.Path != "/var/lib/x.db" || cfg.Log.Format != "json" || cfg.Replica != "web-1 # pod: x\nunknown: 1" ||
+		cfg.Defaults.MaxAttempts != 5 {
 		t.Errorf("expanded config %+v", cfg)
 	}
 	plans, err := cfg.resolve(demoRegistry())
@@ -124,7 +128,7 @@ jobs:
 	}
 	hello, cost := byName["hello"], byName["cost"]
 	if hello.lease != 30*time.Second || hello.timeout != 5*time.Second || hello.deadline != DefaultStartingDeadline ||
-		hello.sched.Location().String() != "Europe/Berlin" || hello.maxAtt != DefaultMaxAttempts {
+		hello.sched.Location().String() != "Europe/Berlin" || hello.maxAtt != 5 {
 		t.Errorf("hello plan %+v", hello)
 	}
 	if cost.lease != 2*time.Second || cost.timeout != DefaultTimeout {
@@ -134,7 +138,7 @@ jobs:
 		Duration time.Duration `yaml:"duration"`
 		Note     string        `yaml:"note"`
 	}
-	if err := (jobs.Run{Job: "cost"}).WithParams(cost.params).Params(&p); err != nil || p.Duration != time.Second || p.Note != "pa$$word" {
+	if err := (jobs.Run{Job: "cost"}).WithParams(cost.params).Params(&p); err != nil || p.Duration != time.Second || p.Note != "pa$$word ${HOME}" {
 		t.Errorf("params %+v, %v", p, err)
 	}
 }
@@ -146,5 +150,16 @@ func TestExampleConfigIsValid(t *testing.T) {
 	}
 	if err := cfg.Validate(demoRegistry()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A value from the environment never moves the lines errors point at, nor
+// changes the document's structure.
+func TestEnvValuesKeepLines(t *testing.T) {
+	t.Setenv("SLOTCRON_TEST_MULTI", "a\nb\nc: d")
+	doc := "replica: ${SLOTCRON_TEST_MULTI}\nstore: {kind: sqlite}\nshedule: x\n"
+	_, err := Parse("test.yaml", []byte(doc))
+	if err == nil || !strings.Contains(err.Error(), "test.yaml:3: shedule: unknown key") {
+		t.Errorf("error %v, want the unknown key on line 3", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -297,6 +298,54 @@ func TestStoreOutageMissesThenRecovers(t *testing.T) {
 			if seen[sec] != 1 {
 				t.Errorf("slot %d after the outage ran %d times", sec, seen[sec])
 			}
+		}
+	})
+}
+
+// A replica that starts long after a slot was claimed, past its starting
+// deadline, still takes it over when the holder dies: it finds the running
+// marker by reading the store, not by having watched the claim.
+func TestLateReplicaTakesOverDeadHoldersSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New()
+		rec := &recorder{sleep: 10 * time.Minute}
+		reg := jobs.NewRegistry()
+		reg.Register("long", rec.fn)
+		conf := `jobs: {long: {schedule: "@every 24h", lease: 3s}}`
+		holder := &flaky{Store: st}
+		stopA := start(t, replica(t, holder, "a", conf, reg))
+		time.Sleep(2 * time.Minute) // the slot is far past its starting deadline
+		stopB := start(t, replica(t, st, "b", conf, reg))
+		synctest.Wait()
+		holder.cut(true) // a dies as far as the store can tell
+		time.Sleep(20 * time.Second)
+		evs := rec.snapshot()
+		stopA()
+		stopB()
+		if len(evs) != 2 || evs[1].run.Replica != "b" || evs[1].run.Attempt != 2 || !evs[0].ended.Before(evs[1].started) {
+			t.Fatalf("runs %+v, want a's run cancelled, then b's takeover", evs)
+		}
+	})
+}
+
+// A watched slot whose marker disappeared (pruned) is never claimed as new.
+func TestWatchNeverRecreatesMarker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New()
+		rec := &recorder{}
+		reg := jobs.NewRegistry()
+		reg.Register("j", rec.fn)
+		p := &plan{name: "j", fn: rec.fn, lease: 3 * time.Second, deadline: time.Minute, history: time.Hour}
+		s := &Scheduler{store: st, replica: "a", log: testLogger(), now: time.Now}
+		var runs sync.WaitGroup
+		l := newLoop(s, context.Background(), &runs)
+		l.claim(context.Background(), []*entry{{p: p, slot: time.Now().Truncate(time.Second), kind: watch}})
+		runs.Wait()
+		if evs := rec.snapshot(); len(evs) != 0 {
+			t.Fatalf("a watch ran a slot with no marker: %+v", evs)
+		}
+		if hist, _ := st.History(context.Background(), slotstore.HistoryParams{}); len(hist) != 0 {
+			t.Fatalf("a watch created markers: %+v", hist)
 		}
 	})
 }

@@ -28,7 +28,7 @@ func (s *Scheduler) execute(runCtx context.Context, p *plan, c slotstore.Claim, 
 
 	ctx, cancel := context.WithCancelCause(runCtx)
 	defer cancel(nil)
-	keeper := startLeaseKeeper(s.store, c.Ref, p.lease, sent, cancel, log)
+	keeper := startLeaseKeeper(s.store, c.Ref, p.lease, p.timeout, sent, cancel, log)
 	defer keeper.stop()
 
 	tctx, cancelTimeout := context.WithTimeoutCause(ctx, p.timeout, errTimeout)
@@ -39,7 +39,8 @@ func (s *Scheduler) execute(runCtx context.Context, p *plan, c slotstore.Claim, 
 	timedOut := errors.Is(context.Cause(tctx), errTimeout)
 	cancelTimeout()
 
-	if keeper.isLost() || !time.Now().Before(keeper.trustedUntil()) {
+	keeper.pause()
+	if !keeper.trusted() {
 		log.Warn("run ended after lease lost; outcome not recorded", "duration", dur, "err", errString(err))
 		return
 	}

@@ -17,6 +17,8 @@ const (
 	// watch is a slot another replica holds; it is claimed again when that
 	// lease ends, to take it over if the holder died.
 	watch
+	// scan reads a job's running markers to watch them; each job has one.
+	scan
 )
 
 // entry is one thing the loop must do at a given time.

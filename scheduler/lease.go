@@ -17,9 +17,16 @@ var errLeaseLost = errors.New("scheduler: lease lost")
 // leaseKeeper renews one claim every lease/3 from its own goroutine and
 // enforces guarantee 5: the holder trusts its lease only until
 // sent + lease − margin, where sent is when the last successful renewal (or
-// the claim) was sent, on this process's monotonic clock. When that moment
-// passes without a renewal, or the store says the claim is gone, the job's
-// context is cancelled and the keeper reports the lease lost.
+// the claim) was sent. The window is kept on both of this process's clocks:
+// the monotonic one, immune to wall-clock steps, and the wall clock, which
+// unlike the monotonic one goes on while the host is suspended; trust ends
+// when either says so. When it ends without a renewal, or the store says the
+// claim is gone, the job's context is cancelled and the keeper reports the
+// lease lost.
+//
+// Renewals stop for good at renewUntil (the job's timeout plus one lease): a
+// job that ignores its cancelled context does not hold the slot forever; its
+// successor takes over and the stale job is left to the fence.
 type leaseKeeper struct {
 	store  slotstore.Store
 	ref    slotstore.Ref
@@ -28,8 +35,10 @@ type leaseKeeper struct {
 	cancel context.CancelCauseFunc
 	log    *slog.Logger
 
+	renewUntil time.Time
+
 	mu    sync.Mutex
-	until time.Time   // end of the trust window (monotonic)
+	until time.Time   // end of the trust window (both clocks)
 	timer *time.Timer // fires at until
 	lostc chan struct{}
 
@@ -41,11 +50,12 @@ type leaseKeeper struct {
 // and the time a cancelled job needs to notice.
 func trustMargin(lease time.Duration) time.Duration { return max(lease/10, 10*time.Millisecond) }
 
-func startLeaseKeeper(st slotstore.Store, ref slotstore.Ref, lease time.Duration, sent time.Time,
+func startLeaseKeeper(st slotstore.Store, ref slotstore.Ref, lease, timeout time.Duration, sent time.Time,
 	cancel context.CancelCauseFunc, log *slog.Logger) *leaseKeeper {
 	k := &leaseKeeper{
 		store: st, ref: ref, lease: lease, margin: trustMargin(lease), cancel: cancel, log: log,
-		lostc: make(chan struct{}), stopc: make(chan struct{}), done: make(chan struct{}),
+		renewUntil: sent.Add(timeout + lease),
+		lostc:      make(chan struct{}), stopc: make(chan struct{}), done: make(chan struct{}),
 	}
 	k.until = sent.Add(lease - k.margin)
 	k.timer = time.AfterFunc(time.Until(k.until), k.expire)
@@ -72,16 +82,41 @@ func (k *leaseKeeper) trustedUntil() time.Time {
 	return k.until
 }
 
-// stop ends renewals and waits for the renewing goroutine.
-func (k *leaseKeeper) stop() {
-	close(k.stopc)
+// trusted reports whether the lease is still trusted now, by both clocks.
+func (k *leaseKeeper) trusted() bool {
+	if k.isLost() {
+		return false
+	}
+	return within(time.Now(), k.trustedUntil())
+}
+
+// within reports whether now is before until on the monotonic clock and on
+// the wall clock (Round(0) strips the monotonic reading).
+func within(now, until time.Time) bool {
+	return now.Before(until) && now.Round(0).Before(until.Round(0))
+}
+
+// pause stops renewals and waits for the renewing goroutine; the trust
+// window keeps running. The run calls it before it finishes or releases the
+// slot, so no renewal races the final write.
+func (k *leaseKeeper) pause() {
+	select {
+	case <-k.stopc:
+	default:
+		close(k.stopc)
+	}
 	<-k.done
+}
+
+// stop ends the keeper: no renewal, no trust timer.
+func (k *leaseKeeper) stop() {
+	k.pause()
 	k.timer.Stop()
 }
 
 func (k *leaseKeeper) expire() {
 	k.mu.Lock()
-	early := time.Now().Before(k.until) // a renewal moved the window as the timer fired
+	early := within(time.Now(), k.until) // a renewal moved the window as the timer fired
 	k.mu.Unlock()
 	if !early {
 		k.lose("trust window ended without a successful renewal")
@@ -123,8 +158,12 @@ func (k *leaseKeeper) renewLoop() {
 		case <-t.C:
 		}
 		until := k.trustedUntil()
-		if !time.Now().Before(until) {
+		if !within(time.Now(), until) {
 			k.lose("trust window ended before renewal")
+			return
+		}
+		if !time.Now().Before(k.renewUntil) {
+			k.log.Error("job ignored its cancelled context past timeout + lease; renewals stop and the slot goes to a successor", "renew_until", k.renewUntil)
 			return
 		}
 		sent := time.Now()

@@ -61,11 +61,12 @@ func LoadAndValidate(path string, reg *jobs.Registry) (*Config, error) {
 // parse decodes what it can and returns every problem found; cfg is nil
 // only when the document could not be read as YAML at all.
 func parse(name string, data []byte) (*Config, ConfigErrors) {
-	data = expandEnv(data)
+	data, values := expandEnv(data)
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, ConfigErrors{syntaxError(name, err)}
 	}
+	fillEnv(&root, values)
 	src := &source{file: name, root: &root}
 	cfg := &Config{src: src}
 	if len(root.Content) == 0 {
@@ -86,19 +87,56 @@ func parse(name string, data []byte) (*Config, ConfigErrors) {
 	return cfg, errs
 }
 
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+var envRef = regexp.MustCompile(`\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
-// expandEnv replaces ${VAR} and ${VAR:-default}; an unset VAR without a
-// default becomes empty. Nothing else containing $ is touched, so passwords
-// and specs keep their dollar signs.
-func expandEnv(data []byte) []byte {
-	return envRef.ReplaceAllFunc(data, func(m []byte) []byte {
-		sub := envRef.FindSubmatch(m)
-		if v, ok := os.LookupEnv(string(sub[1])); ok && v != "" {
-			return []byte(v)
+// placeholder stands for the i-th ${...} while the document is parsed: a
+// plain word, valid in any YAML context, on the same line as the reference.
+func placeholder(i int) string { return fmt.Sprintf("__slotcron_env_%d__", i) }
+
+var placeholderRE = regexp.MustCompile(`__slotcron_env_\d+__`)
+
+// expandEnv replaces ${VAR} and ${VAR:-default}: an unset or empty VAR
+// without a default becomes empty, and $${ stands for a literal ${. Nothing
+// else containing $ is touched, so passwords and specs keep their dollar
+// signs. The references are swapped for placeholders before parsing and the
+// values put into the parsed scalars afterwards, so a value can never change
+// the document's structure or its line numbers (a value with '#', ': ' or a
+// newline stays one value), and ${VAR} works unquoted even in flow mappings.
+// A plain (unquoted) scalar is typed again after expansion, so
+// db: ${REDIS_DB} decodes as a number.
+func expandEnv(data []byte) ([]byte, map[string]string) {
+	values := map[string]string{}
+	out := envRef.ReplaceAllFunc(data, func(m []byte) []byte {
+		v := "${"
+		if string(m) != "$${" {
+			sub := envRef.FindSubmatch(m)
+			if env, ok := os.LookupEnv(string(sub[1])); ok && env != "" {
+				v = env
+			} else {
+				v = string(sub[3])
+			}
 		}
-		return sub[3]
+		ph := placeholder(len(values))
+		values[ph] = v
+		return []byte(ph)
 	})
+	return out, values
+}
+
+// fillEnv puts the values of expandEnv into the parsed document.
+func fillEnv(n *yaml.Node, values map[string]string) {
+	if len(values) == 0 {
+		return
+	}
+	if n.Kind == yaml.ScalarNode && placeholderRE.MatchString(n.Value) {
+		n.Value = placeholderRE.ReplaceAllStringFunc(n.Value, func(ph string) string { return values[ph] })
+		if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+			n.Tag = ""
+		}
+	}
+	for _, c := range n.Content {
+		fillEnv(c, values)
+	}
 }
 
 var lineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -10,8 +11,22 @@ import (
 	"github.com/slotcron/slotcron/slotstore"
 )
 
-// maxBatch caps the claims sent in one store call.
-const maxBatch = 1000
+const (
+	// maxBatch caps the claims sent in one store call.
+	maxBatch = 1000
+	// maxSleep caps one wait of the loop, so a step of the wall clock is
+	// noticed within it rather than after the whole computed wait.
+	maxSleep = time.Second
+	// scanEvery is how often each job's running markers are read from the
+	// store, to watch slots whose claim this replica never saw.
+	scanEvery = time.Minute
+)
+
+// slotKey identifies a slot within the loop.
+type slotKey struct {
+	job  string
+	slot int64
+}
 
 // loop is the timer loop. One goroutine, the one calling run, owns the heap;
 // runs it starts are tracked by runs and counted by active.
@@ -21,10 +36,16 @@ type loop struct {
 	runs   *sync.WaitGroup
 	active atomic.Int64
 	h      entryHeap
+	// watched holds the slots with a watch entry in the heap, so a slot
+	// found by a scan and by a claim is watched once.
+	watched map[slotKey]bool
+	// mine holds the slots this replica is running (slotKey → struct{});
+	// run goroutines remove theirs when they end.
+	mine sync.Map
 }
 
 func newLoop(s *Scheduler, runCtx context.Context, runs *sync.WaitGroup) *loop {
-	return &loop{s: s, runCtx: runCtx, runs: runs}
+	return &loop{s: s, runCtx: runCtx, runs: runs, watched: make(map[slotKey]bool)}
 }
 
 func (l *loop) running() int64 { return l.active.Load() }
@@ -34,6 +55,7 @@ func (l *loop) run(ctx context.Context) {
 	now := l.s.now()
 	for _, p := range l.s.plans {
 		l.schedule(p, now)
+		l.h.push(&entry{at: now, p: p, kind: scan})
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -42,6 +64,7 @@ func (l *loop) run(ctx context.Context) {
 		if len(l.h) > 0 {
 			wait = max(l.h.peek().at.Sub(l.s.now()), 0)
 		}
+		wait = min(wait, maxSleep)
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
@@ -86,6 +109,15 @@ func (l *loop) wake(ctx context.Context) {
 	var batch []*entry
 	for len(l.h) > 0 && !l.h.peek().at.After(now) {
 		e := l.h.pop()
+		switch e.kind {
+		case scan:
+			l.scan(ctx, e.p)
+			e.at = l.s.now().Add(scanEvery)
+			l.h.push(e)
+			continue
+		case watch:
+			delete(l.watched, slotKey{e.p.name, e.slot.Unix()})
+		}
 		if e.kind == fire {
 			if next := e.p.sched.Next(e.slot); !next.IsZero() {
 				l.h.push(&entry{at: next, p: e.p, slot: next, kind: fire})
@@ -119,12 +151,18 @@ func (l *loop) claim(ctx context.Context, batch []*entry) {
 		reqs[i] = slotstore.ClaimRequest{
 			Job: e.p.name, Slot: e.slot, Lease: e.p.lease, OnCrash: e.p.onCrash,
 			MaxAttempts: e.p.maxAtt, Retain: e.p.history,
+			// A watched slot was claimed before: never create its marker
+			// anew, whatever happened to the old one.
+			TakeoverOnly: e.kind == watch,
 		}
 	}
 	sent := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, claimTimeout(batch))
 	results, err := l.s.store.Claim(cctx, slotstore.ClaimParams{Replica: l.s.replica, Requests: reqs})
 	cancel()
+	if err == nil && len(results) != len(batch) {
+		err = fmt.Errorf("store answered %d claims with %d results", len(batch), len(results))
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return
@@ -136,8 +174,7 @@ func (l *loop) claim(ctx context.Context, batch []*entry) {
 			if e.kind == fire {
 				e.kind = retry
 			}
-			e.at = l.s.now().Add(backoff(e.tries))
-			l.h.push(e)
+			l.push(e, l.s.now().Add(backoff(e.tries)))
 		}
 		return
 	}
@@ -157,8 +194,11 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 	switch r.Status {
 	case slotstore.Won:
 		l.active.Add(1)
+		k := slotKey{e.p.name, e.slot.Unix()}
+		l.mine.Store(k, struct{}{})
 		l.runs.Go(func() {
 			defer l.active.Add(-1)
+			defer l.mine.Delete(k)
 			l.s.execute(l.runCtx, e.p, r.Claim, sent)
 		})
 	case slotstore.Held:
@@ -169,13 +209,50 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 		// least every renewal interval, so a slot released by a holder that
 		// shut down is taken over within one interval.
 		wait := max(min(r.Remaining-time.Since(sent), e.p.lease/3), time.Millisecond)
-		l.h.push(&entry{at: l.s.now().Add(wait), p: e.p, slot: e.slot, kind: watch})
+		l.push(&entry{p: e.p, slot: e.slot, kind: watch}, l.s.now().Add(wait))
 	case slotstore.Finished:
 		l.s.log.Log(context.Background(), level, "slot lost", append(attrs, "holder", r.Marker.Holder,
 			"fence", r.Marker.Fence, "state", r.Marker.State, "outcome", r.Marker.Outcome)...)
+	case slotstore.Absent:
+		l.s.log.Debug("slot gone", append(attrs, "reason", "its marker no longer exists")...)
 	case slotstore.Abandoned:
 		l.s.log.Warn("slot abandoned", append(attrs, "holder", r.Marker.Holder, "attempt", r.Marker.Attempt,
 			"on_crash", e.p.onCrash)...)
+	}
+}
+
+// push schedules e at at; a watch of a slot already watched is dropped.
+func (l *loop) push(e *entry, at time.Time) {
+	e.at = at
+	if e.kind == watch {
+		k := slotKey{e.p.name, e.slot.Unix()}
+		if l.watched[k] {
+			return
+		}
+		l.watched[k] = true
+	}
+	l.h.push(e)
+}
+
+// scan reads p's running markers and watches each, so a slot whose holder
+// died is taken over even if this replica never saw it claimed: it started
+// after the claim, or the replicas that watched it restarted.
+func (l *loop) scan(ctx context.Context, p *plan) {
+	sctx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
+	defer cancel()
+	ms, err := l.s.store.History(sctx, slotstore.HistoryParams{Job: p.name, State: slotstore.StateRunning, Limit: maxBatch})
+	if err != nil {
+		if ctx.Err() == nil {
+			l.s.log.Warn("reading running slots failed", "job", p.name, "err", err)
+		}
+		return
+	}
+	now := l.s.now()
+	for _, m := range ms {
+		if _, ok := l.mine.Load(slotKey{p.name, m.Slot.Unix()}); ok {
+			continue
+		}
+		l.push(&entry{p: p, slot: m.Slot, kind: watch}, now)
 	}
 }
 

@@ -88,7 +88,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if s.ownsStore {
 		defer s.store.Close()
 	}
-	s.log.Info("scheduler started", "replica", s.replica, "jobs", len(s.plans), "store", storeKind(s.cfg.Store.Kind))
+	kind := storeKind(s.cfg.Store.Kind)
+	if !s.ownsStore {
+		kind = fmt.Sprintf("%T", s.store)
+	}
+	s.log.Info("scheduler started", "replica", s.replica, "jobs", len(s.plans), "store", kind)
 
 	// runCtx outlives ctx by the shutdown grace: running jobs see it end.
 	runCtx, stopRuns := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -110,7 +114,16 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	case <-done:
 	case <-grace.C:
 		stopRuns(errShutdown)
-		<-done
+		// A job that ignores its cancelled context cannot be stopped; its
+		// lease runs out and its successor is protected by the fence. Wait
+		// for that long, then exit without it.
+		bound := time.NewTimer(s.maxLease() + 5*time.Second)
+		defer bound.Stop()
+		select {
+		case <-done:
+		case <-bound.C:
+			s.log.Error("jobs ignored cancellation; stopping without them", "replica", s.replica, "running", l.running())
+		}
 	}
 	s.log.Info("scheduler stopped", "replica", s.replica)
 	return nil
@@ -136,6 +149,15 @@ func (s *Scheduler) prune(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// maxLease is the longest lease of any job.
+func (s *Scheduler) maxLease() time.Duration {
+	var d time.Duration
+	for _, p := range s.plans {
+		d = max(d, p.lease)
+	}
+	return d
 }
 
 func storeKind(k string) string {

@@ -41,11 +41,7 @@ func (c *Config) resolve(reg *jobs.Registry) ([]*plan, error) {
 	var errs ConfigErrors
 	add := func(e *ConfigError) { errs = append(errs, e) }
 
-	switch c.Store.Kind {
-	case "", "sqlite", "memory":
-	default:
-		add(c.errAt(fmt.Sprintf("unknown store kind %q (this build supports sqlite and memory)", c.Store.Kind), "store", "kind"))
-	}
+	c.checkStore(add)
 	switch c.Log.Format {
 	case "", "text", "json":
 	default:
@@ -105,8 +101,11 @@ func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, ad
 		fail(c.errAt("schedule is required", path...))
 	} else if _, err := time.LoadLocation(pol.Timezone); err == nil && pol.Timezone != "Local" {
 		s, err := schedule.Parse(jc.Schedule, pol.Timezone)
-		if err != nil {
+		switch {
+		case err != nil:
 			fail(c.errAt(err.Error(), at("schedule")...))
+		case s.Next(time.Now()).IsZero():
+			fail(c.errAt(fmt.Sprintf("schedule %q never fires in the next 5 years", jc.Schedule), at("schedule")...))
 		}
 		sched = s
 	}

@@ -160,7 +160,7 @@ func skipShort(t *testing.T) {
 // slots.
 func TestThreeReplicasShareOneFile(t *testing.T) {
 	skipShort(t)
-	config := writeConfig(t, "  tick: {run: hello, schedule: \"*/1 * * * * *\", lease: 2s}\n")
+	config := writeConfig(t, "  tick: {run: hello, schedule: \"*/1 * * * * *\", lease: 3s}\n")
 	var procs []*proc
 	for i, delay := range []time.Duration{0, 1300 * time.Millisecond, 1400 * time.Millisecond} {
 		time.Sleep(delay)
