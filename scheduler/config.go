@@ -29,9 +29,11 @@ type Config struct {
 
 // StoreConfig selects the slot store.
 type StoreConfig struct {
-	// Kind is sqlite (the default) or memory.
-	Kind   string       `yaml:"kind"`
-	SQLite SQLiteConfig `yaml:"sqlite"`
+	// Kind is sqlite (the default), memory, redis or postgres.
+	Kind     string         `yaml:"kind"`
+	SQLite   SQLiteConfig   `yaml:"sqlite"`
+	Redis    RedisConfig    `yaml:"redis"`
+	Postgres PostgresConfig `yaml:"postgres"`
 }
 
 // SQLiteConfig configures the embedded store.
