@@ -25,6 +25,12 @@
 // later is logged as "slot missed". At start-up, slots of the last
 // starting_deadline are tried as catch_up says (none, latest or all).
 //
+// Watching is not left to memory alone: at start-up and every minute each
+// job's running markers are read from the store and watched too, so a slot
+// whose holder died is taken over even when no live replica saw it claimed.
+// A watch claims with TakeoverOnly: it never creates a marker, so a slot
+// whose marker is gone is never run again as new.
+//
 // # Running a won slot
 //
 // The job's context derives from the replica's run context. A lease keeper
@@ -38,7 +44,10 @@
 // successor starts, and its late writes, if it ignores cancellation, carry a
 // fence lower than the successor's.
 //
-// When the job returns, its outcome (succeeded, failed, or timeout when the
+// Renewals stop for good at timeout + lease, so a job that ignores its
+// cancelled context cannot keep its slot from a successor forever.
+//
+// When the job returns, renewals pause and its outcome (succeeded, failed, or timeout when the
 // job's timeout ended its context) is recorded with the claim's fence;
 // store errors are retried while the lease is trusted. A panic is recovered
 // and recorded as a failure.

@@ -110,9 +110,16 @@ func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, ad
 		sched = s
 	}
 	if pol.History < pol.StartingDeadline+pol.Lease {
-		key := at("history")
-		if jc.History == 0 {
-			key = []string{"defaults", "history"}
+		// Point at the setting that made the sum too big: the job's own if it
+		// set one, else the defaults.
+		key := []string{"defaults", "history"}
+		switch {
+		case jc.History != 0:
+			key = at("history")
+		case jc.StartingDeadline != 0:
+			key = at("starting_deadline")
+		case jc.Lease != 0:
+			key = at("lease")
 		}
 		fail(c.errAt(fmt.Sprintf("history %v is shorter than starting_deadline + lease (%v): a finished slot could be forgotten while it may still be claimed", pol.History, pol.StartingDeadline+pol.Lease), key...))
 	}
