@@ -1,0 +1,94 @@
+package testserver
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestRedisRestartLosesData(t *testing.T) {
+	r := StartRedis(t)
+	if _, err := ask(r.Addr(), time.Second, "SET", "k", "v"); err != nil {
+		t.Fatalf("set: %v", err)
+	}
+	if v, err := ask(r.Addr(), time.Second, "GET", "k"); err != nil || v != "v" {
+		t.Fatalf("get before restart: %q, %v", v, err)
+	}
+	r.Restart(t)
+	if n, err := ask(r.Addr(), time.Second, "DBSIZE"); err != nil || n != "0" {
+		t.Fatalf("dbsize after restart: %q, %v; want 0", n, err)
+	}
+	r.Stop()
+	if _, err := ask(r.Addr(), 200*time.Millisecond, "PING"); err == nil {
+		t.Fatal("server still answers after Stop")
+	}
+}
+
+func TestRedisCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	c := StartRedisCluster(t, 3)
+	for _, addr := range c.Addrs() {
+		info, err := ask(addr, time.Second, "CLUSTER", "INFO")
+		if err != nil || infoField(info, "cluster_size") != "3" {
+			t.Fatalf("%s: cluster info %q, %v", addr, info, err)
+		}
+	}
+}
+
+func TestProxy(t *testing.T) {
+	r := StartRedis(t)
+	p := StartProxy(t, r.Addr())
+	ping := func() error {
+		reply, err := ask(p.Addr(), 200*time.Millisecond, "PING")
+		if err == nil && reply != "PONG" {
+			t.Fatalf("ping: %q", reply)
+		}
+		return err
+	}
+	if err := ping(); err != nil {
+		t.Fatalf("ping through the proxy: %v", err)
+	}
+
+	// A connection held open across the failures, to see them happen to it.
+	conn, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	p.Blackhole()
+	err = ping()
+	if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("ping through a blackhole: %v, want a timeout", err)
+	}
+	p.Cut()
+	if err := ping(); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("ping through a cut proxy: %v, want connection refused", err)
+	}
+	conn.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a connection survived Cut")
+	}
+	p.Restore()
+	if err := ping(); err != nil {
+		t.Fatalf("ping after restore: %v", err)
+	}
+}
+
+func TestRedisSentinel(t *testing.T) {
+	m := StartRedis(t)
+	s := StartRedisSentinel(t, m, "main")
+	info, err := ask(s.Addr(), time.Second, "INFO", "sentinel")
+	if err != nil || !strings.Contains(info, "name=main,status=ok,address="+m.Addr()) {
+		t.Fatalf("sentinel info: %q, %v", info, err)
+	}
+}

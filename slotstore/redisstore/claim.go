@@ -1,0 +1,203 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// maxBatch caps the slots one script call decides, so that one call never
+// keeps Redis from other clients for long: a call of 1,000 new slots runs for
+// about 25 ms on a small (2-core) machine, a call of one slot for tens of
+// microseconds. Larger batches become several calls in one pipeline. The
+// cap also keeps every ZADD of the script within Lua's limit of 8,000 values
+// unpacked at once.
+const maxBatch = 1000
+
+// claimStride is the number of values claim.lua returns a request.
+const claimStride = 3 + markerFields
+
+// Claim implements slotstore.Store. The batch is one round trip: on a single
+// server, one script call per 1,000 requests, pipelined; in a Cluster, one
+// call per hash slot (and per 1,000 requests of it), sent to every master
+// concerned at once, plus a SADD of the batch's job names. Requests of one
+// job share a hash slot, so their calls run in request order and their
+// fences grow in request order.
+func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
+	reqs, err := slotstore.NormalizeAll(p.Requests)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.begin(ctx, "claim"); err != nil {
+		return nil, err
+	}
+	if len(reqs) == 0 {
+		return []slotstore.ClaimResult{}, nil
+	}
+
+	parts := s.split(reqs)
+	calls := make([]call, len(parts))
+	for i, idx := range parts {
+		calls[i] = s.claimCall(p.Replica, reqs, idx)
+	}
+	var extra []redis.Cmder
+	if !s.single {
+		// Best effort: a job missing from the set is added again by its next
+		// claim, and only History and Prune of every job read the set.
+		extra = append(extra, redis.NewIntCmd(ctx, append([]any{"sadd", jobsKey(s.prefix)}, jobNames(reqs)...)...))
+	}
+	cmds := s.runAll(ctx, calls, extra...)
+
+	out := make([]slotstore.ClaimResult, len(reqs))
+	var failed error
+	ran, sure := false, true
+	for i, cmd := range cmds {
+		res, err := cmd.Result()
+		if err == nil {
+			ran = true
+			err = fillClaims(out, reqs, parts[i], res)
+			sure = sure && err == nil
+		} else {
+			sure = sure && notRun(err)
+		}
+		if err != nil && failed == nil {
+			failed = err
+		}
+	}
+	switch {
+	case failed == nil:
+		return out, nil
+	case ran || !sure:
+		// Some calls may have won slots that this error hides.
+		return nil, slotstore.OutcomeUnknown(fmt.Sprintf("redisstore claim of %d slots", len(reqs)), failed)
+	}
+	return nil, s.fail(fmt.Sprintf("claim of %d slots", len(reqs)), failed)
+}
+
+// split divides the requests, by index, into the groups of one script call
+// each: consecutive runs of maxBatch on a single server; per hash slot, in
+// order of first appearance, then runs of maxBatch, otherwise.
+func (s *Store) split(reqs []slotstore.ClaimRequest) [][]int {
+	var groups [][]int
+	if s.single {
+		groups = [][]int{make([]int, len(reqs))}
+		for i := range reqs {
+			groups[0][i] = i
+		}
+	} else {
+		at := map[int]int{} // hash slot -> index in groups
+		for i, r := range reqs {
+			hs := hashSlot(r.Job)
+			g, ok := at[hs]
+			if !ok {
+				g = len(groups)
+				at[hs] = g
+				groups = append(groups, nil)
+			}
+			groups[g] = append(groups[g], i)
+		}
+	}
+	var parts [][]int
+	for _, g := range groups {
+		for len(g) > maxBatch {
+			parts = append(parts, g[:maxBatch])
+			g = g[maxBatch:]
+		}
+		parts = append(parts, g)
+	}
+	return parts
+}
+
+// claimCall builds the claim.lua call for the requests at idx.
+func (s *Store) claimCall(replica string, reqs []slotstore.ClaimRequest, idx []int) call {
+	group := map[string]int{} // job -> its number g in the script, from 1
+	var jobs []jobKeys
+	var names []any
+	for _, i := range idx {
+		if job := reqs[i].Job; group[job] == 0 {
+			jobs = append(jobs, keysOf(s.prefix, job))
+			names = append(names, job)
+			group[job] = len(jobs)
+		}
+	}
+	keys := make([]string, 0, 4*len(jobs)+len(idx)+1)
+	for _, k := range jobs {
+		keys = append(keys, k.fence, k.slots, k.expiry, k.running)
+	}
+	args := make([]any, 0, 3+len(names)+7*len(idx))
+	withJobs := "0"
+	if s.single {
+		withJobs = "1"
+	}
+	args = append(append(args, replica, len(jobs), withJobs), names...)
+	for _, i := range idx {
+		r := reqs[i]
+		g := group[r.Job]
+		keys = append(keys, jobs[g-1].markerKey(r.Slot.Unix()))
+		takeoverOnly := "0"
+		if r.TakeoverOnly {
+			takeoverOnly = "1"
+		}
+		args = append(args, g, r.Slot.Unix(), millisUp(r.Lease), string(r.OnCrash), r.MaxAttempts,
+			r.Slot.Add(r.Retain).UnixMilli(), takeoverOnly)
+	}
+	if s.single {
+		keys = append(keys, jobsKey(s.prefix))
+	}
+	return call{script: claimScript, keys: keys, args: args}
+}
+
+// fillClaims sets the results of the requests at idx from claim.lua's reply.
+func fillClaims(out []slotstore.ClaimResult, reqs []slotstore.ClaimRequest, idx []int, res any) error {
+	r, n, err := newReply(res, claimStride)
+	if err != nil {
+		return err
+	}
+	if n != len(idx) {
+		return fmt.Errorf("claim script answered %d requests of %d", n, len(idx))
+	}
+	for _, i := range idx {
+		req := reqs[i]
+		status := slotstore.Status(r.int())
+		m := r.marker(req.Job, req.Slot.Unix())
+		prev, remaining := r.str(), time.Duration(r.int())*time.Millisecond
+		res := slotstore.ClaimResult{Status: status, Marker: m}
+		switch status {
+		case slotstore.Won:
+			res.Claim = slotstore.Claim{Ref: slotstore.Ref{Job: req.Job, Slot: m.Slot, Fence: m.Fence}, Attempt: m.Attempt, PrevHolder: prev}
+		case slotstore.Held:
+			res.Remaining = remaining
+		case slotstore.Absent:
+			res.Marker = slotstore.Marker{} // there is none
+		case slotstore.Finished, slotstore.Abandoned:
+		default:
+			r.fail("status " + strconv.Itoa(int(status)))
+		}
+		out[i] = res
+	}
+	return r.err
+}
+
+// jobNames lists the distinct jobs of reqs.
+func jobNames(reqs []slotstore.ClaimRequest) []any {
+	seen := map[string]bool{}
+	var names []any
+	for _, r := range reqs {
+		if !seen[r.Job] {
+			seen[r.Job] = true
+			names = append(names, r.Job)
+		}
+	}
+	return names
+}
+
+// millisUp is d in whole milliseconds, rounded up so that no positive
+// lease becomes zero.
+func millisUp(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}

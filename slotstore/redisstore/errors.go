@@ -1,0 +1,73 @@
+package redisstore
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// fail turns err, the failure of a call that changes markers, into the error
+// callers test for: ErrClosed after Close; the plain error when the request
+// certainly did not run; otherwise an error for which
+// slotstore.IsOutcomeUnknown reports true, because the request may have run
+// and its reply was lost.
+func (s *Store) fail(op string, err error) error {
+	if s.closed.Load() || errors.Is(err, redis.ErrClosed) {
+		return fmt.Errorf("redisstore: %s: %w: %w", op, slotstore.ErrClosed, err)
+	}
+	if notRun(err) {
+		return fmt.Errorf("redisstore: %s: %w", op, err)
+	}
+	return slotstore.OutcomeUnknown("redisstore "+op, err)
+}
+
+// failRead is fail for a call that changes no marker (History): whether it
+// ran does not matter, so no error of it is an unknown outcome.
+func (s *Store) failRead(op string, err error) error {
+	if s.closed.Load() || errors.Is(err, redis.ErrClosed) {
+		return fmt.Errorf("redisstore: %s: %w: %w", op, slotstore.ErrClosed, err)
+	}
+	return fmt.Errorf("redisstore: %s: %w", op, err)
+}
+
+// refusals are the prefixes of the error replies with which Redis refuses a
+// command before running any of it. Any other error reply may come from a
+// script that stopped halfway.
+var refusals = []string{
+	"NOSCRIPT", "BUSY", "LOADING", "READONLY", "OOM", "NOAUTH", "WRONGPASS", "NOPERM",
+	"MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN", "CROSSSLOT", "MASTERDOWN", "NOREPLICAS",
+	"MISCONF", "NOTBUSY", "ERR max number of clients",
+}
+
+// notRun reports whether err proves the request never ran: Redis refused it,
+// or no connection could be had to send it on. Everything else (a timeout, a
+// connection lost after writing, a context ended while waiting for the reply)
+// leaves the outcome unknown.
+func notRun(err error) bool {
+	var re redis.Error
+	if errors.As(err, &re) {
+		msg := re.Error()
+		for _, p := range refusals {
+			if strings.HasPrefix(msg, p) {
+				return true
+			}
+		}
+		return false
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return true
+	}
+	return errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted)
+}
+
+// lost is the error of a fenced mutation whose fence is not the slot's
+// running claim.
+func lost(op string) error {
+	return fmt.Errorf("redisstore: %s: %w", op, slotstore.ErrLeaseLost)
+}

@@ -1,0 +1,68 @@
+package redisstore
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Every key of a job carries the job's name as its Cluster hash tag, so a
+// job's markers, fence counter and indexes live in one hash slot and one
+// script can change them together:
+//
+//	<prefix>{<job>}:fence       string  the last fence issued
+//	<prefix>{<job>}:m:<slot>    hash    the marker of the slot (Unix seconds)
+//	<prefix>{<job>}:slots       zset    slot -> slot, for History
+//	<prefix>{<job>}:expiry      zset    slot -> when its marker expires (ms)
+//	<prefix>{<job>}:running     zset    slot -> slot, of the running markers
+//	<prefix>{<job>}:pruned      string  markers History found gone, for Prune
+//	<prefix>jobs                set     names of the jobs with markers
+//
+// The job name is escaped so that it holds no brace (which would end or
+// empty the hash tag) and no two names share keys.
+
+// jobKeys are the keys of one job.
+type jobKeys struct {
+	fence, slots, expiry, running, pruned string
+	marker                                string // prefix of the marker keys; append the slot
+}
+
+// keysOf returns the keys of job under prefix.
+func keysOf(prefix, job string) jobKeys {
+	tag := prefix + "{" + escape(job) + "}:"
+	return jobKeys{
+		fence: tag + "fence", slots: tag + "slots", expiry: tag + "expiry", running: tag + "running",
+		pruned: tag + "pruned", marker: tag + "m:",
+	}
+}
+
+// markerKey is the key of the marker of slot, in Unix seconds.
+func (k jobKeys) markerKey(slot int64) string { return k.marker + strconv.FormatInt(slot, 10) }
+
+// jobsKey is the set of job names. It has no hash tag: in a Cluster it lives
+// apart from every job, and only History and Prune read it.
+func jobsKey(prefix string) string { return prefix + "jobs" }
+
+var escaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
+
+// escape makes job safe inside a hash tag, reversibly.
+func escape(job string) string { return escaper.Replace(job) }
+
+// clusterSlots is the number of hash slots of a Redis Cluster.
+const clusterSlots = 16384
+
+// hashSlot is the Cluster hash slot of every key of job: CRC16 (XMODEM) of
+// its hash tag, modulo 16384, as the Redis Cluster specification defines it.
+func hashSlot(job string) int {
+	var crc uint16
+	for _, b := range []byte(escape(job)) {
+		crc ^= uint16(b) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % clusterSlots
+}

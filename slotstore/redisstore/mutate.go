@@ -1,0 +1,64 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// Renew, Finish and Release are one script call each: the script reads the
+// marker's state and fence and changes it only while it is running under the
+// presented fence (compare-and-set, compare-and-pexpire), so a stale holder
+// changes nothing and learns ErrLeaseLost. Finish of a slot already done
+// under the presented fence succeeds and changes nothing, so it may be
+// retried after an unknown outcome.
+
+// Renew implements slotstore.Store. The new lease ends Lease after Redis's
+// clock at the moment the script runs.
+func (s *Store) Renew(ctx context.Context, p slotstore.RenewParams) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	return s.mutate(ctx, "renew", p.Ref, renewScript, millisUp(p.Lease))
+}
+
+// Finish implements slotstore.Store.
+func (s *Store) Finish(ctx context.Context, p slotstore.FinishParams) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	return s.mutate(ctx, "finish", p.Ref, finishScript, string(p.Outcome), p.Error, int64(p.Duration))
+}
+
+// Release implements slotstore.Store.
+func (s *Store) Release(ctx context.Context, ref slotstore.Ref) error {
+	if err := ref.Validate(); err != nil {
+		return err
+	}
+	return s.mutate(ctx, "release", ref, releaseScript)
+}
+
+// mutate runs sc on the marker of ref with the arguments fence, args...,
+// slot, and maps its reply: 1 done, 0 lease lost.
+func (s *Store) mutate(ctx context.Context, op string, ref slotstore.Ref, sc *script, args ...any) error {
+	slot := ref.Slot.Unix()
+	op = fmt.Sprintf("%s %s@%s fence %d", op, ref.Job, ref.Slot.UTC().Format("2006-01-02T15:04:05Z"), ref.Fence)
+	if err := s.begin(ctx, op); err != nil {
+		return err
+	}
+	k := keysOf(s.prefix, ref.Job)
+	all := append(append([]any{strconv.FormatInt(ref.Fence, 10)}, args...), slot)
+	res, err := s.run(ctx, call{script: sc, keys: []string{k.markerKey(slot), k.expiry, k.running}, args: all})
+	if err != nil {
+		return s.fail(op, err)
+	}
+	switch res {
+	case int64(1):
+		return nil
+	case int64(0):
+		return lost(op)
+	}
+	return slotstore.OutcomeUnknown("redisstore "+op, fmt.Errorf("unexpected script reply %v", res))
+}

@@ -1,0 +1,25 @@
+-- Prepended to every script of this package.
+
+-- The fields of a marker hash, in the order scripts read and return them:
+-- state, holder, fence, attempt, claimed at, lease end, keep until, finished
+-- at (Unix ms, Redis's clock), outcome, error, duration (ns).
+local FIELDS = {'s', 'h', 'f', 'a', 'c', 'l', 'k', 'fa', 'o', 'e', 'd'}
+
+-- int formats a whole number exactly; tostring rounds past 14 digits.
+local function int(x)
+  return string.format('%d', x)
+end
+
+-- clock returns Redis's time in Unix milliseconds and in microseconds.
+local function clock()
+  local t = redis.call('TIME')
+  local s, us = tonumber(t[1]), tonumber(t[2])
+  return s * 1000 + math.floor(us / 1000), s * 1000000 + us
+end
+
+-- expire makes the marker of slot disappear at Unix ms at, and records that
+-- in the job's expiry index for Prune.
+local function expire(marker, expiry, slot, at)
+  redis.call('PEXPIREAT', marker, int(at))
+  redis.call('ZADD', expiry, int(at), slot)
+end

@@ -1,0 +1,13 @@
+-- Extends the lease of a running slot held under the presented fence.
+-- KEYS: the marker, the job's expiry index (and its running index, unused).
+-- ARGV: fence, lease (ms), slot.
+-- Reply: 1, or 0 when the fence is not the running claim's (nothing changed).
+local m = redis.call('HMGET', KEYS[1], 's', 'f', 'k')
+if m[1] ~= 'running' or m[2] ~= ARGV[1] then
+  return 0
+end
+local now = clock()
+local leaseEnd = now + tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'l', int(leaseEnd))
+expire(KEYS[1], KEYS[2], ARGV[3], math.max(tonumber(m[3]), leaseEnd))
+return 1
