@@ -98,6 +98,9 @@ func (c *Config) checkStore(add func(*ConfigError)) {
 		if r.DB != 0 && len(r.addrs()) > 1 && r.MasterName == "" {
 			add(c.errAt("db must be 0 in Cluster mode (several addrs without master_name)", "store", "redis", "db"))
 		}
+		if t := r.TLS; !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.ServerName != "" || t.InsecureSkipVerify) {
+			add(c.errAt("tls settings are given but tls is off (enabled: false)", "store", "redis", "tls"))
+		}
 		if (r.TLS.CertFile == "") != (r.TLS.KeyFile == "") {
 			add(c.errAt("cert_file and key_file go together", "store", "redis", "tls"))
 		}
