@@ -1,0 +1,119 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/slotcron/slotcron/internal/testserver"
+	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/pgstore"
+)
+
+// TestCancelledBeforeSend: a context that ended before a request left is a
+// plain failure, not an unknown outcome.
+func TestCancelledBeforeSend(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	r := slotstore.ClaimRequest{Job: "j", Slot: slot(0), Lease: time.Minute}
+	ref := claimOne(t, s, "r1", r).Claim.Ref
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, claimErr := s.Claim(ctx, slotstore.ClaimParams{Replica: "r2", Requests: []slotstore.ClaimRequest{r}})
+	_, pruneErr := s.Prune(ctx)
+	for op, err := range map[string]error{
+		"claim":   claimErr,
+		"renew":   s.Renew(ctx, slotstore.RenewParams{Ref: ref, Lease: time.Minute}),
+		"finish":  s.Finish(ctx, slotstore.FinishParams{Ref: ref, Outcome: slotstore.Succeeded}),
+		"release": s.Release(ctx, ref),
+		"prune":   pruneErr,
+	} {
+		if !errors.Is(err, context.Canceled) || slotstore.IsOutcomeUnknown(err) {
+			t.Errorf("%s with a cancelled context: %v, want context.Canceled", op, err)
+		}
+	}
+	if err := s.Renew(t.Context(), slotstore.RenewParams{Ref: ref, Lease: time.Minute}); err != nil {
+		t.Errorf("renew after the cancelled calls: %v", err)
+	}
+}
+
+// lockRow holds a row lock of the store's schema in an open transaction
+// until t ends or the returned func is called.
+func lockRow(t *testing.T, s *pgstore.Store, table, where string) func() {
+	t.Helper()
+	pool := newPool(t, testserver.SharedPostgres(t).DSN())
+	tx, err := pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sql := "SELECT 1 FROM " + pgx.Identifier{s.Schema(), table}.Sanitize() + " WHERE " + where + " FOR UPDATE"
+	if _, err := tx.Exec(t.Context(), sql); err != nil {
+		t.Fatal(err)
+	}
+	done := func() { tx.Rollback(context.Background()) }
+	t.Cleanup(done)
+	return done
+}
+
+// TestTimeoutAfterSend: a context that ends while a request waits in the
+// server leaves its outcome unknown; the store works afterwards.
+func TestTimeoutAfterSend(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	r := slotstore.ClaimRequest{Job: "j", Slot: slot(0), Lease: time.Minute}
+	ref := claimOne(t, s, "r1", r).Claim.Ref
+	unlockFence := lockRow(t, s, "fences", "job = 'j'")
+	unlockMarker := lockRow(t, s, "markers", "job = 'j'")
+
+	short := func() context.Context {
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	next := r
+	next.Slot = slot(1)
+	_, claimErr := s.Claim(short(), slotstore.ClaimParams{Replica: "r2", Requests: []slotstore.ClaimRequest{next}})
+	for op, err := range map[string]error{
+		"claim":  claimErr,
+		"renew":  s.Renew(short(), slotstore.RenewParams{Ref: ref, Lease: time.Minute}),
+		"finish": s.Finish(short(), slotstore.FinishParams{Ref: ref, Outcome: slotstore.Succeeded}),
+	} {
+		if !slotstore.IsOutcomeUnknown(err) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s timing out in the server: %v, want an unknown outcome wrapping DeadlineExceeded", op, err)
+		}
+	}
+	unlockFence()
+	unlockMarker()
+	if err := s.Renew(t.Context(), slotstore.RenewParams{Ref: ref, Lease: time.Minute}); err != nil && !errors.Is(err, slotstore.ErrLeaseLost) {
+		t.Errorf("renew after the timeouts: %v", err)
+	}
+	if _, err := s.Claim(t.Context(), slotstore.ClaimParams{Replica: "r3", Requests: []slotstore.ClaimRequest{next}}); err != nil {
+		t.Errorf("claim after the timeouts: %v", err)
+	}
+}
+
+// TestStatementTimeout: a statement the server cancels for running past
+// the statement timeout rolled back: a plain error, not an unknown outcome.
+func TestStatementTimeout(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, func(o *pgstore.Options) { o.StatementTimeout = 100 * time.Millisecond })
+	r := slotstore.ClaimRequest{Job: "j", Slot: slot(0), Lease: time.Minute}
+	ref := claimOne(t, s, "r1", r).Claim.Ref
+	unlock := lockRow(t, s, "fences", "job = 'j'")
+	next := r
+	next.Slot = slot(1)
+	_, err := s.Claim(t.Context(), slotstore.ClaimParams{Replica: "r2", Requests: []slotstore.ClaimRequest{next}})
+	if err == nil || slotstore.IsOutcomeUnknown(err) {
+		t.Errorf("claim past the statement timeout: %v, want a plain error", err)
+	}
+	unlock()
+	if _, ok := find(t, s, "j", next.Slot); ok {
+		t.Error("the cancelled claim left a marker")
+	}
+	if err := s.Renew(t.Context(), slotstore.RenewParams{Ref: ref, Lease: time.Minute}); err != nil {
+		t.Errorf("renew: %v", err)
+	}
+}

@@ -1,0 +1,97 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// defaultLimit is the number of markers History returns when
+// HistoryParams.Limit is zero.
+const defaultLimit = 100
+
+// pruneSQL deletes, in one statement, the markers slotstore.Marker.Prunable
+// allows at the database's clock: retention over, and not running under a
+// live lease. It runs only while it holds the transaction-scoped advisory
+// lock $1, so one replica prunes a schema at a time and the others return
+// at once; it skips rows another transaction has locked (a claim or a
+// fenced mutation in progress), so it never waits for, or deadlocks with,
+// them; those rows go at the next prune.
+const pruneSQL = `WITH turn AS MATERIALIZED (
+		SELECT pg_try_advisory_xact_lock($1) AS mine, clock_timestamp() AS t
+	),
+	victims AS (
+		SELECT m.job, m.slot FROM {schema}.markers m, turn
+		WHERE turn.mine AND m.keep_until < turn.t AND (m.state <> 'running' OR m.lease_end <= turn.t)
+		FOR UPDATE OF m SKIP LOCKED
+	),
+	gone AS (
+		DELETE FROM {schema}.markers m USING victims v WHERE m.job = v.job AND m.slot = v.slot RETURNING 1
+	)
+	SELECT count(*) FROM gone`
+
+// History implements slotstore.Store: newest slot first, then by job,
+// filtered by job and state.
+func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slotstore.Marker, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	conn, err := s.conn(ctx, "history")
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	var rows pgx.Rows
+	switch {
+	case p.State != "":
+		rows, err = conn.Query(ctx, s.q.historyInState, string(p.State), p.Job, limit)
+	case p.Job == "":
+		rows, err = conn.Query(ctx, s.q.historyOfAll, limit)
+	default:
+		rows, err = conn.Query(ctx, s.q.historyOfJob, p.Job, limit)
+	}
+	if err != nil {
+		return nil, s.readFail("history", err)
+	}
+	defer rows.Close()
+	out := make([]slotstore.Marker, 0, min(limit, defaultLimit))
+	for rows.Next() {
+		m, err := scanMarker(rows)
+		if err != nil {
+			return nil, s.readFail("history", err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readFail("history", err)
+	}
+	return out, nil
+}
+
+// readFail is fail for a read: it changed nothing, so its outcome is never
+// unknown.
+func (s *Store) readFail(op string, err error) error {
+	if s.closed.Load() {
+		return fmt.Errorf("pgstore: %s: %w: %w", op, slotstore.ErrClosed, scrub(err, s.secrets))
+	}
+	return scrub(fmt.Errorf("pgstore: %s: %w", op, err), s.secrets)
+}
+
+// Prune implements slotstore.Store in one statement. It returns 0 without
+// deleting anything while another store prunes the same schema.
+func (s *Store) Prune(ctx context.Context) (int, error) {
+	conn, err := s.conn(ctx, "prune")
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Release()
+	var n int64
+	if err := conn.QueryRow(ctx, s.q.prune, advisoryKey("prune", s.schema)).Scan(&n); err != nil {
+		return 0, s.fail("prune", err)
+	}
+	return int(n), nil
+}

@@ -1,0 +1,112 @@
+package pgstore
+
+import (
+	"strings"
+	"time"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// columns lists a marker's columns in the order scanMarker reads them.
+const columns = `job, slot, state, holder, fence, attempt, claimed_at, lease_end, keep_until,
+	finished_at, outcome, error, duration_ns`
+
+// Every fenced mutation is one conditional UPDATE at the database's clock
+// of the slot $1 job, $2 slot, $3 fence: it changes the row only while the
+// slot is running under the presented fence, and no row matched means the
+// lease is lost. Under READ COMMITTED an UPDATE that waited for another
+// transaction's lock on the row checks its condition again on the row that
+// transaction left, so the check and the change are one atomic step.
+const (
+	renewSQL = `UPDATE {schema}.markers SET lease_end = clock_timestamp() + $4::bigint * interval '1 microsecond'
+		WHERE job = $1 AND slot = $2 AND fence = $3 AND state = 'running'`
+	// finishSQL also matches a slot already done under the fence, and then
+	// writes back what it holds: a Finish retried after a lost reply, or
+	// after CompleteTx, succeeds and changes nothing.
+	finishSQL = `UPDATE {schema}.markers AS m SET state = 'done',
+			outcome     = CASE WHEN m.state = 'running' THEN $4 ELSE m.outcome END,
+			error       = CASE WHEN m.state = 'running' THEN $5 ELSE m.error END,
+			duration_ns = CASE WHEN m.state = 'running' THEN $6 ELSE m.duration_ns END,
+			finished_at = CASE WHEN m.state = 'running' THEN c.t ELSE m.finished_at END,
+			lease_end   = CASE WHEN m.state = 'running' THEN c.t ELSE m.lease_end END
+		FROM (SELECT clock_timestamp() AS t) c
+		WHERE m.job = $1 AND m.slot = $2 AND m.fence = $3 AND m.state IN ('running', 'done')`
+	// completeSQL is CompleteTx's: running only, since a slot already done
+	// means its effect was already committed once.
+	completeSQL = `UPDATE {schema}.markers AS m
+		SET state = 'done', outcome = 'succeeded', error = '', duration_ns = $4, finished_at = c.t, lease_end = c.t
+		FROM (SELECT clock_timestamp() AS t) c
+		WHERE m.job = $1 AND m.slot = $2 AND m.fence = $3 AND m.state = 'running'`
+	releaseSQL = `UPDATE {schema}.markers AS m SET state = 'released', lease_end = c.t
+		FROM (SELECT clock_timestamp() AS t) c
+		WHERE m.job = $1 AND m.slot = $2 AND m.fence = $3 AND m.state = 'running'`
+)
+
+// queries are the statements of one schema.
+type queries struct {
+	claim, renew, finish, release                     string
+	historyOfJob, historyOfAll, historyInState, prune string
+}
+
+func newQueries(schema string) queries {
+	in := func(sql string) string { return strings.ReplaceAll(sql, "{schema}", schema) }
+	return queries{
+		claim: in(`SELECT ord, won, prev_holder, ` + columns + `, now
+			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8)`),
+		renew:   in(renewSQL),
+		finish:  in(finishSQL),
+		release: in(releaseSQL),
+		// historyOfJob walks markers_by_job (job, slot DESC).
+		historyOfJob: in(`SELECT ` + columns + ` FROM {schema}.markers WHERE job = $1 ORDER BY slot DESC LIMIT $2`),
+		// historyOfAll walks markers_by_slot (slot DESC, job).
+		historyOfAll: in(`SELECT ` + columns + ` FROM {schema}.markers ORDER BY slot DESC, job LIMIT $1`),
+		// historyInState walks markers_by_state (state, slot DESC, job).
+		historyInState: in(`SELECT ` + columns + ` FROM {schema}.markers
+			WHERE state = $1 AND ($2 = '' OR job = $2) ORDER BY slot DESC, job LIMIT $3`),
+		prune: in(pruneSQL),
+	}
+}
+
+// scanner is a pgx.Row or pgx.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// markerDest returns scan destinations for columns, and a func that
+// completes m once the scan has filled them.
+func markerDest(m *slotstore.Marker) ([]any, func()) {
+	var (
+		state, outcome string
+		finished       *time.Time
+		durNS          int64
+	)
+	dest := []any{&m.Job, &m.Slot, &state, &m.Holder, &m.Fence, &m.Attempt, &m.ClaimedAt, &m.LeaseEnd,
+		&m.KeepUntil, &finished, &outcome, &m.Error, &durNS}
+	return dest, func() {
+		m.State, m.Outcome, m.Duration = slotstore.State(state), slotstore.Outcome(outcome), time.Duration(durNS)
+		m.Slot, m.ClaimedAt, m.LeaseEnd, m.KeepUntil = m.Slot.UTC(), m.ClaimedAt.UTC(), m.LeaseEnd.UTC(), m.KeepUntil.UTC()
+		if finished != nil {
+			m.FinishedAt = finished.UTC()
+		}
+	}
+}
+
+// scanMarker reads one row of columns.
+func scanMarker(r scanner) (slotstore.Marker, error) {
+	var m slotstore.Marker
+	dest, done := markerDest(&m)
+	if err := r.Scan(dest...); err != nil {
+		return m, err
+	}
+	done()
+	return m, nil
+}
+
+// micros is d in whole microseconds, rounded up so that a positive lease
+// never becomes zero.
+func micros(d time.Duration) int64 {
+	return int64((d + time.Microsecond - 1) / time.Microsecond)
+}
+
+// key names a slot in errors: the run key.
+func key(job string, slot time.Time) string {
+	return job + "@" + slot.UTC().Truncate(time.Second).Format(time.RFC3339)
+}

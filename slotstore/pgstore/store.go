@@ -1,0 +1,177 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+var _ slotstore.Store = (*Store)(nil)
+
+const (
+	// DefaultSchema holds the store's tables when Options.Schema is empty.
+	DefaultSchema = "slotcron"
+	// DefaultStatementTimeout bounds every statement of a store opened by
+	// New when Options.StatementTimeout is zero.
+	DefaultStatementTimeout = 10 * time.Second
+)
+
+// Options configures New. The zero value of every field but DSN means its
+// default.
+type Options struct {
+	// DSN is the connection string: a postgres:// URL or libpq
+	// keyword/value pairs, with pgxpool settings such as pool_max_conns
+	// allowed. Required. Errors never show its passwords.
+	DSN string
+	// Schema holds the store's tables and is created if it does not exist.
+	// Empty means DefaultSchema.
+	Schema string
+	// PoolSize is the most connections the store opens. Zero means the
+	// DSN's pool_max_conns, or else pgxpool's default: the greater of 4 and
+	// the number of CPUs.
+	PoolSize int
+	// StatementTimeout is the server-side statement_timeout of the store's
+	// connections. Zero means the DSN's statement_timeout, or else
+	// DefaultStatementTimeout.
+	StatementTimeout time.Duration
+}
+
+// Store is a slotstore.Store kept in PostgreSQL. It is safe for concurrent
+// use by many goroutines and by many processes sharing a database and
+// schema. Its zero value is not usable; call New or NewWithPool.
+type Store struct {
+	pool    *pgxpool.Pool
+	owned   bool // Close closes pool
+	schema  string
+	q       queries
+	secrets []string // passwords of the DSN, scrubbed from errors
+	closed  atomic.Bool
+}
+
+// New connects to the database opts.DSN names, creates or migrates the
+// schema, and returns a store that owns its connection pool.
+func New(ctx context.Context, opts Options) (*Store, error) {
+	if opts.DSN == "" {
+		return nil, fmt.Errorf("pgstore: %w: empty DSN", slotstore.ErrInvalid)
+	}
+	if opts.PoolSize < 0 || opts.StatementTimeout < 0 {
+		return nil, fmt.Errorf("pgstore: %w: pool size %d, statement timeout %v", slotstore.ErrInvalid, opts.PoolSize, opts.StatementTimeout)
+	}
+	secrets := secretsOf(opts.DSN)
+	cfg, err := pgxpool.ParseConfig(opts.DSN)
+	if err != nil {
+		return nil, scrub(fmt.Errorf("pgstore: parse DSN %s: %w", redact(opts.DSN), err), secrets)
+	}
+	if opts.PoolSize > 0 {
+		cfg.MaxConns = int32(min(opts.PoolSize, 1<<20))
+	}
+	params := cfg.ConnConfig.RuntimeParams
+	switch {
+	case opts.StatementTimeout > 0:
+		params["statement_timeout"] = strconv.FormatInt(max(opts.StatementTimeout.Milliseconds(), 1), 10)
+	case params["statement_timeout"] == "":
+		params["statement_timeout"] = strconv.FormatInt(DefaultStatementTimeout.Milliseconds(), 10)
+	}
+	// Claims rely on each statement seeing what committed before it.
+	params["default_transaction_isolation"] = "read committed"
+	if params["application_name"] == "" {
+		params["application_name"] = "slotcron"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, scrub(fmt.Errorf("pgstore: connect to %s: %w", redact(opts.DSN), err), secrets)
+	}
+	s, err := open(ctx, pool, opts.Schema, secrets)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: open %s: %w", redact(opts.DSN), err)
+	}
+	s.owned = true
+	return s, nil
+}
+
+// NewWithPool creates or migrates the schema in pool's database and
+// returns a store that uses pool. Close does not close pool. The pool's
+// connections must run at isolation level read committed, the server's
+// default; their statement timeout is the pool's own. An empty schema
+// means DefaultSchema.
+func NewWithPool(ctx context.Context, pool *pgxpool.Pool, schema string) (*Store, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("pgstore: %w: nil pool", slotstore.ErrInvalid)
+	}
+	s, err := open(ctx, pool, schema, nil)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open: %w", err)
+	}
+	return s, nil
+}
+
+func open(ctx context.Context, pool *pgxpool.Pool, schema string, secrets []string) (*Store, error) {
+	if schema == "" {
+		schema = DefaultSchema
+	}
+	if err := checkSchema(schema); err != nil {
+		return nil, err
+	}
+	s := &Store{pool: pool, schema: schema, q: newQueries(quote(schema)), secrets: secrets}
+	if err := s.migrate(ctx); err != nil {
+		return nil, scrub(err, secrets)
+	}
+	return s, nil
+}
+
+// checkSchema refuses names PostgreSQL would truncate or cannot hold.
+func checkSchema(schema string) error {
+	if len(schema) > 63 {
+		return fmt.Errorf("%w: schema name %q is longer than 63 bytes", slotstore.ErrInvalid, schema)
+	}
+	for _, c := range []byte(schema) {
+		if c == 0 {
+			return fmt.Errorf("%w: schema name %q holds a NUL byte", slotstore.ErrInvalid, schema)
+		}
+	}
+	return nil
+}
+
+// quote returns name as a quoted SQL identifier.
+func quote(name string) string { return pgx.Identifier{name}.Sanitize() }
+
+// Schema returns the schema holding the store's tables.
+func (s *Store) Schema() string { return s.schema }
+
+// Close marks the store closed and, if New opened its pool, closes the
+// pool, waiting for calls in flight. It is safe to call more than once;
+// every other method called after it returns an error wrapping
+// slotstore.ErrClosed.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if s.owned {
+		s.pool.Close()
+	}
+	return nil
+}
+
+// conn checks that the store is open and acquires a connection. Failing to
+// acquire one means no request was sent, so its error is a plain one.
+func (s *Store) conn(ctx context.Context, op string) (*pgxpool.Conn, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("pgstore: %s: %w", op, slotstore.ErrClosed)
+	}
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		if s.closed.Load() {
+			return nil, fmt.Errorf("pgstore: %s: %w: %w", op, slotstore.ErrClosed, err)
+		}
+		return nil, scrub(fmt.Errorf("pgstore: %s: acquire a connection: %w", op, err), s.secrets)
+	}
+	return c, nil
+}
