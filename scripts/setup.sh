@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the system packages slotcron's tests use, when run as root and
-# they are missing. The embedded SQLite store needs nothing: it is pure Go.
+# they are missing. The embedded SQLite store needs nothing: it is pure Go;
+# the Redis and Postgres stores' tests start private servers.
 set -euo pipefail
-# Debian packages whose programs the tests start themselves. Empty while the
-# only stores are the memory and embedded SQLite ones.
-packages=()
+# Debian packages whose programs the tests start themselves, each on a free
+# loopback port of its own: redis-server (and redis-cli, for Cluster set-up)
+# and PostgreSQL (initdb and postgres, run as the postgres user).
+packages=(redis-server redis-tools postgresql)
 need=()
 for pkg in "${packages[@]}"; do
 	dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")

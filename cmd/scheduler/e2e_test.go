@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/slotcron/slotcron/internal/testserver"
 )
 
 // The test binary doubles as the scheduler binary: with this variable set,
@@ -136,12 +138,17 @@ func (p *proc) stop(t *testing.T) {
 	}
 }
 
-func writeConfig(t *testing.T, jobs string) string {
+// writeConfig writes a config with the given jobs on store (a YAML flow
+// mapping; empty for a SQLite file in a fresh directory).
+func writeConfig(t *testing.T, store, jobs string) string {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "slotcron.yaml")
-	doc := fmt.Sprintf("replica: ${SLOTCRON_REPLICA}\nstore: {kind: sqlite, sqlite: {path: %q}}\nlog: {format: json, level: debug}\nshutdown_grace: 2s\njobs:\n%s",
-		filepath.Join(dir, "slotcron.db"), jobs)
+	if store == "" {
+		store = fmt.Sprintf("{kind: sqlite, sqlite: {path: %q}}", filepath.Join(dir, "slotcron.db"))
+	}
+	doc := fmt.Sprintf("replica: ${SLOTCRON_REPLICA}\nstore: %s\nlog: {format: json, level: debug}\nshutdown_grace: 2s\njobs:\n%s",
+		store, jobs)
 	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +167,25 @@ func skipShort(t *testing.T) {
 // slots.
 func TestThreeReplicasShareOneFile(t *testing.T) {
 	skipShort(t)
-	config := writeConfig(t, "  tick: {run: hello, schedule: \"*/1 * * * * *\", lease: 3s}\n")
+	threeReplicas(t, "")
+}
+
+// The same on a private Redis server.
+func TestThreeReplicasOnRedis(t *testing.T) {
+	skipShort(t)
+	r := testserver.StartRedis(t)
+	threeReplicas(t, fmt.Sprintf("{kind: redis, redis: {addr: %q}}", r.Addr()))
+}
+
+// The same on a private Postgres server.
+func TestThreeReplicasOnPostgres(t *testing.T) {
+	skipShort(t)
+	pg := testserver.StartPostgres(t)
+	threeReplicas(t, fmt.Sprintf("{kind: postgres, postgres: {dsn: %q}}", pg.DSN()))
+}
+
+func threeReplicas(t *testing.T, store string) {
+	config := writeConfig(t, store, "  tick: {run: hello, schedule: \"*/1 * * * * *\", lease: 3s}\n")
 	var procs []*proc
 	for i, delay := range []time.Duration{0, 1300 * time.Millisecond, 1400 * time.Millisecond} {
 		time.Sleep(delay)
@@ -220,7 +245,7 @@ const holderJob = "  long: {run: sleep, schedule: \"@every 1h\", starting_deadli
 // lease plus one renewal interval, with a higher fence.
 func TestKilledHolderIsTakenOver(t *testing.T) {
 	skipShort(t)
-	config := writeConfig(t, fmt.Sprintf(holderJob, "30s"))
+	config := writeConfig(t, "", fmt.Sprintf(holderJob, "30s"))
 	a := startReplica(t, "a", config)
 	first := a.waitFor(t, "run started", 10*time.Second)
 	b := startReplica(t, "b", config)
@@ -247,7 +272,7 @@ func TestKilledHolderIsTakenOver(t *testing.T) {
 // and never records the slot's outcome.
 func TestPausedHolderStopsBeforeFinishing(t *testing.T) {
 	skipShort(t)
-	config := writeConfig(t, fmt.Sprintf(holderJob, "6s"))
+	config := writeConfig(t, "", fmt.Sprintf(holderJob, "6s"))
 	a := startReplica(t, "a", config)
 	first := a.waitFor(t, "run started", 10*time.Second)
 	b := startReplica(t, "b", config)

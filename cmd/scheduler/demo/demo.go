@@ -1,6 +1,7 @@
 // Package demo holds the demo jobs of the reference binary. Each shows one
 // part of the job API: hello logs, sleep decodes params and honours
-// cancellation, fail returns an error.
+// cancellation, fail returns an error, ledger completes its slot in its own
+// Postgres transaction.
 package demo
 
 import (
@@ -16,6 +17,7 @@ func Register(reg *jobs.Registry) {
 	reg.Register("hello", Hello)
 	reg.Register("sleep", Sleep)
 	reg.Register("fail", Fail)
+	reg.Register("ledger", new(Ledger).Run)
 }
 
 // Hello logs the run's identity: job, slot, fence, attempt and replica are
