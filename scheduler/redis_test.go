@@ -1,0 +1,68 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/slotcron/slotcron/internal/testserver"
+	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/redisstore"
+)
+
+// A holder whose connection to Redis is cut mid-run cancels its job when its
+// trust window ends, before another replica takes the slot over with a
+// higher fence. Real Redis, real time, a TCP proxy that drops the holder.
+func TestRedisCutHolderStopsBeforeTakeover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts redis-server")
+	}
+	t.Parallel()
+	srv := testserver.StartRedis(t)
+	proxy := testserver.StartProxy(t, srv.Addr())
+	ctx := context.Background()
+	open := func(addr string) slotstore.Store {
+		st, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{addr}, ReadTimeout: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	viaProxy, direct := open(proxy.Addr()), open(srv.Addr())
+
+	rec := &recorder{sleep: 30 * time.Second}
+	reg := jobs.NewRegistry()
+	reg.Register("long", rec.fn)
+	conf := "shutdown_grace: 1s\njobs: {long: {schedule: \"@every 24h\", starting_deadline: 24h, lease: 2s}}"
+	stopA := start(t, replica(t, viaProxy, "a", conf, reg))
+	deadline := time.Now().Add(5 * time.Second)
+	for len(rec.snapshot()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stopB := start(t, replica(t, direct, "b", conf, reg))
+	time.Sleep(200 * time.Millisecond)
+	proxy.Blackhole()
+	cut := time.Now()
+	for len(rec.snapshot()) < 2 && time.Since(cut) < 10*time.Second {
+		time.Sleep(10 * time.Millisecond)
+	}
+	evs := rec.snapshot()
+	stopB()
+	proxy.Restore()
+	stopA()
+
+	if len(evs) != 2 {
+		t.Fatalf("%d runs, want the holder's and the takeover", len(evs))
+	}
+	a, b := evs[0], evs[1]
+	if !errors.Is(a.cause, errLeaseLost) || a.ended.IsZero() || !a.ended.Before(b.started) {
+		t.Errorf("holder ended %v with %v; successor started %v", a.ended, a.cause, b.started)
+	}
+	if b.run.Replica != "b" || b.run.Attempt != 2 || b.run.Fence <= a.run.Fence {
+		t.Errorf("takeover %+v after %+v", b.run, a.run)
+	}
+	t.Logf("cut → holder cancelled %v, takeover %v (lease 2s)", a.ended.Sub(cut).Round(time.Millisecond), b.started.Sub(cut).Round(time.Millisecond))
+}
