@@ -19,11 +19,13 @@ var ErrDuplicate = errors.New("jobs: duplicate job name")
 // ErrEmptyName is returned by RegisterSafely for an empty name or nil Func.
 var ErrEmptyName = errors.New("jobs: empty job name")
 
-// Registry binds job names to functions. It is safe for concurrent use; the
+// Registry binds job names to functions, and duty names to DutyFuncs; the
+// two name spaces are separate. It is safe for concurrent use; the
 // zero value is not usable, call NewRegistry.
 type Registry struct {
-	mu    sync.RWMutex
-	funcs map[string]Func
+	mu     sync.RWMutex
+	funcs  map[string]Func
+	duties map[string]DutyFunc
 }
 
 // NewRegistry returns an empty registry.

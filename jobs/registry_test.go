@@ -86,3 +86,23 @@ func TestRunKeyIsUTC(t *testing.T) {
 		t.Errorf("key %q", got)
 	}
 }
+
+func TestRegisterDuty(t *testing.T) {
+	reg := jobs.NewRegistry()
+	duty := func(context.Context, jobs.Duty) error { return nil }
+	reg.RegisterDuty("fanout", duty)
+	reg.Register("fanout", nop) // jobs and duties have separate names
+	if err := reg.RegisterDutySafely("fanout", duty); !errors.Is(err, jobs.ErrDuplicate) {
+		t.Errorf("duplicate duty: %v", err)
+	}
+	if err := reg.RegisterDutySafely("", duty); !errors.Is(err, jobs.ErrEmptyName) {
+		t.Errorf("empty duty: %v", err)
+	}
+	if _, ok := reg.LookupDuty("fanout"); !ok || strings.Join(reg.DutyNames(), ",") != "fanout" {
+		t.Errorf("lookup: %v names %v", ok, reg.DutyNames())
+	}
+	d := jobs.Duty{Name: "fanout", Fence: 3, Replica: "r1"}
+	if got := len(d.Attrs()); got != 3 {
+		t.Errorf("attrs %d", got)
+	}
+}

@@ -18,6 +18,8 @@ type Config struct {
 	Defaults Policy `yaml:"defaults"`
 	// Log configures the replica's log output.
 	Log LogConfig `yaml:"log"`
+	// HTTP configures /metrics, /healthz and /readyz; off by default.
+	HTTP HTTPConfig `yaml:"http"`
 	// ShutdownGrace is how long running jobs may go on after SIGTERM before
 	// their contexts are cancelled and their slots released. Default: 25s.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`

@@ -336,7 +336,7 @@ func TestWatchNeverRecreatesMarker(t *testing.T) {
 		reg := jobs.NewRegistry()
 		reg.Register("j", rec.fn)
 		p := &plan{name: "j", fn: rec.fn, lease: 3 * time.Second, deadline: time.Minute, history: time.Hour}
-		s := &Scheduler{store: st, replica: "a", log: testLogger(), now: time.Now}
+		s := &Scheduler{store: st, replica: "a", log: testLogger(), now: time.Now, metrics: newMetrics()}
 		var runs sync.WaitGroup
 		l := newLoop(s, context.Background(), &runs)
 		l.claim(context.Background(), []*entry{{p: p, slot: time.Now().Truncate(time.Second), kind: watch}})

@@ -22,26 +22,34 @@ func (s *Scheduler) execute(runCtx context.Context, p *plan, c slotstore.Claim, 
 	run := jobs.Run{Job: p.name, Slot: c.Slot, Fence: c.Fence, Attempt: c.Attempt, Replica: s.replica}.
 		WithParams(p.params).WithLogger(s.log)
 	log := s.log.With(run.Attrs()...)
+	m := s.metrics
 	if c.Takeover() {
 		log.Info("takeover", "prev_holder", c.PrevHolder)
+		m.takeovers.WithLabelValues(p.name).Inc()
 	}
 
 	ctx, cancel := context.WithCancelCause(runCtx)
 	defer cancel(nil)
 	keeper := startLeaseKeeper(s.store, c.Ref, p.lease, p.timeout, sent, cancel, log)
+	keeper.renewed = m.renewLatency.WithLabelValues(p.name).Observe
+	keeper.lostHook = m.leasesLost.WithLabelValues(p.name).Inc
 	defer keeper.stop()
 
 	tctx, cancelTimeout := context.WithTimeoutCause(ctx, p.timeout, errTimeout)
 	start := time.Now()
-	log.Info("run started", "delay", s.now().Sub(c.Slot).Round(time.Millisecond))
+	delay := s.now().Sub(c.Slot)
+	m.dispatchDelay.WithLabelValues(p.name).Observe(delay.Seconds())
+	log.Info("run started", "delay", delay.Round(time.Millisecond))
 	err := call(tctx, p.fn, run, log)
 	dur := time.Since(start)
+	m.runDuration.WithLabelValues(p.name).Observe(dur.Seconds())
 	timedOut := errors.Is(context.Cause(tctx), errTimeout)
 	cancelTimeout()
 
 	keeper.pause()
 	if !keeper.trusted() {
 		log.Warn("run ended after lease lost; outcome not recorded", "duration", dur, "err", errString(err))
+		m.runs.WithLabelValues(p.name, "lease_lost").Inc()
 		return
 	}
 	if err != nil && errors.Is(context.Cause(ctx), errShutdown) {
@@ -52,6 +60,7 @@ func (s *Scheduler) execute(runCtx context.Context, p *plan, c slotstore.Claim, 
 			return
 		}
 		log.Info("run released", "duration", dur, "err", errString(err))
+		m.runs.WithLabelValues(p.name, "released").Inc()
 		return
 	}
 
@@ -68,6 +77,10 @@ func (s *Scheduler) execute(runCtx context.Context, p *plan, c slotstore.Claim, 
 			attrs = append(attrs, "err", err.Error())
 		}
 		log.Info("run finished", attrs...)
+		m.runs.WithLabelValues(p.name, string(outcome)).Inc()
+		if outcome == slotstore.Succeeded {
+			m.lastSuccess.WithLabelValues(p.name).Set(seconds(c.Slot))
+		}
 	}
 }
 

@@ -36,6 +36,8 @@ type leaseKeeper struct {
 	log    *slog.Logger
 
 	renewUntil time.Time
+	renewed    func(seconds float64) // observes each successful renewal's latency; may be nil
+	lostHook   func()                // called once when the lease is lost; may be nil
 
 	mu    sync.Mutex
 	until time.Time   // end of the trust window (both clocks)
@@ -131,6 +133,9 @@ func (k *leaseKeeper) lose(reason string) {
 	}
 	close(k.lostc)
 	k.cancel(errLeaseLost)
+	if k.lostHook != nil {
+		k.lostHook()
+	}
 	k.log.Warn("lease lost", "reason", reason)
 }
 
@@ -172,6 +177,9 @@ func (k *leaseKeeper) renewLoop() {
 		cancel()
 		switch {
 		case err == nil:
+			if k.renewed != nil {
+				k.renewed(time.Since(sent).Seconds())
+			}
 			k.extend(sent)
 			t.Reset(interval)
 		case errors.Is(err, slotstore.ErrLeaseLost):

@@ -80,6 +80,7 @@ func (l *loop) run(ctx context.Context) {
 func (l *loop) schedule(p *plan, now time.Time) {
 	if next := p.sched.Next(now); !next.IsZero() {
 		l.h.push(&entry{at: next, p: p, slot: next, kind: fire})
+		l.s.metrics.nextRun.WithLabelValues(p.name).Set(seconds(next))
 	}
 	keep := 0
 	switch p.catchUp {
@@ -121,7 +122,9 @@ func (l *loop) wake(ctx context.Context) {
 		if e.kind == fire {
 			if next := e.p.sched.Next(e.slot); !next.IsZero() {
 				l.h.push(&entry{at: next, p: e.p, slot: next, kind: fire})
+				l.s.metrics.nextRun.WithLabelValues(e.p.name).Set(seconds(next))
 			}
+			l.s.metrics.timerLag.Observe(now.Sub(e.at).Seconds())
 			if lag := now.Sub(e.at); lag > time.Second {
 				l.s.log.Debug("timer lag", "job", e.p.name, "lag", lag)
 			}
@@ -133,6 +136,7 @@ func (l *loop) wake(ctx context.Context) {
 			}
 			l.s.log.Warn("slot missed", "job", e.p.name, "slot", e.slot.Format(time.RFC3339), "replica", l.s.replica,
 				"reason", reason, "late_by", now.Sub(e.slot).Round(time.Millisecond))
+			l.s.metrics.missed.WithLabelValues(e.p.name, reason).Inc()
 			continue
 		}
 		batch = append(batch, e)
@@ -163,6 +167,7 @@ func (l *loop) claim(ctx context.Context, batch []*entry) {
 	if err == nil && len(results) != len(batch) {
 		err = fmt.Errorf("store answered %d claims with %d results", len(batch), len(results))
 	}
+	l.s.metrics.storeCall(err)
 	if err != nil {
 		if ctx.Err() != nil {
 			return
@@ -170,6 +175,7 @@ func (l *loop) claim(ctx context.Context, batch []*entry) {
 		l.s.log.Warn("claim failed", "slots", len(batch), "replica", l.s.replica, "err", err,
 			"outcome_unknown", slotstore.IsOutcomeUnknown(err))
 		for _, e := range batch {
+			l.s.metrics.claims.WithLabelValues(e.p.name, "error").Inc()
 			e.tries++
 			if e.kind == fire {
 				e.kind = retry
@@ -184,6 +190,7 @@ func (l *loop) claim(ctx context.Context, batch []*entry) {
 }
 
 func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
+	l.s.metrics.claims.WithLabelValues(e.p.name, r.Status.String()).Inc()
 	attrs := []any{"job", e.p.name, "slot", e.slot.Format(time.RFC3339), "replica", l.s.replica}
 	// A slot's first decision is worth a line; re-checks of a watched slot
 	// are not.
@@ -241,6 +248,7 @@ func (l *loop) scan(ctx context.Context, p *plan) {
 	sctx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
 	defer cancel()
 	ms, err := l.s.store.History(sctx, slotstore.HistoryParams{Job: p.name, State: slotstore.StateRunning, Limit: maxBatch})
+	l.s.metrics.storeCall(err)
 	if err != nil {
 		if ctx.Err() == nil {
 			l.s.log.Warn("reading running slots failed", "job", p.name, "err", err)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/slotstore"
 )
@@ -25,6 +27,8 @@ type Scheduler struct {
 	ownsStore bool
 	now       func() time.Time
 	grace     time.Duration
+	metrics   *metrics
+	registry  *prometheus.Registry
 }
 
 // Option configures a Scheduler beyond its Config.
@@ -35,6 +39,10 @@ type Option func(*Scheduler)
 func WithStore(s slotstore.Store) Option {
 	return func(sc *Scheduler) { sc.store, sc.ownsStore = s, false }
 }
+
+// WithRegistry registers the scheduler's metrics on r, which /metrics then
+// serves, instead of on a registry of its own.
+func WithRegistry(r *prometheus.Registry) Option { return func(sc *Scheduler) { sc.registry = r } }
 
 // WithLogger replaces the logger built from Config.Log.
 func WithLogger(l *slog.Logger) Option { return func(sc *Scheduler) { sc.log = l } }
@@ -65,6 +73,14 @@ func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
 	}
 	if s.log == nil {
 		s.log = newLogger(cfg.Log, os.Stderr)
+	}
+	s.metrics = newMetrics()
+	private := s.registry == nil
+	if private {
+		s.registry = prometheus.NewRegistry()
+	}
+	if err := s.metrics.register(s.registry, private); err != nil {
+		return nil, fmt.Errorf("scheduler: register metrics: %w", err)
 	}
 	return s, nil
 }
@@ -102,6 +118,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 
 	var bg sync.WaitGroup
 	bg.Go(func() { s.prune(ctx) })
+	if s.cfg.HTTP.Listen != "" {
+		wait, err := s.serveHTTP(ctx, s.cfg.HTTP.Listen, s.registry)
+		if err != nil {
+			return err
+		}
+		bg.Go(wait)
+	}
 	l.run(ctx)
 	bg.Wait()
 

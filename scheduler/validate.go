@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"sort"
 	"strings"
@@ -42,6 +43,11 @@ func (c *Config) resolve(reg *jobs.Registry) ([]*plan, error) {
 	add := func(e *ConfigError) { errs = append(errs, e) }
 
 	c.checkStore(add)
+	if l := c.HTTP.Listen; l != "" {
+		if _, _, err := net.SplitHostPort(l); err != nil {
+			add(c.errAt(fmt.Sprintf("listen %q: want host:port, such as 127.0.0.1:9090", l), "http", "listen"))
+		}
+	}
 	switch c.Log.Format {
 	case "", "text", "json":
 	default:
