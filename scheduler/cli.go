@@ -20,7 +20,7 @@ const (
 	ExitUsage   = 2 // bad configuration or usage
 )
 
-// Main gives a binary the slotcron CLI (run, validate, next) over the jobs
+// Main gives a binary the slotcron CLI (run, validate, next, history) over the jobs
 // registered in reg, and exits with the command's exit code.
 func Main(reg *jobs.Registry) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -35,6 +35,7 @@ commands:
   run       run the scheduler until SIGTERM or SIGINT
   validate  check the configuration and print every problem
   next      print the next slots of a job (or of --schedule)
+  history   print the store's markers, newest slot first
 
 common flags:
   --config FILE   configuration file (default $SLOTCRON_CONFIG, else slotcron.yaml)
@@ -59,6 +60,8 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer, reg *
 		err = cmdValidate(rest, stdout, stderr, reg)
 	case "next":
 		err = cmdNext(rest, stdout, stderr, reg)
+	case "history":
+		err = cmdHistory(ctx, rest, stdout, stderr, reg)
 	case "help", "-h", "--help":
 		fmt.Fprintf(stdout, usage, prog)
 		return ExitOK

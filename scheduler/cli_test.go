@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/sqlitestore"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -114,5 +119,42 @@ func TestCLINextEveryIsAnchored(t *testing.T) {
 		if ts.Unix()%7 != 0 {
 			t.Errorf("slot %s is not a multiple of 7 s since the epoch", s)
 		}
+	}
+}
+
+func TestCLIHistory(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "c.yaml")
+	doc := "store: {sqlite: {path: " + filepath.Join(dir, "s.db") + "}}\njobs: {hello: {schedule: '@hourly'}}\n"
+	if err := os.WriteFile(conf, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(dir, "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC)
+	res, err := st.Claim(context.Background(), slotstore.ClaimParams{Replica: "r1", Requests: []slotstore.ClaimRequest{{Job: "hello", Slot: slot, Lease: time.Minute}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Finish(context.Background(), slotstore.FinishParams{Ref: res[0].Claim.Ref, Outcome: slotstore.Failed, Error: "boom", Duration: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	code, stdout, stderr := runCLI(t, "history", "--config", conf)
+	if code != ExitOK || !strings.Contains(stdout, "hello") || !strings.Contains(stdout, "2026-11-29T02:00:00Z") ||
+		!strings.Contains(stdout, "failed") || !strings.Contains(stdout, "boom") {
+		t.Errorf("history: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, _ = runCLI(t, "history", "--config", conf, "--json", "--job", "hello", "--state", "done")
+	var v markerView
+	if err := json.Unmarshal([]byte(strings.TrimSpace(stdout)), &v); code != ExitOK || err != nil ||
+		v.Key != "hello@2026-11-29T02:00:00Z" || v.Outcome != "failed" || v.Holder != "r1" || v.Duration != 1 {
+		t.Errorf("history --json: exit %d, %v, %+v", code, err, v)
+	}
+	if code, _, _ := runCLI(t, "history", "--config", conf, "--state", "weird"); code != ExitUsage {
+		t.Errorf("bad state: exit %d", code)
 	}
 }

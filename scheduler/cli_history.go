@@ -1,0 +1,92 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// cmdHistory prints the configured store's markers, newest slot first: a
+// table, or with --json one object a line.
+func cmdHistory(ctx context.Context, args []string, stdout, stderr io.Writer, reg *jobs.Registry) error {
+	fs, path := newFlags("history", stderr)
+	job := fs.String("job", "", "only this job")
+	state := fs.String("state", "", "only markers in this state: running, done, released, abandoned")
+	n := fs.Int("n", 20, "at most this many markers")
+	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch slotstore.State(*state) {
+	case "", slotstore.StateRunning, slotstore.StateDone, slotstore.StateReleased, slotstore.StateAbandoned:
+	default:
+		return usageError{msg: fmt.Sprintf("history: --state %q: want running, done, released or abandoned", *state)}
+	}
+	cfg, err := LoadAndValidate(*path, reg)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, cfg.Store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ms, err := st.History(ctx, slotstore.HistoryParams{Job: *job, State: slotstore.State(*state), Limit: *n})
+	if err != nil {
+		return fmt.Errorf("read history: %w", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		for _, m := range ms {
+			if err := enc.Encode(markerJSON(m)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tSLOT\tSTATE\tOUTCOME\tATTEMPT\tFENCE\tHOLDER\tDURATION\tERROR")
+	for _, m := range ms {
+		dur := ""
+		if m.State == slotstore.StateDone {
+			dur = m.Duration.Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", m.Job, m.Slot.UTC().Format(time.RFC3339), m.State,
+			m.Outcome, m.Attempt, m.Fence, m.Holder, dur, m.Error)
+	}
+	return tw.Flush()
+}
+
+// markerView is a marker as the JSON history prints it.
+type markerView struct {
+	Job        string  `json:"job"`
+	Slot       string  `json:"slot"`
+	Key        string  `json:"key"`
+	State      string  `json:"state"`
+	Outcome    string  `json:"outcome,omitempty"`
+	Error      string  `json:"error,omitempty"`
+	Attempt    int     `json:"attempt"`
+	Fence      int64   `json:"fence"`
+	Holder     string  `json:"holder"`
+	ClaimedAt  string  `json:"claimed_at"`
+	FinishedAt string  `json:"finished_at,omitempty"`
+	Duration   float64 `json:"duration_seconds,omitempty"`
+}
+
+func markerJSON(m slotstore.Marker) markerView {
+	v := markerView{
+		Job: m.Job, Slot: m.Slot.UTC().Format(time.RFC3339), Key: jobs.Run{Job: m.Job, Slot: m.Slot}.Key(),
+		State: string(m.State), Outcome: string(m.Outcome), Error: m.Error, Attempt: m.Attempt, Fence: m.Fence,
+		Holder: m.Holder, ClaimedAt: m.ClaimedAt.UTC().Format(time.RFC3339Nano), Duration: m.Duration.Seconds(),
+	}
+	if !m.FinishedAt.IsZero() {
+		v.FinishedAt = m.FinishedAt.UTC().Format(time.RFC3339Nano)
+	}
+	return v
+}
