@@ -58,6 +58,7 @@
 // shutdown_grace to finish; then their contexts are cancelled with
 // "shutting down", and a job that returns an error is released so another
 // replica claims the slot within one renewal interval instead of waiting
-// for the lease. Run returns once every goroutine it started has ended; a
+// for the lease; a job that returns nil has done its work and is recorded
+// as succeeded. Run returns once every goroutine it started has ended; a
 // job that ignores cancellation keeps Run waiting.
 package scheduler
