@@ -81,6 +81,11 @@ type Policy struct {
 	// History is how long markers are kept; at least
 	// StartingDeadline + Lease. Default: 168h.
 	History Duration `yaml:"history"`
+	// Jitter spreads jobs that share a schedule: each job is tried at
+	// slot + a delay in [0, Jitter) derived from its name alone, so the
+	// same on every replica. The slot itself, its run key and its starting
+	// deadline do not move. Default: 0.
+	Jitter Duration `yaml:"jitter"`
 }
 
 // JobConfig declares one job.
@@ -139,6 +144,7 @@ func (p Policy) merge(d Policy) Policy {
 		CatchUp:          pick(p.CatchUp, d.CatchUp),
 		CatchUpLimit:     pickI(p.CatchUpLimit, d.CatchUpLimit),
 		History:          pickD(p.History, d.History),
+		Jitter:           pickD(p.Jitter, d.Jitter),
 	}
 }
 

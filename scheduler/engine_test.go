@@ -349,3 +349,85 @@ func TestWatchNeverRecreatesMarker(t *testing.T) {
 		}
 	})
 }
+
+// Replicas whose clocks differ by up to the starting deadline try a slot at
+// different moments but claim the same slot: each runs once.
+func TestClockSkewRunsEachSlotOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		st := memstore.New()
+		rec := &recorder{sleep: 200 * time.Millisecond}
+		reg := jobs.NewRegistry()
+		reg.Register("tick", rec.fn)
+		conf := `jobs: {tick: {schedule: "*/5 * * * * *", starting_deadline: 20s, lease: 2s}}`
+		var stops []func()
+		for i, skew := range []time.Duration{0, 19 * time.Second, -19 * time.Second, 7 * time.Second} {
+			cfg, err := Parse("test.yaml", []byte(conf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Replica = fmt.Sprintf("r%d", i)
+			s, err := New(cfg, reg, WithStore(st), WithLogger(testLogger()), WithClock(func() time.Time { return time.Now().Add(skew) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			stops = append(stops, start(t, s))
+		}
+		time.Sleep(2 * time.Minute)
+		for _, stop := range stops {
+			stop()
+		}
+		seen := map[time.Time]int{}
+		for _, ev := range rec.snapshot() {
+			seen[ev.run.Slot]++
+		}
+		// Every slot from well after the start to well before the end ran
+		// exactly once, whichever replica's clock got there first.
+		for s := t0.Add(30 * time.Second); s.Before(t0.Add(90 * time.Second)); s = s.Add(5 * time.Second) {
+			if seen[s.UTC()] != 1 {
+				t.Errorf("slot %v ran %d times", s.UTC(), seen[s.UTC()])
+			}
+		}
+		for s, n := range seen {
+			if n > 1 {
+				t.Errorf("slot %v ran %d times", s, n)
+			}
+		}
+	})
+}
+
+// Jitter delays each job by a fixed amount derived from its name, the same on
+// every replica, without moving its slots.
+func TestJitterIsDeterministic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		reg := jobs.NewRegistry()
+		reg.Register("a", rec.fn)
+		reg.Register("b", rec.fn)
+		conf := "defaults: {jitter: 20s}\njobs:\n  a: {schedule: '@every 1m', catch_up: none}\n  b: {schedule: '@every 1m', catch_up: none}\n"
+		stop := start(t, replica(t, memstore.New(), "r", conf, reg))
+		time.Sleep(2*time.Minute + 30*time.Second)
+		stop()
+		delays := map[string][]time.Duration{}
+		for _, ev := range rec.snapshot() {
+			if ev.run.Slot.Second() != 0 {
+				t.Errorf("slot %v moved off the schedule", ev.run.Slot)
+			}
+			delays[ev.run.Job] = append(delays[ev.run.Job], ev.started.Sub(ev.run.Slot))
+		}
+		for _, job := range []string{"a", "b"} {
+			want := jitterFor(job, 20*time.Second)
+			if len(delays[job]) != 3 {
+				t.Fatalf("%s ran %d times, want 3", job, len(delays[job]))
+			}
+			for _, d := range delays[job] {
+				if d != want {
+					t.Errorf("%s started %v after its slot, want %v", job, d, want)
+				}
+			}
+		}
+		if jitterFor("a", 20*time.Second) == jitterFor("b", 20*time.Second) {
+			t.Errorf("a and b got the same jitter")
+		}
+	})
+}

@@ -79,7 +79,7 @@ func (l *loop) run(ctx context.Context) {
 // last starting deadline that its catch_up policy still tries.
 func (l *loop) schedule(p *plan, now time.Time) {
 	if next := p.sched.Next(now); !next.IsZero() {
-		l.h.push(&entry{at: next, p: p, slot: next, kind: fire})
+		l.h.push(&entry{at: next.Add(p.jitter), p: p, slot: next, kind: fire})
 		l.s.metrics.nextRun.WithLabelValues(p.name).Set(seconds(next))
 	}
 	keep := 0
@@ -96,7 +96,11 @@ func (l *loop) schedule(p *plan, now time.Time) {
 	}
 	for i, s := range recent {
 		if i < keep || s.Equal(now) {
-			l.h.push(&entry{at: now, p: p, slot: s, kind: retry})
+			at := s.Add(p.jitter)
+			if at.Before(now) {
+				at = now
+			}
+			l.h.push(&entry{at: at, p: p, slot: s, kind: retry})
 		} else {
 			l.s.log.Debug("slot not caught up", "job", p.name, "slot", s.Format(time.RFC3339), "catch_up", p.catchUp)
 		}
@@ -121,7 +125,7 @@ func (l *loop) wake(ctx context.Context) {
 		}
 		if e.kind == fire {
 			if next := e.p.sched.Next(e.slot); !next.IsZero() {
-				l.h.push(&entry{at: next, p: e.p, slot: next, kind: fire})
+				l.h.push(&entry{at: next.Add(e.p.jitter), p: e.p, slot: next, kind: fire})
 				l.s.metrics.nextRun.WithLabelValues(e.p.name).Set(seconds(next))
 			}
 			l.s.metrics.timerLag.Observe(now.Sub(e.at).Seconds())

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"hash/fnv"
 	"net"
 	"os"
 	"sort"
@@ -28,6 +29,8 @@ type plan struct {
 	catchUp      string
 	catchUpLimit int
 	history      time.Duration
+	// jitter is this job's fixed delay after each slot.
+	jitter time.Duration
 }
 
 // Validate checks cfg against reg and returns every problem, each naming
@@ -129,6 +132,13 @@ func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, ad
 		}
 		fail(c.errAt(fmt.Sprintf("history %v is shorter than starting_deadline + lease (%v): a finished slot could be forgotten while it may still be claimed", pol.History, pol.StartingDeadline+pol.Lease), key...))
 	}
+	if pol.Jitter != 0 && pol.Jitter >= pol.StartingDeadline {
+		key := at("jitter")
+		if jc.Jitter == 0 {
+			key = []string{"defaults", "jitter"}
+		}
+		fail(c.errAt(fmt.Sprintf("jitter %v must be shorter than starting_deadline %v, or every slot would be missed", pol.Jitter, pol.StartingDeadline), key...))
+	}
 	params, err := paramsYAML(&jc.Params)
 	if err != nil {
 		fail(c.errAt(err.Error(), at("params")...))
@@ -141,7 +151,7 @@ func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, ad
 		lease: pol.Lease.D(), timeout: pol.Timeout.D(),
 		onCrash: slotstore.OnCrash(pol.OnCrash), maxAtt: pol.MaxAttempts,
 		deadline: pol.StartingDeadline.D(), catchUp: pol.CatchUp, catchUpLimit: pol.CatchUpLimit,
-		history: pol.History.D(),
+		history: pol.History.D(), jitter: jitterFor(name, pol.Jitter.D()),
 	}
 }
 
@@ -175,6 +185,17 @@ func (c *Config) checkPolicy(p Policy, path []string, add func(*ConfigError)) {
 	if p.CatchUpLimit < 0 {
 		add(c.errAt("catch_up_limit must not be negative", at("catch_up_limit")...))
 	}
+}
+
+// jitterFor is the job's delay in [0, window): a hash of its name, so every
+// replica computes the same one.
+func jitterFor(name string, window time.Duration) time.Duration {
+	if window <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return time.Duration(h.Sum64() % uint64(window))
 }
 
 func listOrNone(names []string) string {
