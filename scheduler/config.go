@@ -86,6 +86,26 @@ type Policy struct {
 	// same on every replica. The slot itself, its run key and its starting
 	// deadline do not move. Default: 0.
 	Jitter Duration `yaml:"jitter"`
+	// Overlap decides what a new slot does while an earlier slot of the
+	// same job still runs on any replica: allow (the default) runs both;
+	// forbid skips the new slot (recorded with reason overlap); replace
+	// revokes the earlier run's lease, cancelling it, and runs the new one.
+	Overlap string `yaml:"overlap"`
+	// Retries re-runs a failed or timed-out slot, on whichever replica
+	// claims the retry, never past the slot's starting deadline nor into
+	// its next slot.
+	Retries RetryPolicy `yaml:"retries"`
+}
+
+// RetryPolicy bounds the retries of one slot.
+type RetryPolicy struct {
+	// Max is how many times a failed slot is tried again. Default: 0.
+	Max int `yaml:"max"`
+	// Backoff is the wait before the first retry; it doubles with each
+	// retry. Default: 1s.
+	Backoff Duration `yaml:"backoff"`
+	// MaxBackoff caps the wait. Default: 1m.
+	MaxBackoff Duration `yaml:"max_backoff"`
 }
 
 // JobConfig declares one job.
@@ -145,6 +165,12 @@ func (p Policy) merge(d Policy) Policy {
 		CatchUpLimit:     pickI(p.CatchUpLimit, d.CatchUpLimit),
 		History:          pickD(p.History, d.History),
 		Jitter:           pickD(p.Jitter, d.Jitter),
+		Overlap:          pick(p.Overlap, d.Overlap),
+		Retries: RetryPolicy{
+			Max:        pickI(p.Retries.Max, d.Retries.Max),
+			Backoff:    pickD(p.Retries.Backoff, d.Retries.Backoff),
+			MaxBackoff: pickD(p.Retries.MaxBackoff, d.Retries.MaxBackoff),
+		},
 	}
 }
 
@@ -159,4 +185,6 @@ var builtin = Policy{
 	CatchUp:          "latest",
 	CatchUpLimit:     DefaultCatchUpLimit,
 	History:          Duration(DefaultHistory),
+	Overlap:          "allow",
+	Retries:          RetryPolicy{Backoff: Duration(time.Second), MaxBackoff: Duration(time.Minute)},
 }

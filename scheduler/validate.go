@@ -30,7 +30,9 @@ type plan struct {
 	catchUpLimit int
 	history      time.Duration
 	// jitter is this job's fixed delay after each slot.
-	jitter time.Duration
+	jitter  time.Duration
+	overlap string
+	retries RetryPolicy
 }
 
 // Validate checks cfg against reg and returns every problem, each naming
@@ -152,6 +154,7 @@ func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, ad
 		onCrash: slotstore.OnCrash(pol.OnCrash), maxAtt: pol.MaxAttempts,
 		deadline: pol.StartingDeadline.D(), catchUp: pol.CatchUp, catchUpLimit: pol.CatchUpLimit,
 		history: pol.History.D(), jitter: jitterFor(name, pol.Jitter.D()),
+		overlap: pol.Overlap, retries: pol.Retries,
 	}
 }
 
@@ -178,6 +181,17 @@ func (c *Config) checkPolicy(p Policy, path []string, add func(*ConfigError)) {
 	case "", "none", "latest", "all":
 	default:
 		add(c.errAt(fmt.Sprintf("catch_up %q: want none, latest or all", p.CatchUp), at("catch_up")...))
+	}
+	switch p.Overlap {
+	case "", "allow", "forbid", "replace":
+	default:
+		add(c.errAt(fmt.Sprintf("overlap %q: want allow, forbid or replace", p.Overlap), at("overlap")...))
+	}
+	if p.Retries.Max < 0 {
+		add(c.errAt("retries.max must not be negative", append(at("retries"), "max")...))
+	}
+	if p.Retries.Backoff != 0 && p.Retries.MaxBackoff != 0 && p.Retries.MaxBackoff < p.Retries.Backoff {
+		add(c.errAt("retries.max_backoff is shorter than retries.backoff", append(at("retries"), "max_backoff")...))
 	}
 	if p.MaxAttempts < 0 {
 		add(c.errAt("max_attempts must not be negative", at("max_attempts")...))
