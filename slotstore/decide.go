@@ -1,6 +1,9 @@
 package slotstore
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // DefaultRetain is how long a marker is kept when ClaimRequest.Retain is zero.
 const DefaultRetain = 7 * 24 * time.Hour
@@ -28,6 +31,13 @@ func (r ClaimRequest) Normalize() (ClaimRequest, error) {
 	if r.MaxAttempts < 0 {
 		return r, invalid("claim %s: max attempts %d", r.Job, r.MaxAttempts)
 	}
+	switch r.Overlap {
+	case "":
+		r.Overlap = OverlapAllow
+	case OverlapAllow, OverlapForbid, OverlapReplace:
+	default:
+		return r, invalid("claim %s: overlap %q", r.Job, r.Overlap)
+	}
 	if r.Retain <= 0 {
 		r.Retain = DefaultRetain
 	}
@@ -35,11 +45,51 @@ func (r ClaimRequest) Normalize() (ClaimRequest, error) {
 	return r, nil
 }
 
+// ChecksOverlap reports whether Decide needs the job's running markers for
+// r: it does only for a claim with OverlapForbid or OverlapReplace that may
+// create the slot's first marker.
+func (r ClaimRequest) ChecksOverlap() bool {
+	return !r.TakeoverOnly && (r.Overlap == OverlapForbid || r.Overlap == OverlapReplace)
+}
+
 // NormalizeAll normalizes every request of a batch into a new slice, or
 // returns the first request's error: a batch with a bad request changes
 // nothing.
 func NormalizeAll(reqs []ClaimRequest) ([]ClaimRequest, error) {
 	out := make([]ClaimRequest, len(reqs))
+	for i, r := range reqs {
+		n, err := r.Normalize()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// Normalize validates r and returns it with Slot truncated to the second in
+// UTC and Retain defaulted.
+func (r SkipRequest) Normalize() (SkipRequest, error) {
+	if r.Job == "" {
+		return r, invalid("skip: empty job")
+	}
+	if r.Slot.IsZero() {
+		return r, invalid("skip %s: zero slot", r.Job)
+	}
+	if r.Reason == "" {
+		return r, invalid("skip %s: empty reason", r.Job)
+	}
+	if r.Retain <= 0 {
+		r.Retain = DefaultRetain
+	}
+	r.Slot = r.Slot.UTC().Truncate(time.Second)
+	return r, nil
+}
+
+// NormalizeSkips normalizes every request of a Skip batch into a new slice,
+// or returns the first request's error.
+func NormalizeSkips(reqs []SkipRequest) ([]SkipRequest, error) {
+	out := make([]SkipRequest, len(reqs))
 	for i, r := range reqs {
 		n, err := r.Normalize()
 		if err != nil {
@@ -66,6 +116,9 @@ func (p FinishParams) Validate() error {
 	if !p.Outcome.Valid() {
 		return invalid("finish %s: outcome %q", p.Job, p.Outcome)
 	}
+	if !p.RetryAt.IsZero() && p.Outcome == Succeeded {
+		return invalid("finish %s: a retry of a run that succeeded", p.Job)
+	}
 	return nil
 }
 
@@ -84,27 +137,57 @@ func (p RenewParams) Validate() error {
 type Decision int
 
 const (
-	// Claim the slot: create the marker or take it over. Needs a new fence.
+	// Claim the slot: create the marker, take it over, or claim its retry.
+	// Needs a new fence.
 	DecideWin Decision = iota + 1
-	// Leave the marker alone: it is held, done or abandoned.
+	// Leave the marker alone: it is held, waiting for its retry, final, or
+	// absent for a takeover-only claim.
 	DecideLose
 	// Mark the expired running slot abandoned.
 	DecideAbandon
+	// Record the slot, which has no marker, skipped for overlap (Apply
+	// gives it Reason ReasonOverlap). No fence.
+	DecideSkip
+	// Claim the slot, which has no marker, as DecideWin does, and supersede
+	// the job's other running slots (Supersede). Needs a new fence.
+	DecideReplace
 )
 
 // Decide applies the claim rules to the slot's current marker (nil when the
-// slot has none) at the store's time now. Backends that keep their logic in
-// Go (memory, SQLite) call it inside their atomic section; the others encode
-// the same table in their own language, and storetest checks them alike.
-func Decide(m *Marker, r ClaimRequest, now time.Time) Decision {
+// slot has none) at the store's time now. running holds the markers of the
+// job's running slots as the store has them at that moment, including
+// changes made earlier in the same batch; Decide reads it only when
+// r.ChecksOverlap() and m is nil, so callers may pass nil otherwise, and it
+// ignores entries of other jobs, of r's own slot and in other states.
+// Backends that keep their logic in Go (memory, SQLite) call it inside their
+// atomic section; the others encode the same table in their own language,
+// and storetest checks them alike.
+func Decide(m *Marker, r ClaimRequest, now time.Time, running []Marker) Decision {
 	if m == nil {
 		if r.TakeoverOnly {
 			return DecideLose
+		}
+		switch r.Overlap {
+		case OverlapForbid:
+			for _, o := range others(running, r.Job, r.Slot) {
+				if now.Before(o.LeaseEnd) {
+					return DecideSkip
+				}
+			}
+		case OverlapReplace:
+			if len(others(running, r.Job, r.Slot)) > 0 {
+				return DecideReplace
+			}
 		}
 		return DecideWin
 	}
 	switch m.State {
 	case StateReleased:
+		return DecideWin
+	case StateRetrying:
+		if now.Before(m.LeaseEnd) {
+			return DecideLose
+		}
 		return DecideWin
 	case StateRunning:
 		if now.Before(m.LeaseEnd) {
@@ -118,28 +201,49 @@ func Decide(m *Marker, r ClaimRequest, now time.Time) Decision {
 	return DecideLose
 }
 
+// others returns the running markers of job's slots other than slot.
+func others(running []Marker, job string, slot time.Time) []Marker {
+	var out []Marker
+	for _, o := range running {
+		if o.State == StateRunning && o.Job == job && !o.Slot.Equal(slot) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // Apply changes m (a copy of the current marker, or a new zero marker) as the
 // decision says and returns the result the claim reports. fence is used only
-// for DecideWin and must come from the job's fence source.
+// for DecideWin and DecideReplace and must come from the job's fence source.
+// For DecideReplace the caller also stores what Supersede returns and lists
+// it in ClaimResult.Replaced.
 func Apply(d Decision, m Marker, r ClaimRequest, replica string, fence int64, now time.Time) (Marker, ClaimResult) {
 	switch d {
-	case DecideWin:
-		prev := ""
+	case DecideWin, DecideReplace:
+		prev, manual := "", r.Manual
 		if m.State != "" {
-			prev = m.Holder
+			prev, manual = m.Holder, m.Manual
 		}
+		retry := m.State == StateRetrying
 		m = Marker{
 			Job: r.Job, Slot: r.Slot, State: StateRunning, Holder: replica, Fence: fence,
 			Attempt: m.Attempt + 1, ClaimedAt: now, LeaseEnd: now.Add(r.Lease),
-			KeepUntil: r.Slot.Add(r.Retain),
+			KeepUntil: r.Slot.Add(r.Retain), Manual: manual,
 		}
 		return m, ClaimResult{Status: Won, Marker: m, Claim: Claim{
-			Ref: Ref{Job: r.Job, Slot: r.Slot, Fence: fence}, Attempt: m.Attempt, PrevHolder: prev,
+			Ref: m.Ref(), Attempt: m.Attempt, PrevHolder: prev, Retry: retry,
 		}}
 	case DecideAbandon:
 		m.State = StateAbandoned
 		m.FinishedAt = now
+		m.Reason = ReasonMaxAttempts
+		if r.OnCrash == OnCrashSkip {
+			m.Reason = ReasonOnCrashSkip
+		}
 		return m, ClaimResult{Status: Abandoned, Marker: m}
+	case DecideSkip:
+		m = skipped(r.Job, r.Slot, r.Slot.Add(r.Retain), ReasonOverlap, replica, r.Manual, now)
+		return m, ClaimResult{Status: Skipped, Marker: m}
 	}
 	res := ClaimResult{Marker: m}
 	switch m.State {
@@ -147,13 +251,60 @@ func Apply(d Decision, m Marker, r ClaimRequest, replica string, fence int64, no
 		res.Status = Absent
 	case StateRunning:
 		res.Status = Held
-		res.Remaining = m.LeaseEnd.Sub(now)
+		res.Remaining = max(m.LeaseEnd.Sub(now), 0)
+	case StateReleased:
+		res.Status = Held
+	case StateRetrying:
+		res.Status = Waiting
+		res.Remaining = max(m.LeaseEnd.Sub(now), 0)
 	case StateAbandoned:
 		res.Status = Abandoned
+	case StateSkipped:
+		res.Status = Skipped
 	default:
 		res.Status = Finished
 	}
 	return m, res
+}
+
+// Supersede returns the markers of running, the job's running markers as
+// Decide saw them, that a claim decided DecideReplace and leaving won
+// replaces, oldest slot first, as it leaves them: state replaced, the reason
+// naming won's slot, lease ended and finished now, fence kept.
+func Supersede(running []Marker, won Marker, now time.Time) []Marker {
+	out := others(running, won.Job, won.Slot)
+	slices.SortFunc(out, func(a, b Marker) int { return a.Slot.Compare(b.Slot) })
+	for i := range out {
+		out[i].State = StateReplaced
+		out[i].Reason = ReasonReplacedBy + won.Slot.UTC().Format(time.RFC3339)
+		out[i].LeaseEnd, out[i].FinishedAt = now, now
+	}
+	return out
+}
+
+// ApplySkip is Skip's decision table: a slot with no marker (m nil) is
+// recorded skipped with r's reason, and changed reports true; a slot with a
+// marker is left alone, and the result is what a losing claim reports.
+func ApplySkip(m *Marker, r SkipRequest, replica string, now time.Time) (Marker, ClaimResult, bool) {
+	if m == nil {
+		s := skipped(r.Job, r.Slot, r.Slot.Add(r.Retain), r.Reason, replica, false, now)
+		return s, ClaimResult{Status: Skipped, Marker: s}, true
+	}
+	s, res := Apply(DecideLose, *m, ClaimRequest{Job: r.Job, Slot: r.Slot}, replica, 0, now)
+	return s, res, false
+}
+
+// skipped is the marker of a slot recorded skipped at now.
+func skipped(job string, slot, keep time.Time, reason, replica string, manual bool, now time.Time) Marker {
+	return Marker{
+		Job: job, Slot: slot, State: StateSkipped, Holder: replica, ClaimedAt: now, LeaseEnd: now,
+		KeepUntil: keep, FinishedAt: now, Reason: reason, Manual: manual,
+	}
+}
+
+// Final reports whether a marker in state s never runs again.
+func (s State) Final() bool {
+	return s == StateDone || s == StateAbandoned || s == StateSkipped || s == StateReplaced
 }
 
 // Matches reports whether m passes the filters of p.
@@ -166,5 +317,5 @@ func (m Marker) Prunable(now time.Time) bool {
 	if !now.After(m.KeepUntil) {
 		return false
 	}
-	return m.State != StateRunning || !now.Before(m.LeaseEnd)
+	return (m.State != StateRunning && m.State != StateRetrying) || !now.Before(m.LeaseEnd)
 }

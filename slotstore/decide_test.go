@@ -2,6 +2,7 @@ package slotstore_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,28 +27,69 @@ func TestDecide(t *testing.T) {
 	skip := func(r *slotstore.ClaimRequest) { r.OnCrash = slotstore.OnCrashSkip }
 	max2 := func(r *slotstore.ClaimRequest) { r.MaxAttempts = 2 }
 	only := func(r *slotstore.ClaimRequest) { r.TakeoverOnly = true }
+	forbid := func(r *slotstore.ClaimRequest) { r.Overlap = slotstore.OverlapForbid }
+	replace := func(r *slotstore.ClaimRequest) { r.Overlap = slotstore.OverlapReplace }
+	both := func(muts ...func(*slotstore.ClaimRequest)) func(*slotstore.ClaimRequest) {
+		return func(r *slotstore.ClaimRequest) {
+			for _, m := range muts {
+				m(r)
+			}
+		}
+	}
+	// The job's other slots, as a claim's overlap check sees them.
+	other := func(state slotstore.State, leaseEnd time.Time) slotstore.Marker {
+		return slotstore.Marker{Job: "j", Slot: slot.Add(-time.Minute), State: state, Holder: "a", Fence: 3, Attempt: 1, LeaseEnd: leaseEnd}
+	}
+	liveOther := []slotstore.Marker{other(slotstore.StateRunning, live)}
+	expiredOther := []slotstore.Marker{other(slotstore.StateRunning, expired)}
+	notRunning := []slotstore.Marker{other(slotstore.StateRetrying, live), other(slotstore.StateDone, live)}
+	otherJob := []slotstore.Marker{{Job: "k", Slot: slot.Add(-time.Minute), State: slotstore.StateRunning, LeaseEnd: live}}
+	sameSlot := []slotstore.Marker{{Job: "j", Slot: slot, State: slotstore.StateRunning, LeaseEnd: live}}
 	for _, tc := range []struct {
-		name   string
-		marker *slotstore.Marker
-		req    slotstore.ClaimRequest
-		want   slotstore.Decision
-		status slotstore.Status
+		name    string
+		marker  *slotstore.Marker
+		req     slotstore.ClaimRequest
+		running []slotstore.Marker
+		want    slotstore.Decision
+		status  slotstore.Status
 	}{
-		{"no marker", nil, req(nil), slotstore.DecideWin, slotstore.Won},
-		{"no marker, takeover only", nil, req(only), slotstore.DecideLose, slotstore.Absent},
-		{"live lease", m(slotstore.StateRunning, live, 1), req(nil), slotstore.DecideLose, slotstore.Held},
-		{"expired lease", m(slotstore.StateRunning, expired, 1), req(nil), slotstore.DecideWin, slotstore.Won},
-		{"expired lease, takeover only", m(slotstore.StateRunning, expired, 1), req(only), slotstore.DecideWin, slotstore.Won},
-		{"expired lease, on_crash skip", m(slotstore.StateRunning, expired, 1), req(skip), slotstore.DecideAbandon, slotstore.Abandoned},
-		{"expired lease, attempts left", m(slotstore.StateRunning, expired, 1), req(max2), slotstore.DecideWin, slotstore.Won},
-		{"expired lease, attempts spent", m(slotstore.StateRunning, expired, 2), req(max2), slotstore.DecideAbandon, slotstore.Abandoned},
-		{"lease ends exactly now", m(slotstore.StateRunning, now, 1), req(nil), slotstore.DecideWin, slotstore.Won},
-		{"released", m(slotstore.StateReleased, live, 5), req(max2), slotstore.DecideWin, slotstore.Won},
-		{"done", m(slotstore.StateDone, expired, 1), req(nil), slotstore.DecideLose, slotstore.Finished},
-		{"abandoned", m(slotstore.StateAbandoned, expired, 1), req(nil), slotstore.DecideLose, slotstore.Abandoned},
+		{"no marker", nil, req(nil), liveOther, slotstore.DecideWin, slotstore.Won},
+		{"no marker, takeover only", nil, req(only), nil, slotstore.DecideLose, slotstore.Absent},
+		{"forbid, another slot live", nil, req(forbid), liveOther, slotstore.DecideSkip, slotstore.Skipped},
+		{"forbid, another slot expired", nil, req(forbid), expiredOther, slotstore.DecideWin, slotstore.Won},
+		{"forbid, other slots not running", nil, req(forbid), notRunning, slotstore.DecideWin, slotstore.Won},
+		{"forbid, another job live", nil, req(forbid), otherJob, slotstore.DecideWin, slotstore.Won},
+		{"forbid, own slot in the list", nil, req(forbid), sameSlot, slotstore.DecideWin, slotstore.Won},
+		{"forbid, takeover only", nil, req(both(forbid, only)), liveOther, slotstore.DecideLose, slotstore.Absent},
+		{"forbid, takeover of an expired lease", m(slotstore.StateRunning, expired, 1), req(forbid), liveOther, slotstore.DecideWin, slotstore.Won},
+		{"forbid, released", m(slotstore.StateReleased, live, 1), req(forbid), liveOther, slotstore.DecideWin, slotstore.Won},
+		{"forbid, due retry", m(slotstore.StateRetrying, expired, 1), req(forbid), liveOther, slotstore.DecideWin, slotstore.Won},
+		{"replace, another slot live", nil, req(replace), liveOther, slotstore.DecideReplace, slotstore.Won},
+		{"replace, another slot expired", nil, req(replace), expiredOther, slotstore.DecideReplace, slotstore.Won},
+		{"replace, nothing else running", nil, req(replace), notRunning, slotstore.DecideWin, slotstore.Won},
+		{"replace, another job", nil, req(replace), otherJob, slotstore.DecideWin, slotstore.Won},
+		{"replace, takeover only", nil, req(both(replace, only)), liveOther, slotstore.DecideLose, slotstore.Absent},
+		{"replace, takeover of an expired lease", m(slotstore.StateRunning, expired, 1), req(replace), liveOther, slotstore.DecideWin, slotstore.Won},
+		{"retry not due", m(slotstore.StateRetrying, live, 1), req(nil), nil, slotstore.DecideLose, slotstore.Waiting},
+		{"retry due", m(slotstore.StateRetrying, expired, 1), req(nil), nil, slotstore.DecideWin, slotstore.Won},
+		{"retry due exactly now", m(slotstore.StateRetrying, now, 1), req(nil), nil, slotstore.DecideWin, slotstore.Won},
+		{"retry due, on_crash skip and attempts spent", m(slotstore.StateRetrying, expired, 2), req(both(skip, max2)), nil, slotstore.DecideWin, slotstore.Won},
+		{"retry due, takeover only", m(slotstore.StateRetrying, expired, 1), req(only), nil, slotstore.DecideWin, slotstore.Won},
+		{"skipped", m(slotstore.StateSkipped, expired, 0), req(nil), nil, slotstore.DecideLose, slotstore.Skipped},
+		{"replaced", m(slotstore.StateReplaced, expired, 1), req(nil), nil, slotstore.DecideLose, slotstore.Finished},
+		{"live lease", m(slotstore.StateRunning, live, 1), req(nil), nil, slotstore.DecideLose, slotstore.Held},
+		{"expired lease", m(slotstore.StateRunning, expired, 1), req(nil), nil, slotstore.DecideWin, slotstore.Won},
+		{"expired lease, takeover only", m(slotstore.StateRunning, expired, 1), req(only), nil, slotstore.DecideWin, slotstore.Won},
+		{"expired lease, on_crash skip", m(slotstore.StateRunning, expired, 1), req(skip), nil, slotstore.DecideAbandon, slotstore.Abandoned},
+		{"expired lease, attempts left", m(slotstore.StateRunning, expired, 1), req(max2), nil, slotstore.DecideWin, slotstore.Won},
+		{"expired lease, attempts spent", m(slotstore.StateRunning, expired, 2), req(max2), nil, slotstore.DecideAbandon, slotstore.Abandoned},
+		{"lease ends exactly now", m(slotstore.StateRunning, now, 1), req(nil), nil, slotstore.DecideWin, slotstore.Won},
+		{"released", m(slotstore.StateReleased, live, 5), req(max2), nil, slotstore.DecideWin, slotstore.Won},
+		{"done", m(slotstore.StateDone, expired, 1), req(nil), nil, slotstore.DecideLose, slotstore.Finished},
+		{"abandoned", m(slotstore.StateAbandoned, expired, 1), req(nil), nil, slotstore.DecideLose, slotstore.Abandoned},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := slotstore.Decide(tc.marker, tc.req, now)
+			d := slotstore.Decide(tc.marker, tc.req, now, tc.running)
 			if d != tc.want {
 				t.Fatalf("Decide = %v, want %v", d, tc.want)
 			}
@@ -61,14 +103,30 @@ func TestDecide(t *testing.T) {
 			}
 			if res.Status == slotstore.Won {
 				if got.Fence != 8 || got.Holder != "b" || got.Attempt != cur.Attempt+1 || !got.LeaseEnd.Equal(now.Add(time.Minute)) ||
-					res.Claim.PrevHolder != cur.Holder || res.Err() != nil {
+					got.State != slotstore.StateRunning || got.Reason != "" || res.Claim.PrevHolder != cur.Holder ||
+					res.Claim.Retry != (cur.State == slotstore.StateRetrying) || res.Err() != nil {
 					t.Errorf("won marker %+v, claim %+v", got, res.Claim)
 				}
 			} else if !errors.Is(res.Err(), slotstore.ErrSlotTaken) {
 				t.Errorf("Err() = %v, want ErrSlotTaken", res.Err())
 			}
-			if res.Status == slotstore.Held && res.Remaining != time.Second {
+			if (res.Status == slotstore.Held || res.Status == slotstore.Waiting) && res.Remaining != time.Second {
 				t.Errorf("remaining %v, want 1s", res.Remaining)
+			}
+			switch d {
+			case slotstore.DecideSkip:
+				if got.State != slotstore.StateSkipped || got.Reason != slotstore.ReasonOverlap || got.Holder != "b" ||
+					got.Fence != 0 || got.Attempt != 0 || !got.FinishedAt.Equal(now) || !got.KeepUntil.Equal(slot.Add(tc.req.Retain)) {
+					t.Errorf("skipped marker %+v", got)
+				}
+			case slotstore.DecideAbandon:
+				want := slotstore.ReasonMaxAttempts
+				if tc.req.OnCrash == slotstore.OnCrashSkip {
+					want = slotstore.ReasonOnCrashSkip
+				}
+				if got.State != slotstore.StateAbandoned || got.Reason != want || !got.FinishedAt.Equal(now) {
+					t.Errorf("abandoned marker %+v, want reason %q", got, want)
+				}
 			}
 		})
 	}
@@ -81,7 +139,8 @@ func TestNormalizeAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := out[0]; r.Slot.Location() != time.UTC || r.Slot.Nanosecond() != 0 || r.OnCrash != slotstore.OnCrashRetry || r.Retain != slotstore.DefaultRetain {
+	if r := out[0]; r.Slot.Location() != time.UTC || r.Slot.Nanosecond() != 0 || r.OnCrash != slotstore.OnCrashRetry ||
+		r.Retain != slotstore.DefaultRetain || r.Overlap != slotstore.OverlapAllow {
 		t.Errorf("normalized %+v", r)
 	}
 	for _, bad := range []slotstore.ClaimRequest{
@@ -90,6 +149,7 @@ func TestNormalizeAll(t *testing.T) {
 		{Job: "j", Slot: time.Now()},
 		{Job: "j", Slot: time.Now(), Lease: time.Second, OnCrash: "explode"},
 		{Job: "j", Slot: time.Now(), Lease: time.Second, MaxAttempts: -1},
+		{Job: "j", Slot: time.Now(), Lease: time.Second, Overlap: "sometimes"},
 	} {
 		if _, err := slotstore.NormalizeAll(append(in, bad)); !errors.Is(err, slotstore.ErrInvalid) {
 			t.Errorf("%+v: %v, want ErrInvalid", bad, err)
@@ -105,5 +165,132 @@ func TestOutcomeUnknown(t *testing.T) {
 	}
 	if slotstore.IsOutcomeUnknown(cause) {
 		t.Error("a plain error reads as outcome unknown")
+	}
+}
+
+// Supersede replaces the job's other running slots, oldest first, and
+// nothing else.
+func TestSupersede(t *testing.T) {
+	now := time.Date(2026, 11, 29, 2, 0, 10, 0, time.UTC)
+	at := func(min int) time.Time { return time.Date(2026, 11, 29, 2, min, 0, 0, time.UTC) }
+	running := []slotstore.Marker{
+		{Job: "j", Slot: at(0), State: slotstore.StateRunning, Fence: 9, LeaseEnd: now.Add(time.Minute)},
+		{Job: "j", Slot: at(3), State: slotstore.StateRunning, Fence: 5, LeaseEnd: now.Add(-time.Minute)}, // expired
+		{Job: "j", Slot: at(1), State: slotstore.StateRunning, Fence: 7, LeaseEnd: now.Add(time.Minute)},
+		{Job: "j", Slot: at(2), State: slotstore.StateRunning, Fence: 11, LeaseEnd: now.Add(time.Minute)}, // the winner's own
+		{Job: "j", Slot: at(4), State: slotstore.StateRetrying, Fence: 4, LeaseEnd: now.Add(time.Minute)},
+		{Job: "k", Slot: at(5), State: slotstore.StateRunning, Fence: 3, LeaseEnd: now.Add(time.Minute)},
+	}
+	won := slotstore.Marker{Job: "j", Slot: at(2), State: slotstore.StateRunning, Fence: 12}
+	got := slotstore.Supersede(running, won, now)
+	var fences []int64
+	for _, m := range got {
+		fences = append(fences, m.Fence)
+		if m.State != slotstore.StateReplaced || m.Reason != "replaced by 2026-11-29T02:02:00Z" ||
+			!m.LeaseEnd.Equal(now) || !m.FinishedAt.Equal(now) {
+			t.Errorf("replaced marker %+v", m)
+		}
+	}
+	if !slices.Equal(fences, []int64{9, 7, 5}) {
+		t.Errorf("replaced fences %v, want 9 7 5 (slots 0, 1, 3)", fences)
+	}
+	if running[0].State != slotstore.StateRunning {
+		t.Error("Supersede changed its argument")
+	}
+}
+
+// ApplySkip records a slot without a marker and leaves every other alone,
+// answering as a losing claim would.
+func TestApplySkip(t *testing.T) {
+	now := time.Date(2026, 11, 29, 2, 0, 10, 0, time.UTC)
+	slot := now.Add(-10 * time.Second)
+	r := slotstore.SkipRequest{Job: "j", Slot: slot, Reason: "missed", Retain: time.Hour}
+	m, res, changed := slotstore.ApplySkip(nil, r, "b", now)
+	if !changed || res.Status != slotstore.Skipped || m.State != slotstore.StateSkipped || m.Reason != "missed" ||
+		m.Holder != "b" || m.Fence != 0 || m.Attempt != 0 || !m.FinishedAt.Equal(now) || !m.KeepUntil.Equal(slot.Add(time.Hour)) {
+		t.Errorf("skip of a slot without a marker: %+v, %v, changed %v", m, res.Status, changed)
+	}
+	for state, want := range map[slotstore.State]slotstore.Status{
+		slotstore.StateRunning:   slotstore.Held,
+		slotstore.StateReleased:  slotstore.Held,
+		slotstore.StateRetrying:  slotstore.Waiting,
+		slotstore.StateDone:      slotstore.Finished,
+		slotstore.StateReplaced:  slotstore.Finished,
+		slotstore.StateAbandoned: slotstore.Abandoned,
+		slotstore.StateSkipped:   slotstore.Skipped,
+	} {
+		for _, leaseEnd := range []time.Time{now.Add(time.Second), now.Add(-time.Second)} {
+			cur := slotstore.Marker{Job: "j", Slot: slot, State: state, Holder: "a", Fence: 7, LeaseEnd: leaseEnd, Reason: "x"}
+			m, res, changed := slotstore.ApplySkip(&cur, r, "b", now)
+			if changed || m != cur || res.Status != want || res.Remaining < 0 {
+				t.Errorf("skip of a %s slot: %+v, %v, remaining %v, changed %v; want %v, unchanged", state, m, res.Status, res.Remaining, changed, want)
+			}
+		}
+	}
+	for _, bad := range []slotstore.SkipRequest{
+		{Slot: slot, Reason: "missed"},
+		{Job: "j", Reason: "missed"},
+		{Job: "j", Slot: slot},
+	} {
+		if _, err := slotstore.NormalizeSkips([]slotstore.SkipRequest{r, bad}); !errors.Is(err, slotstore.ErrInvalid) {
+			t.Errorf("%+v: %v, want ErrInvalid", bad, err)
+		}
+	}
+	out, err := slotstore.NormalizeSkips([]slotstore.SkipRequest{{Job: "j", Slot: slot.Add(time.Millisecond), Reason: "r"}})
+	if err != nil || out[0].Retain != slotstore.DefaultRetain || !out[0].Slot.Equal(slot) {
+		t.Errorf("normalized %+v, %v", out, err)
+	}
+}
+
+func TestFinishRetryValidate(t *testing.T) {
+	ref := slotstore.Ref{Job: "j", Slot: time.Now(), Fence: 1}
+	later := time.Now().Add(time.Second)
+	for o, ok := range map[slotstore.Outcome]bool{slotstore.Failed: true, slotstore.TimedOut: true, slotstore.Succeeded: false} {
+		err := slotstore.FinishParams{Ref: ref, Outcome: o, RetryAt: later}.Validate()
+		if (err == nil) != ok || (err != nil && !errors.Is(err, slotstore.ErrInvalid)) {
+			t.Errorf("finish %s with a retry: %v", o, err)
+		}
+	}
+}
+
+// A retrying marker is kept like a running one until its retry is due.
+func TestPrunable(t *testing.T) {
+	now := time.Date(2026, 11, 29, 2, 0, 10, 0, time.UTC)
+	for _, tc := range []struct {
+		state    slotstore.State
+		keep     time.Time
+		leaseEnd time.Time
+		want     bool
+	}{
+		{slotstore.StateDone, now.Add(-time.Second), now.Add(time.Hour), true},
+		{slotstore.StateDone, now, now, false},
+		{slotstore.StateRunning, now.Add(-time.Second), now.Add(time.Second), false},
+		{slotstore.StateRunning, now.Add(-time.Second), now, true},
+		{slotstore.StateRetrying, now.Add(-time.Second), now.Add(time.Second), false},
+		{slotstore.StateRetrying, now.Add(-time.Second), now, true},
+		{slotstore.StateSkipped, now.Add(-time.Second), now.Add(time.Hour), true},
+	} {
+		m := slotstore.Marker{State: tc.state, KeepUntil: tc.keep, LeaseEnd: tc.leaseEnd}
+		if got := m.Prunable(now); got != tc.want {
+			t.Errorf("%s kept until %v, lease end %v: prunable %v, want %v", tc.state, tc.keep, tc.leaseEnd, got, tc.want)
+		}
+	}
+}
+
+func TestStatusAndState(t *testing.T) {
+	for st, want := range map[slotstore.Status]string{slotstore.Skipped: "skipped", slotstore.Waiting: "waiting", 99: "Status(99)"} {
+		if st.String() != want {
+			t.Errorf("%d: %q, want %q", int(st), st.String(), want)
+		}
+	}
+	for _, s := range []slotstore.State{slotstore.StateDone, slotstore.StateAbandoned, slotstore.StateSkipped, slotstore.StateReplaced} {
+		if !s.Final() {
+			t.Errorf("%s is not final", s)
+		}
+	}
+	for _, s := range []slotstore.State{slotstore.StateRunning, slotstore.StateReleased, slotstore.StateRetrying} {
+		if s.Final() {
+			t.Errorf("%s is final", s)
+		}
 	}
 }

@@ -6,19 +6,52 @@
 // # Markers
 //
 // A slot is (job, instant). The store keeps one marker per slot, created by
-// the first claim and kept until its retention ends. A marker moves through
-// these states:
+// the first claim (or by Skip) and kept until its retention ends. A marker
+// moves through these states:
 //
-//	            claim (first)
-//	(none) ─────────────────────▶ running ──finish──▶ done (succeeded | failed | timeout)
-//	                              │  ▲  │
-//	                   release    │  │  │ lease expired, then claim:
-//	                              ▼  │  │   on_crash retry, attempts left → running (attempt+1, new fence)
-//	                          released  │   on_crash skip or attempts spent → abandoned
-//	                      (claim: running, attempt+1, new fence)
+//	        claim (first)                  finish
+//	(none) ───────────────▶ running ─────────────────────────────▶ done (succeeded | failed | timeout)
+//	  │                     │ ▲  ▲ │ │ │
+//	  │ claim with forbid   │ │  └─┘ │ │ lease expired, then claim: attempt+1, new fence
+//	  │ while another slot  │ │      │ │
+//	  │ runs; or Skip       │ │      │ └─ lease expired, then claim with on_crash skip
+//	  ▼             release │ │      │    or attempts spent ───────────────────▶ abandoned
+//	skipped                 ▼ │      └─ another slot claimed with replace ─────▶ replaced
+//	                 released │
+//	                        └─┘ claim: attempt+1, new fence
 //
-// done and abandoned are final: no claim ever wins the slot again while the
-// marker is retained (guarantee 3).
+//	running ── finish failed or timeout, with RetryAt ──▶ retrying
+//	retrying ── claim at or after RetryAt ──▶ running (attempt+1, new fence)
+//
+// done, abandoned, skipped and replaced are final (State.Final): no claim
+// ever wins the slot again while the marker is retained (guarantee 3).
+//
+// # Policies
+//
+// Overlap (ClaimRequest.Overlap) is judged only when a claim would create
+// the slot's first marker; takeovers, claims of released slots and retries
+// are never checked. OverlapForbid records the slot skipped (Reason
+// "overlap", Fence 0, no fence issued) while another slot of the job is
+// running under a live lease, including one won earlier in the same batch.
+// OverlapReplace wins the slot and makes every other running slot of the
+// job, live lease or expired, replaced: its lease ends, its fence stays, and
+// its holder's Renew, Finish and Release fail with ErrLeaseLost.
+//
+// A failed or timed-out run may ask for a retry (FinishParams.RetryAt): the
+// slot waits in state retrying, claims before RetryAt answer Waiting and
+// change nothing, and the first claim at or after it wins with attempt+1, a
+// new fence and Claim.Retry set, whatever its OnCrash and MaxAttempts: the
+// caller bounds retries. A takeover-only claim may take a due retry.
+//
+// Skip records slots the caller decided not to run (missed, caught up)
+// with a reason, so history shows them; a slot that already has a marker
+// is left alone. Pauses (SetPause, Pauses) are stored beside the markers so
+// every replica reads the same ones. A manual trigger's claim sets
+// ClaimRequest.Manual, which the marker keeps (Marker.Manual).
+//
+// Decide, Apply, Supersede and ApplySkip are the decision table in Go;
+// backends that cannot run Go encode the same table, and storetest checks
+// every backend against it.
 //
 // # Guarantees every backend makes
 //
@@ -28,7 +61,7 @@
 //     or takeover, returns a fence greater than every fence issued before for
 //     that job, across restarts of the store.
 //  3. A finished slot never runs again: Claim never wins a slot whose marker
-//     is done or abandoned.
+//     is done, abandoned, skipped or replaced.
 //  4. A dead holder's slot is not lost: once the lease of a running slot has
 //     expired, the next Claim takes it over (attempt+1, higher fence) or,
 //     with OnCrash skip or no attempts left, marks it abandoned.
@@ -38,8 +71,8 @@
 // Renew, Finish and Release present the Ref the claim returned. Each succeeds
 // only while the slot is running and its fence is the presented one;
 // otherwise it returns ErrLeaseLost and changes nothing. The one exception:
-// Finish of a slot already done under the presented fence returns nil, so a
-// retried Finish is safe. A renewal that
+// Finish of a slot already done or retrying under the presented fence
+// returns nil and changes nothing, so a retried Finish is safe. A renewal that
 // arrives after the lease expired but before any other claim still succeeds:
 // no other holder exists, so guarantee 1 holds.
 //

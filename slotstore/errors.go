@@ -7,17 +7,19 @@ import (
 
 var (
 	// ErrSlotTaken reports a claim that did not win: the slot is held by a
-	// live lease, finished, or abandoned. ClaimResult.Err returns it.
+	// live lease, waiting for its retry, finished, abandoned or skipped.
+	// ClaimResult.Err returns it.
 	ErrSlotTaken = errors.New("slotstore: slot taken")
 	// ErrLeaseLost reports a renew, finish or release whose fence is no
-	// longer the slot's current fence, or whose slot is no longer running.
-	// Nothing was changed.
+	// longer the slot's current fence, or whose slot is no longer running
+	// (taken over, replaced, abandoned...). Nothing was changed.
 	ErrLeaseLost = errors.New("slotstore: lease lost")
 	// ErrOutcomeUnknown reports a mutation whose request may have reached
 	// the store but whose reply did not arrive. Test with IsOutcomeUnknown.
 	ErrOutcomeUnknown = errors.New("slotstore: outcome unknown")
 	// ErrInvalid reports a request the store refused to consider: an empty
-	// job, a zero slot, a non-positive lease, an unknown outcome.
+	// job, a zero slot, a non-positive lease, an unknown outcome or overlap,
+	// an empty skip reason, a retry of a run that succeeded.
 	ErrInvalid = errors.New("slotstore: invalid request")
 	// ErrClosed reports a call on a closed store.
 	ErrClosed = errors.New("slotstore: store closed")

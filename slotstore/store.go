@@ -16,21 +16,35 @@ type Store interface {
 	// Renew extends the lease of a running slot to Lease from now (store
 	// clock). ErrLeaseLost if p.Ref is no longer the slot's current claim.
 	Renew(ctx context.Context, p RenewParams) error
-	// Finish records the outcome of a run and makes the slot final.
+	// Finish records the outcome of a run and makes the slot final, or,
+	// with p.RetryAt set, puts it in state retrying until then.
 	// ErrLeaseLost if p.Ref is no longer the slot's current claim. Finish
-	// of a slot already done under the same fence returns nil and changes
-	// nothing, so a retried Finish whose first reply was lost, or one after
-	// the slot was completed in the caller's own transaction, is not
-	// mistaken for a lost lease.
+	// of a slot already done or retrying under the same fence returns nil
+	// and changes nothing, so a retried Finish whose first reply was lost,
+	// or one after the slot was completed in the caller's own transaction,
+	// is not mistaken for a lost lease.
 	Finish(ctx context.Context, p FinishParams) error
 	// Release ends the claim without an outcome; the next Claim of the
 	// slot wins at once with attempt+1. ErrLeaseLost if p.Ref is no longer
 	// the slot's current claim.
 	Release(ctx context.Context, ref Ref) error
+	// Skip records every slot of the batch that has no marker as skipped,
+	// with the request's reason, and returns one result per request, in
+	// request order: Skipped for those, and for a slot that has a marker,
+	// which Skip leaves alone, its status as a losing claim reports it.
+	// Like Claim, a batch is one round trip, and a batch with an invalid
+	// request fails with ErrInvalid and changes nothing.
+	Skip(ctx context.Context, p SkipParams) ([]ClaimResult, error)
+	// SetPause pauses or resumes one job, or the whole cluster when p.Job
+	// is empty. It is idempotent, and durable as the markers are.
+	SetPause(ctx context.Context, p PauseParams) error
+	// Pauses returns what is paused.
+	Pauses(ctx context.Context) (Pauses, error)
 	// History lists markers, newest slot first.
 	History(ctx context.Context, p HistoryParams) ([]Marker, error)
 	// Prune deletes markers whose retention has ended and that are not
-	// running under a live lease. It returns how many it deleted.
+	// running under a live lease or retrying before their retry is due. It
+	// returns how many it deleted.
 	Prune(ctx context.Context) (int, error)
 	// Close releases the store's resources. Calls after Close return
 	// ErrClosed.
@@ -70,7 +84,35 @@ type ClaimRequest struct {
 	// a slot another replica claimed set it, so a slot whose marker was
 	// pruned can never be run again as if new.
 	TakeoverOnly bool
+	// Overlap decides what a claim that would create the slot's first
+	// marker does while other slots of the job are running; empty means
+	// OverlapAllow. Takeovers, claims of released slots and retries are
+	// never checked.
+	Overlap Overlap
+	// Manual marks the slot as a manual trigger's: a claim that creates
+	// the slot's marker (won, or skipped for overlap) records it in
+	// Marker.Manual; later claims of the slot keep the marker's own.
+	Manual bool
 }
+
+// Overlap is a job's policy for a slot that comes due while an earlier slot
+// of the same job is still running.
+type Overlap string
+
+const (
+	// OverlapAllow claims the slot whatever else runs (the default).
+	OverlapAllow Overlap = "allow"
+	// OverlapForbid records the slot skipped, with Reason ReasonOverlap and
+	// Status Skipped, while any other slot of the job is running under a
+	// live lease, including one won earlier in the same batch. No fence is
+	// issued.
+	OverlapForbid Overlap = "forbid"
+	// OverlapReplace wins the slot and supersedes every other running slot
+	// of the job, live lease or not: each becomes StateReplaced, its lease
+	// ended, so its holder's Renew, Finish and Release fail with
+	// ErrLeaseLost. ClaimResult.Replaced lists them.
+	OverlapReplace Overlap = "replace"
+)
 
 // ClaimParams is one batch of claims made by one replica.
 type ClaimParams struct {
@@ -85,14 +127,21 @@ const (
 	// Won: the caller holds the slot; ClaimResult.Claim is its ticket.
 	Won Status = iota + 1
 	// Held: another claim holds the slot under a live lease; Remaining says
-	// for how long, by the store's clock.
+	// for how long, by the store's clock. (Skip, which never claims, also
+	// answers Held for a released slot or one whose lease expired, with
+	// Remaining zero.)
 	Held
-	// Finished: the slot is done; it never runs again.
+	// Finished: the slot is done or replaced; it never runs again.
 	Finished
 	// Abandoned: the slot is abandoned (now or earlier); it never runs again.
 	Abandoned
 	// Absent: a TakeoverOnly claim found no marker; nothing was created.
 	Absent
+	// Skipped: the slot is recorded skipped, now or earlier; it never runs.
+	Skipped
+	// Waiting: the slot failed and its retry is due later; Remaining says
+	// when, by the store's clock. Nothing was changed.
+	Waiting
 )
 
 func (s Status) String() string {
@@ -107,6 +156,10 @@ func (s Status) String() string {
 		return "abandoned"
 	case Absent:
 		return "absent"
+	case Skipped:
+		return "skipped"
+	case Waiting:
+		return "waiting"
 	}
 	return fmt.Sprintf("Status(%d)", int(s))
 }
@@ -122,9 +175,12 @@ type Ref struct {
 type Claim struct {
 	Ref
 	Attempt int
-	// PrevHolder is the replica whose expired or released claim this one
-	// took over; empty for a first claim.
+	// PrevHolder is the replica whose expired, released or failed claim
+	// this one took over; empty for a first claim.
 	PrevHolder string
+	// Retry is true when the claim won a retrying slot: the retry of a
+	// failed run, not the takeover of a crashed one.
+	Retry bool
 }
 
 // Takeover reports whether the claim took the slot over from an earlier
@@ -138,8 +194,12 @@ type ClaimResult struct {
 	Claim Claim
 	// Marker is the slot's marker as the claim left it.
 	Marker Marker
-	// Remaining is the holder's remaining lease when Status is Held.
+	// Remaining is the holder's remaining lease when Status is Held, and
+	// the time until the retry is due when Status is Waiting.
 	Remaining time.Duration
+	// Replaced lists the claims a winning claim with OverlapReplace
+	// superseded, oldest slot first; empty otherwise.
+	Replaced []Ref
 }
 
 // Err returns nil for a won claim and an error wrapping ErrSlotTaken
@@ -177,6 +237,42 @@ type FinishParams struct {
 	Outcome  Outcome
 	Error    string        // the job's error text, if any
 	Duration time.Duration // how long the run took, on the holder's clock
+	// RetryAt, when not zero, asks for another attempt at that instant (by
+	// the store's clock): the slot goes to StateRetrying with LeaseEnd =
+	// RetryAt instead of StateDone, and the next claim at or after RetryAt
+	// wins it with attempt+1 and a new fence, whatever its OnCrash and
+	// MaxAttempts (the caller bounds retries). Only with Outcome Failed or
+	// TimedOut.
+	RetryAt time.Time
+}
+
+// SkipParams is one batch of slots recorded skipped by one replica.
+type SkipParams struct {
+	Replica  string
+	Requests []SkipRequest
+}
+
+// SkipRequest names one slot to record skipped.
+type SkipRequest struct {
+	Job  string
+	Slot time.Time // truncated to the second and stored in UTC
+	// Reason says why, for history (the engine uses "missed",
+	// "catch_up"...). Required.
+	Reason string
+	// Retain is as ClaimRequest.Retain.
+	Retain time.Duration
+}
+
+// PauseParams pauses or resumes.
+type PauseParams struct {
+	Job    string // empty for the whole cluster
+	Paused bool   // false resumes
+}
+
+// Pauses is what is paused.
+type Pauses struct {
+	All  bool     // the whole cluster
+	Jobs []string // the jobs paused on their own, sorted; never nil
 }
 
 // HistoryParams selects markers.
@@ -194,6 +290,29 @@ const (
 	StateDone      State = "done"
 	StateReleased  State = "released"
 	StateAbandoned State = "abandoned"
+	// StateSkipped: the slot never ran; Reason says why. Final.
+	StateSkipped State = "skipped"
+	// StateReplaced: the run was superseded by a claim of a later slot
+	// with OverlapReplace; Reason names it. Final.
+	StateReplaced State = "replaced"
+	// StateRetrying: the run failed and the slot waits for its retry at
+	// LeaseEnd. Not final.
+	StateRetrying State = "retrying"
+)
+
+// Reasons the store itself records in Marker.Reason.
+const (
+	// ReasonOverlap: skipped by OverlapForbid.
+	ReasonOverlap = "overlap"
+	// ReasonOnCrashSkip: abandoned because its holder's lease expired and
+	// the claim said OnCrashSkip.
+	ReasonOnCrashSkip = "on_crash skip"
+	// ReasonMaxAttempts: abandoned because its holder's lease expired and
+	// no attempts were left.
+	ReasonMaxAttempts = "max attempts"
+	// ReasonReplacedBy starts the reason of a replaced marker; the RFC 3339
+	// slot of the winning claim follows.
+	ReasonReplacedBy = "replaced by "
 )
 
 // Marker is the store's record of a slot.
@@ -201,15 +320,25 @@ type Marker struct {
 	Job       string
 	Slot      time.Time
 	State     State
-	Holder    string // replica of the current or last claim
-	Fence     int64  // fence of the current or last claim
-	Attempt   int
-	ClaimedAt time.Time // when the current or last claim was made (store clock)
-	LeaseEnd  time.Time // when the lease ends or ended (store clock)
+	Holder    string    // replica of the current or last claim, or that recorded the slot skipped
+	Fence     int64     // fence of the current or last claim; 0 for a skipped slot
+	Attempt   int       // 0 for a skipped slot
+	ClaimedAt time.Time // when the current or last claim was made, or the slot skipped (store clock)
+	// LeaseEnd is when the lease ends or ended, by the store's clock; for a
+	// retrying slot, when the retry is due.
+	LeaseEnd  time.Time
 	KeepUntil time.Time // Slot + Retain: Prune may delete the marker after it
-	// Set once done:
+	// Set once done, retrying, abandoned, skipped or replaced:
 	FinishedAt time.Time
-	Outcome    Outcome
-	Error      string
-	Duration   time.Duration
+	// Set once done or retrying:
+	Outcome  Outcome
+	Error    string
+	Duration time.Duration
+	// Reason says why the slot was skipped, replaced or abandoned.
+	Reason string
+	// Manual is true for the slot of a manual trigger.
+	Manual bool
 }
+
+// Ref returns the claim the marker records.
+func (m Marker) Ref() Ref { return Ref{Job: m.Job, Slot: m.Slot, Fence: m.Fence} }

@@ -28,7 +28,9 @@ type Store struct {
 	mu      sync.Mutex
 	closed  bool
 	markers map[key]slotstore.Marker
+	running map[string]map[int64]bool // job -> slots (Unix seconds) in state running
 	fences  map[string]int64
+	pauses  map[string]bool // job -> paused; "" is the whole cluster
 }
 
 // Option configures a Store.
@@ -39,7 +41,10 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 
 // New returns an empty store.
 func New(opts ...Option) *Store {
-	s := &Store{now: time.Now, markers: make(map[key]slotstore.Marker), fences: make(map[string]int64)}
+	s := &Store{
+		now: time.Now, markers: make(map[key]slotstore.Marker), running: make(map[string]map[int64]bool),
+		fences: make(map[string]int64), pauses: make(map[string]bool),
+	}
 	for _, o := range opts {
 		o(s)
 	}
@@ -47,6 +52,37 @@ func New(opts ...Option) *Store {
 }
 
 func keyOf(job string, slot time.Time) key { return key{job, slot.UTC().Unix()} }
+
+// put stores m and keeps the index of running slots up to date.
+func (s *Store) put(m slotstore.Marker) {
+	k := keyOf(m.Job, m.Slot)
+	s.markers[k] = m
+	if m.State == slotstore.StateRunning {
+		if s.running[m.Job] == nil {
+			s.running[m.Job] = make(map[int64]bool)
+		}
+		s.running[m.Job][k.slot] = true
+	} else {
+		s.drop(k)
+	}
+}
+
+// drop removes k from the index of running slots.
+func (s *Store) drop(k key) {
+	delete(s.running[k.job], k.slot)
+	if len(s.running[k.job]) == 0 {
+		delete(s.running, k.job)
+	}
+}
+
+// runningOf returns the markers of job's running slots.
+func (s *Store) runningOf(job string) []slotstore.Marker {
+	var out []slotstore.Marker
+	for slot := range s.running[job] {
+		out = append(out, s.markers[key{job, slot}])
+	}
+	return out
+}
 
 // Claim implements slotstore.Store.
 func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
@@ -65,43 +101,117 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 	now := s.now()
 	out := make([]slotstore.ClaimResult, len(reqs))
 	for i, r := range reqs {
-		k := keyOf(r.Job, r.Slot)
-		cur, ok := s.markers[k]
-		var curp *slotstore.Marker
+		cur, ok := s.markers[keyOf(r.Job, r.Slot)]
+		var (
+			curp    *slotstore.Marker
+			running []slotstore.Marker
+		)
 		if ok {
 			curp = &cur
+		} else if r.ChecksOverlap() {
+			running = s.runningOf(r.Job)
 		}
-		d := slotstore.Decide(curp, r, now)
+		d := slotstore.Decide(curp, r, now, running)
 		var fence int64
-		if d == slotstore.DecideWin {
+		if d == slotstore.DecideWin || d == slotstore.DecideReplace {
 			s.fences[r.Job]++
 			fence = s.fences[r.Job]
 		}
 		m, res := slotstore.Apply(d, cur, r, p.Replica, fence, now)
 		if d != slotstore.DecideLose {
-			s.markers[k] = m
+			s.put(m)
+		}
+		if d == slotstore.DecideReplace {
+			for _, old := range slotstore.Supersede(running, m, now) {
+				s.put(old)
+				res.Replaced = append(res.Replaced, old.Ref())
+			}
 		}
 		out[i] = res
 	}
 	return out, nil
 }
 
+// Skip implements slotstore.Store.
+func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.ClaimResult, error) {
+	reqs, err := slotstore.NormalizeSkips(p.Requests)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, slotstore.ErrClosed
+	}
+	now := s.now()
+	out := make([]slotstore.ClaimResult, len(reqs))
+	for i, r := range reqs {
+		var curp *slotstore.Marker
+		if cur, ok := s.markers[keyOf(r.Job, r.Slot)]; ok {
+			curp = &cur
+		}
+		m, res, changed := slotstore.ApplySkip(curp, r, p.Replica, now)
+		if changed {
+			s.put(m)
+		}
+		out[i] = res
+	}
+	return out, nil
+}
+
+// SetPause implements slotstore.Store.
+func (s *Store) SetPause(ctx context.Context, p slotstore.PauseParams) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return slotstore.ErrClosed
+	}
+	if p.Paused {
+		s.pauses[p.Job] = true
+	} else {
+		delete(s.pauses, p.Job)
+	}
+	return nil
+}
+
+// Pauses implements slotstore.Store.
+func (s *Store) Pauses(ctx context.Context) (slotstore.Pauses, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return slotstore.Pauses{}, slotstore.ErrClosed
+	}
+	out := slotstore.Pauses{Jobs: []string{}}
+	for job := range s.pauses {
+		if job == "" {
+			out.All = true
+		} else {
+			out.Jobs = append(out.Jobs, job)
+		}
+	}
+	sort.Strings(out.Jobs)
+	return out, nil
+}
+
 // mutate applies change to the marker that ref names, if ref is its running
 // claim; otherwise it returns ErrLeaseLost and changes nothing. Finish also
-// accepts a marker already done under ref's fence.
+// accepts a marker already done or retrying under ref's fence.
 func (s *Store) mutate(ref slotstore.Ref, finishing bool, change func(m *slotstore.Marker, now time.Time)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return slotstore.ErrClosed
 	}
-	k := keyOf(ref.Job, ref.Slot)
-	m, ok := s.markers[k]
-	if !ok || m.Fence != ref.Fence || (m.State != slotstore.StateRunning && !(m.State == slotstore.StateDone && finishing)) {
+	m, ok := s.markers[keyOf(ref.Job, ref.Slot)]
+	settled := m.State == slotstore.StateDone || m.State == slotstore.StateRetrying
+	if !ok || m.Fence != ref.Fence || (m.State != slotstore.StateRunning && !(settled && finishing)) {
 		return slotstore.ErrLeaseLost
 	}
 	change(&m, s.now())
-	s.markers[k] = m
+	s.put(m)
 	return nil
 }
 
@@ -119,11 +229,14 @@ func (s *Store) Finish(ctx context.Context, p slotstore.FinishParams) error {
 		return err
 	}
 	return s.mutate(p.Ref, true, func(m *slotstore.Marker, now time.Time) {
-		if m.State == slotstore.StateDone {
+		if m.State != slotstore.StateRunning {
 			return // already finished by this claim
 		}
 		m.State, m.Outcome, m.Error, m.Duration = slotstore.StateDone, p.Outcome, p.Error, p.Duration
 		m.FinishedAt, m.LeaseEnd = now, now
+		if !p.RetryAt.IsZero() {
+			m.State, m.LeaseEnd = slotstore.StateRetrying, p.RetryAt
+		}
 	})
 }
 
@@ -178,6 +291,7 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 	for k, m := range s.markers {
 		if m.Prunable(now) {
 			delete(s.markers, k)
+			s.drop(k)
 			n++
 		}
 	}

@@ -11,43 +11,83 @@ import (
 // Claim implements slotstore.Store. The batch is one statement and one
 // round trip: a call of the schema's claim function
 // (migrations/0002_claim.sql), which decides every request in one
-// transaction, as slotstore.Decide and slotstore.Apply would in request
+// transaction, as slotstore.Decide, Apply and Supersede would in request
 // order, and issues fences in request order.
 func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
 	reqs, err := slotstore.NormalizeAll(p.Requests)
 	if err != nil {
 		return nil, err
 	}
-	if s.closed.Load() {
-		return nil, fmt.Errorf("pgstore: claim: %w", slotstore.ErrClosed)
+	b := newBatch(len(reqs))
+	for _, r := range reqs {
+		reason := ""
+		if r.Overlap == slotstore.OverlapReplace {
+			reason = slotstore.ReasonReplacedBy + r.Slot.Format(time.RFC3339)
+		}
+		b.add(r, false, reason)
 	}
-	if len(reqs) == 0 {
+	return s.run(ctx, "claim", p.Replica, b)
+}
+
+// Skip implements slotstore.Store: one call of the claim function, as
+// Claim, deciding as slotstore.ApplySkip.
+func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.ClaimResult, error) {
+	reqs, err := slotstore.NormalizeSkips(p.Requests)
+	if err != nil {
+		return nil, err
+	}
+	b := newBatch(len(reqs))
+	for _, r := range reqs {
+		b.add(slotstore.ClaimRequest{Job: r.Job, Slot: r.Slot, Retain: r.Retain}, true, r.Reason)
+	}
+	return s.run(ctx, "skip", p.Replica, b)
+}
+
+// batch holds the claim function's arguments, one array a parameter.
+type batch struct {
+	jobs                                   []string
+	slots, keeps                           []time.Time
+	leases                                 []int64
+	maxes                                  []int32
+	crashSkips, takeover, manual, skipping []bool
+	overlaps, reasons                      []string
+}
+
+func newBatch(n int) *batch {
+	return &batch{
+		jobs: make([]string, 0, n), slots: make([]time.Time, 0, n), keeps: make([]time.Time, 0, n),
+		leases: make([]int64, 0, n), maxes: make([]int32, 0, n), crashSkips: make([]bool, 0, n),
+		takeover: make([]bool, 0, n), manual: make([]bool, 0, n), skipping: make([]bool, 0, n),
+		overlaps: make([]string, 0, n), reasons: make([]string, 0, n),
+	}
+}
+
+func (b *batch) add(r slotstore.ClaimRequest, skipping bool, reason string) {
+	b.jobs, b.slots, b.keeps = append(b.jobs, r.Job), append(b.slots, r.Slot), append(b.keeps, r.Slot.Add(r.Retain))
+	b.leases, b.maxes = append(b.leases, micros(r.Lease)), append(b.maxes, int32(min(r.MaxAttempts, 1<<30)))
+	b.crashSkips, b.takeover = append(b.crashSkips, r.OnCrash == slotstore.OnCrashSkip), append(b.takeover, r.TakeoverOnly)
+	b.manual, b.skipping = append(b.manual, r.Manual), append(b.skipping, skipping)
+	b.overlaps, b.reasons = append(b.overlaps, string(r.Overlap)), append(b.reasons, reason)
+}
+
+// run calls the claim function on b for replica.
+func (s *Store) run(ctx context.Context, op, replica string, b *batch) ([]slotstore.ClaimResult, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("pgstore: %s: %w", op, slotstore.ErrClosed)
+	}
+	n := len(b.jobs)
+	if n == 0 {
 		return []slotstore.ClaimResult{}, nil
 	}
-	n := len(reqs)
-	var (
-		jobs     = make([]string, n)
-		slots    = make([]time.Time, n)
-		leases   = make([]int64, n)
-		skips    = make([]bool, n)
-		maxes    = make([]int32, n)
-		keeps    = make([]time.Time, n)
-		takeover = make([]bool, n)
-	)
-	for i, r := range reqs {
-		jobs[i], slots[i], leases[i] = r.Job, r.Slot, micros(r.Lease)
-		skips[i], maxes[i] = r.OnCrash == slotstore.OnCrashSkip, int32(min(r.MaxAttempts, 1<<30))
-		keeps[i], takeover[i] = r.Slot.Add(r.Retain), r.TakeoverOnly
-	}
-
-	conn, err := s.conn(ctx, "claim")
+	conn, err := s.conn(ctx, op)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Release()
-	rows, err := conn.Query(ctx, s.q.claim, p.Replica, jobs, slots, leases, skips, maxes, keeps, takeover)
+	rows, err := conn.Query(ctx, s.q.claim, replica, b.jobs, b.slots, b.leases, b.crashSkips, b.maxes, b.keeps,
+		b.takeover, b.overlaps, b.manual, b.skipping, b.reasons)
 	if err != nil {
-		return nil, s.fail("claim", err)
+		return nil, s.fail(op, err)
 	}
 	defer rows.Close()
 
@@ -55,54 +95,56 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 	got := 0
 	for rows.Next() {
 		var (
-			ord  int32
-			won  bool
-			prev string
-			m    slotstore.Marker
-			now  time.Time
+			ord            int32
+			won, retry     bool
+			prev           string
+			m              slotstore.Marker
+			replacedSlots  []time.Time
+			replacedFences []int64
+			now            time.Time
 		)
 		dest, done := markerDest(&m)
-		if err := rows.Scan(append(append([]any{&ord, &won, &prev}, dest...), &now)...); err != nil {
-			return nil, s.fail("claim", err)
+		dest = append(append([]any{&ord, &won, &prev, &retry}, dest...), &replacedSlots, &replacedFences, &now)
+		if err := rows.Scan(dest...); err != nil {
+			return nil, s.fail(op, err)
 		}
 		done()
-		if ord < 1 || int(ord) > n {
-			return nil, s.fail("claim", fmt.Errorf("result for request %d of %d", ord, n))
+		if ord < 1 || int(ord) > n || len(replacedSlots) != len(replacedFences) {
+			return nil, s.fail(op, fmt.Errorf("result for request %d of %d", ord, n))
 		}
-		out[ord-1] = result(m, won, prev, now.UTC())
+		res := result(m, won, prev, now.UTC())
+		if won {
+			res.Claim.Retry = retry
+			for i, slot := range replacedSlots {
+				res.Replaced = append(res.Replaced, slotstore.Ref{Job: m.Job, Slot: slot.UTC(), Fence: replacedFences[i]})
+			}
+		}
+		out[ord-1] = res
 		got++
 	}
 	// Rows end at the server's ReadyForQuery: only then has the batch
 	// committed, so an error here may follow a commit.
 	if err := rows.Err(); err != nil {
-		return nil, s.fail("claim", err)
+		return nil, s.fail(op, err)
 	}
 	if got != n {
-		return nil, s.fail("claim", fmt.Errorf("%d results for %d requests", got, n))
+		return nil, s.fail(op, fmt.Errorf("%d results for %d requests", got, n))
 	}
 	return out, nil
 }
 
 // result is the answer to one request whose slot's marker is now m; an
-// empty state means the slot has no marker.
+// empty state means the slot has no marker. A request that did not win
+// reports what slotstore.Apply reports for the marker it left.
 func result(m slotstore.Marker, won bool, prev string, now time.Time) slotstore.ClaimResult {
-	res := slotstore.ClaimResult{Marker: m}
-	switch {
-	case won:
-		res.Status = slotstore.Won
-		res.Claim = slotstore.Claim{
-			Ref:     slotstore.Ref{Job: m.Job, Slot: m.Slot, Fence: m.Fence},
-			Attempt: m.Attempt, PrevHolder: prev,
-		}
-	case m.State == "":
-		res.Status, res.Marker = slotstore.Absent, slotstore.Marker{}
-	case m.State == slotstore.StateRunning:
-		res.Status = slotstore.Held
-		res.Remaining = m.LeaseEnd.Sub(now)
-	case m.State == slotstore.StateAbandoned:
-		res.Status = slotstore.Abandoned
-	default:
-		res.Status = slotstore.Finished
+	if won {
+		return slotstore.ClaimResult{Status: slotstore.Won, Marker: m, Claim: slotstore.Claim{
+			Ref: m.Ref(), Attempt: m.Attempt, PrevHolder: prev,
+		}}
+	}
+	_, res := slotstore.Apply(slotstore.DecideLose, m, slotstore.ClaimRequest{}, "", 0, now)
+	if res.Status == slotstore.Absent {
+		res.Marker = slotstore.Marker{}
 	}
 	return res
 }

@@ -92,11 +92,11 @@ func TestConcurrentBatches(t *testing.T) {
 	}
 }
 
-// TestClaimRereadsChangedMarker: a fenced mutation that commits between a
-// claim's read of a marker and its conditional write makes the claim decide
-// that slot again on the new marker, with fences still in request order.
+// TestClaimRereadsChangedMarker: a fenced mutation in progress when a claim
+// reaches a marker makes the claim wait for it and decide that slot on the
+// marker it leaves, with fences still in request order.
 // The mutation is played by a transaction holding the marker's row lock,
-// so that the claim is certain to read before and write after it.
+// so that the claim is certain to meet it in progress.
 func TestClaimRereadsChangedMarker(t *testing.T) {
 	for _, tc := range []struct {
 		name, set string
@@ -105,6 +105,8 @@ func TestClaimRereadsChangedMarker(t *testing.T) {
 		{"renewed", "lease_end = clock_timestamp() + interval '1 hour'", slotstore.Held},
 		{"released", "state = 'released', lease_end = clock_timestamp()", slotstore.Won},
 		{"finished", "state = 'done', outcome = 'succeeded', finished_at = clock_timestamp()", slotstore.Finished},
+		{"retrying", "state = 'retrying', outcome = 'failed', finished_at = clock_timestamp(), " +
+			"lease_end = clock_timestamp() + interval '1 hour'", slotstore.Waiting},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -9,21 +9,25 @@
 // A claim batch is one statement and one round trip: a call of the
 // schema's claim function, which runs in one transaction. The function
 // first locks the fence row of every job of the batch, in job order,
-// creating rows for new jobs; every claim does this before it reads a
-// marker, so claims of one job take turns, fences grow in claim order, and
+// creating rows for new jobs; every claim and skip does this before it
+// reads a marker, so claims of one job take turns, no other transaction
+// creates a marker of the job meanwhile, fences grow in claim order, and
 // two batches cannot deadlock: both take their locks in one global order,
 // and the only other locks on markers are taken by single-row statements
 // that wait for nothing else. It then reads the database clock
-// (clock_timestamp) and, in one statement whose snapshot postdates the
-// locks, decides every request as slotstore.Decide and slotstore.Apply do,
-// numbers the winners of each job in request order, and writes: an INSERT
-// for a slot without a marker, a conditional UPDATE for a takeover (state,
-// fence and attempt as read, lease ended by the database clock) or a
-// released slot, a conditional UPDATE for an abandonment, and the raised
-// fence counters. If a fenced mutation or a prune changed a marker between
-// the read and the write, the write matches nothing; the statement is
-// rolled back to a savepoint and decided again from a fresh snapshot, so
-// the answer is always the decision table applied to the marker written.
+// (clock_timestamp) and decides the requests in order, each as
+// slotstore.Decide and slotstore.Apply do: it locks the slot's marker row
+// (SELECT ... FOR UPDATE, which under READ COMMITTED waits for a fenced
+// mutation or a prune in progress and reads the row it left), decides, and
+// writes: an INSERT for a slot without a marker, an UPDATE for a takeover,
+// a claim of a released slot or a due retry, or an abandonment. A claim
+// with an overlap policy that would create a slot's first marker reads the
+// job's running markers (the partial index markers_running), which include
+// those won earlier in the batch: forbid records the slot skipped if one
+// runs under a live lease; replace makes them all replaced in one UPDATE,
+// which locks each row and checks again that it is still running. Skip
+// uses the same function, recording slots without a marker as skipped.
+// The fence rows are raised at the end.
 //
 // Each job's winners take, in request order, the fences after the larger
 // of the job's last fence and the database clock in microseconds since
@@ -36,13 +40,14 @@
 //
 // Leases are judged by the database's clock only. Renew, Finish and Release
 // are one conditional UPDATE each, matching only the running marker with
-// the presented fence (Finish also matches one already done under that
-// fence, and then writes back what it holds, as the contract requires).
+// the presented fence (Finish also matches one already done or retrying
+// under that fence, and then writes back what it holds, as the contract
+// requires). SetPause is one INSERT or DELETE in the pauses table.
 // Under READ COMMITTED an UPDATE that waited for another transaction's row
 // lock checks its condition again on the row that transaction left, so a
 // check and its change are one atomic step.
 //
-// History reads without locks. Prune is one DELETE of the markers
+// History and Pauses read without locks. Prune is one DELETE of the markers
 // slotstore.Marker.Prunable allows, run only by the store holding the
 // schema's transaction-scoped prune advisory lock (the others return 0 at
 // once); it skips rows other transactions have locked, so it never waits
@@ -104,14 +109,18 @@
 //	markers                      one row per slot, the claim history
 //	  job, slot                    unique index markers_by_job (job, slot DESC)
 //	  state, holder, fence,        as slotstore.Marker; holder is the replica
-//	  attempt, outcome, error
-//	  claimed_at, lease_end        database clock
-//	  keep_until, finished_at      slot + retention; set once done or abandoned
+//	  attempt, outcome, error,     (fence and attempt 0 only when skipped)
+//	  reason, manual
+//	  claimed_at, lease_end        database clock; lease_end is the retry's time when retrying
+//	  keep_until, finished_at      slot + retention; set once neither running nor released
 //	  duration_ns                  nanoseconds
 //	  index markers_by_slot (slot DESC, job)          History of every job
 //	  index markers_by_state (state, slot DESC, job)  History by state
 //	  index markers_by_keep_until (keep_until)        Prune
-//	claim(...)                   the claim function; claim_result its rows
+//	  index markers_running (job, slot) WHERE state = 'running'
+//	                                                  overlap: a job's running slots
+//	pauses (job)                 what is paused; '' is the whole cluster
+//	claim(...)                   the claim function (claims and skips); claim_result its rows
 //
 // The store takes two advisory lock keys per schema, derived from a hash
 // of the schema name: one for migrations, one for pruning.

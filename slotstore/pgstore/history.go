@@ -15,7 +15,7 @@ const defaultLimit = 100
 
 // pruneSQL deletes, in one statement, the markers slotstore.Marker.Prunable
 // allows at the database's clock: retention over, and not running under a
-// live lease. It runs only while it holds the transaction-scoped advisory
+// live lease nor retrying before the retry is due. It runs only while it holds the transaction-scoped advisory
 // lock $1, so one replica prunes a schema at a time and the others return
 // at once; it skips rows another transaction has locked (a claim or a
 // fenced mutation in progress), so it never waits for, or deadlocks with,
@@ -25,7 +25,7 @@ const pruneSQL = `WITH turn AS MATERIALIZED (
 	),
 	victims AS (
 		SELECT m.job, m.slot FROM {schema}.markers m, turn
-		WHERE turn.mine AND m.keep_until < turn.t AND (m.state <> 'running' OR m.lease_end <= turn.t)
+		WHERE turn.mine AND m.keep_until < turn.t AND (m.state NOT IN ('running', 'retrying') OR m.lease_end <= turn.t)
 		FOR UPDATE OF m SKIP LOCKED
 	),
 	gone AS (

@@ -46,11 +46,15 @@ func (s *Store) mutate(ctx context.Context, op string, ref slotstore.Ref, sql st
 }
 
 // Finish implements slotstore.Store: one conditional UPDATE. Finish of a
-// slot already done under the presented fence succeeds and changes
-// nothing.
+// slot already done or retrying under the presented fence succeeds and
+// changes nothing.
 func (s *Store) Finish(ctx context.Context, p slotstore.FinishParams) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	return s.mutate(ctx, "finish", p.Ref, s.q.finish, string(p.Outcome), p.Error, int64(p.Duration))
+	var retryAt *time.Time
+	if !p.RetryAt.IsZero() {
+		retryAt = &p.RetryAt
+	}
+	return s.mutate(ctx, "finish", p.Ref, s.q.finish, string(p.Outcome), p.Error, int64(p.Duration), retryAt)
 }

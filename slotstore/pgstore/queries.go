@@ -9,7 +9,7 @@ import (
 
 // columns lists a marker's columns in the order scanMarker reads them.
 const columns = `job, slot, state, holder, fence, attempt, claimed_at, lease_end, keep_until,
-	finished_at, outcome, error, duration_ns`
+	finished_at, outcome, error, duration_ns, reason, manual`
 
 // Every fenced mutation is one conditional UPDATE at the database's clock
 // of the slot $1 job, $2 slot, $3 fence: it changes the row only while the
@@ -20,17 +20,20 @@ const columns = `job, slot, state, holder, fence, attempt, claimed_at, lease_end
 const (
 	renewSQL = `UPDATE {schema}.markers SET lease_end = clock_timestamp() + $4::bigint * interval '1 microsecond'
 		WHERE job = $1 AND slot = $2 AND fence = $3 AND state = 'running'`
-	// finishSQL also matches a slot already done under the fence, and then
-	// writes back what it holds: a Finish retried after a lost reply, or
-	// after CompleteTx, succeeds and changes nothing.
-	finishSQL = `UPDATE {schema}.markers AS m SET state = 'done',
+	// finishSQL makes the slot done, or retrying until $7 when $7 is not
+	// null. It also matches a slot already done or retrying under the
+	// fence, and then writes back what it holds: a Finish retried after a
+	// lost reply, or after CompleteTx, succeeds and changes nothing.
+	finishSQL = `UPDATE {schema}.markers AS m SET
+			state       = CASE WHEN m.state <> 'running' THEN m.state
+			                   WHEN $7::timestamptz IS NULL THEN 'done' ELSE 'retrying' END,
 			outcome     = CASE WHEN m.state = 'running' THEN $4 ELSE m.outcome END,
 			error       = CASE WHEN m.state = 'running' THEN $5 ELSE m.error END,
 			duration_ns = CASE WHEN m.state = 'running' THEN $6 ELSE m.duration_ns END,
 			finished_at = CASE WHEN m.state = 'running' THEN c.t ELSE m.finished_at END,
-			lease_end   = CASE WHEN m.state = 'running' THEN c.t ELSE m.lease_end END
+			lease_end   = CASE WHEN m.state = 'running' THEN coalesce($7::timestamptz, c.t) ELSE m.lease_end END
 		FROM (SELECT clock_timestamp() AS t) c
-		WHERE m.job = $1 AND m.slot = $2 AND m.fence = $3 AND m.state IN ('running', 'done')`
+		WHERE m.job = $1 AND m.slot = $2 AND m.fence = $3 AND m.state IN ('running', 'done', 'retrying')`
 	// completeSQL is CompleteTx's: running only, since a slot already done
 	// means its effect was already committed once.
 	completeSQL = `UPDATE {schema}.markers AS m
@@ -46,13 +49,17 @@ const (
 type queries struct {
 	claim, renew, finish, release                     string
 	historyOfJob, historyOfAll, historyInState, prune string
+	pause, resume, pauses                             string
 }
 
 func newQueries(schema string) queries {
 	in := func(sql string) string { return strings.ReplaceAll(sql, "{schema}", schema) }
 	return queries{
-		claim: in(`SELECT ord, won, prev_holder, ` + columns + `, now
-			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8)`),
+		claim: in(`SELECT ord, won, prev_holder, retry, ` + columns + `, replaced_slots, replaced_fences, now
+			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`),
+		pause:   in(`INSERT INTO {schema}.pauses (job) VALUES ($1) ON CONFLICT DO NOTHING`),
+		resume:  in(`DELETE FROM {schema}.pauses WHERE job = $1`),
+		pauses:  in(`SELECT job FROM {schema}.pauses ORDER BY job`),
 		renew:   in(renewSQL),
 		finish:  in(finishSQL),
 		release: in(releaseSQL),
@@ -79,7 +86,7 @@ func markerDest(m *slotstore.Marker) ([]any, func()) {
 		durNS          int64
 	)
 	dest := []any{&m.Job, &m.Slot, &state, &m.Holder, &m.Fence, &m.Attempt, &m.ClaimedAt, &m.LeaseEnd,
-		&m.KeepUntil, &finished, &outcome, &m.Error, &durNS}
+		&m.KeepUntil, &finished, &outcome, &m.Error, &durNS, &m.Reason, &m.Manual}
 	return dest, func() {
 		m.State, m.Outcome, m.Duration = slotstore.State(state), slotstore.Outcome(outcome), time.Duration(durNS)
 		m.Slot, m.ClaimedAt, m.LeaseEnd, m.KeepUntil = m.Slot.UTC(), m.ClaimedAt.UTC(), m.LeaseEnd.UTC(), m.KeepUntil.UTC()

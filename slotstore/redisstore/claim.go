@@ -20,20 +20,57 @@ import (
 const maxBatch = 1000
 
 // claimStride is the number of values claim.lua returns a request.
-const claimStride = 3 + markerFields
+const claimStride = 5 + markerFields
+
+// request is one request of claim.lua: a claim, or a skip when skip is
+// true.
+type request struct {
+	slotstore.ClaimRequest
+	skip bool
+	// reason is a skip's reason, or the one a replace claim gives the
+	// markers it supersedes.
+	reason string
+}
 
 // Claim implements slotstore.Store. The batch is one round trip: on a single
 // server, one script call per 1,000 requests, pipelined; in a Cluster, one
 // call per hash slot (and per 1,000 requests of it), sent to every master
 // concerned at once, plus a SADD of the batch's job names. Requests of one
 // job share a hash slot, so their calls run in request order and their
-// fences grow in request order.
+// fences grow in request order, and an overlap policy sees the slots won
+// earlier in the batch.
 func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
 	reqs, err := slotstore.NormalizeAll(p.Requests)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.begin(ctx, "claim"); err != nil {
+	rs := make([]request, len(reqs))
+	for i, r := range reqs {
+		rs[i] = request{ClaimRequest: r}
+		if r.Overlap == slotstore.OverlapReplace {
+			rs[i].reason = slotstore.ReasonReplacedBy + r.Slot.Format(time.RFC3339)
+		}
+	}
+	return s.decide(ctx, "claim", p.Replica, rs)
+}
+
+// Skip implements slotstore.Store, with the claim script: one round trip a
+// batch, as Claim.
+func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.ClaimResult, error) {
+	reqs, err := slotstore.NormalizeSkips(p.Requests)
+	if err != nil {
+		return nil, err
+	}
+	rs := make([]request, len(reqs))
+	for i, r := range reqs {
+		rs[i] = request{ClaimRequest: slotstore.ClaimRequest{Job: r.Job, Slot: r.Slot, Retain: r.Retain}, skip: true, reason: r.Reason}
+	}
+	return s.decide(ctx, "skip", p.Replica, rs)
+}
+
+// decide runs the claim script on reqs for replica.
+func (s *Store) decide(ctx context.Context, op, replica string, reqs []request) ([]slotstore.ClaimResult, error) {
+	if err := s.begin(ctx, op); err != nil {
 		return nil, err
 	}
 	if len(reqs) == 0 {
@@ -43,7 +80,7 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 	parts := s.split(reqs)
 	calls := make([]call, len(parts))
 	for i, idx := range parts {
-		calls[i] = s.claimCall(p.Replica, reqs, idx)
+		calls[i] = s.claimCall(replica, reqs, idx)
 	}
 	var extra []redis.Cmder
 	if !s.single {
@@ -74,15 +111,15 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 		return out, nil
 	case ran || !sure:
 		// Some calls may have won slots that this error hides.
-		return nil, slotstore.OutcomeUnknown(fmt.Sprintf("redisstore claim of %d slots", len(reqs)), failed)
+		return nil, slotstore.OutcomeUnknown(fmt.Sprintf("redisstore %s of %d slots", op, len(reqs)), failed)
 	}
-	return nil, s.fail(fmt.Sprintf("claim of %d slots", len(reqs)), failed)
+	return nil, s.fail(fmt.Sprintf("%s of %d slots", op, len(reqs)), failed)
 }
 
 // split divides the requests, by index, into the groups of one script call
 // each: consecutive runs of maxBatch on a single server; per hash slot, in
 // order of first appearance, then runs of maxBatch, otherwise.
-func (s *Store) split(reqs []slotstore.ClaimRequest) [][]int {
+func (s *Store) split(reqs []request) [][]int {
 	var groups [][]int
 	if s.single {
 		groups = [][]int{make([]int, len(reqs))}
@@ -114,7 +151,7 @@ func (s *Store) split(reqs []slotstore.ClaimRequest) [][]int {
 }
 
 // claimCall builds the claim.lua call for the requests at idx.
-func (s *Store) claimCall(replica string, reqs []slotstore.ClaimRequest, idx []int) call {
+func (s *Store) claimCall(replica string, reqs []request, idx []int) call {
 	group := map[string]int{} // job -> its number g in the script, from 1
 	var jobs []jobKeys
 	var names []any
@@ -129,22 +166,25 @@ func (s *Store) claimCall(replica string, reqs []slotstore.ClaimRequest, idx []i
 	for _, k := range jobs {
 		keys = append(keys, k.fence, k.slots, k.expiry, k.running)
 	}
-	args := make([]any, 0, 3+len(names)+7*len(idx))
+	args := make([]any, 0, 3+2*len(names)+11*len(idx))
 	withJobs := "0"
 	if s.single {
 		withJobs = "1"
 	}
 	args = append(append(args, replica, len(jobs), withJobs), names...)
+	for _, k := range jobs {
+		args = append(args, k.marker)
+	}
 	for _, i := range idx {
 		r := reqs[i]
 		g := group[r.Job]
 		keys = append(keys, jobs[g-1].markerKey(r.Slot.Unix()))
-		takeoverOnly := "0"
-		if r.TakeoverOnly {
-			takeoverOnly = "1"
+		kind := "c"
+		if r.skip {
+			kind = "s"
 		}
 		args = append(args, g, r.Slot.Unix(), millisUp(r.Lease), string(r.OnCrash), r.MaxAttempts,
-			r.Slot.Add(r.Retain).UnixMilli(), takeoverOnly)
+			r.Slot.Add(r.Retain).UnixMilli(), flag(r.TakeoverOnly), string(r.Overlap), flag(r.Manual), kind, r.reason)
 	}
 	if s.single {
 		keys = append(keys, jobsKey(s.prefix))
@@ -152,8 +192,16 @@ func (s *Store) claimCall(replica string, reqs []slotstore.ClaimRequest, idx []i
 	return call{script: claimScript, keys: keys, args: args}
 }
 
+// flag is b as a script reads it.
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
 // fillClaims sets the results of the requests at idx from claim.lua's reply.
-func fillClaims(out []slotstore.ClaimResult, reqs []slotstore.ClaimRequest, idx []int, res any) error {
+func fillClaims(out []slotstore.ClaimResult, reqs []request, idx []int, res any) error {
 	r, n, err := newReply(res, claimStride)
 	if err != nil {
 		return err
@@ -166,15 +214,17 @@ func fillClaims(out []slotstore.ClaimResult, reqs []slotstore.ClaimRequest, idx 
 		status := slotstore.Status(r.int())
 		m := r.marker(req.Job, req.Slot.Unix())
 		prev, remaining := r.str(), time.Duration(r.int())*time.Millisecond
+		retry, replaced := r.str() == "1", r.refs(req.Job)
 		res := slotstore.ClaimResult{Status: status, Marker: m}
 		switch status {
 		case slotstore.Won:
-			res.Claim = slotstore.Claim{Ref: slotstore.Ref{Job: req.Job, Slot: m.Slot, Fence: m.Fence}, Attempt: m.Attempt, PrevHolder: prev}
-		case slotstore.Held:
+			res.Claim = slotstore.Claim{Ref: m.Ref(), Attempt: m.Attempt, PrevHolder: prev, Retry: retry}
+			res.Replaced = replaced
+		case slotstore.Held, slotstore.Waiting:
 			res.Remaining = remaining
 		case slotstore.Absent:
 			res.Marker = slotstore.Marker{} // there is none
-		case slotstore.Finished, slotstore.Abandoned:
+		case slotstore.Finished, slotstore.Abandoned, slotstore.Skipped:
 		default:
 			r.fail("status " + strconv.Itoa(int(status)))
 		}
@@ -184,7 +234,7 @@ func fillClaims(out []slotstore.ClaimResult, reqs []slotstore.ClaimRequest, idx 
 }
 
 // jobNames lists the distinct jobs of reqs.
-func jobNames(reqs []slotstore.ClaimRequest) []any {
+func jobNames(reqs []request) []any {
 	seen := map[string]bool{}
 	var names []any
 	for _, r := range reqs {

@@ -104,3 +104,11 @@ func (s *Store) begin(ctx context.Context, op string) error {
 	}
 	return nil
 }
+
+// Client returns the client the store uses, so that other parts of a
+// replica (a leader elector, fenced writes) can share its connections. It
+// stays owned by the store: do not close it.
+func (s *Store) Client() redis.UniversalClient { return s.client }
+
+// Prefix returns the prefix of every key the store writes.
+func (s *Store) Prefix() string { return s.prefix }

@@ -11,19 +11,30 @@
 //
 // # One round trip an operation
 //
-// Claim, Renew, Finish and Release are Lua scripts (scripts/*.lua), run by
-// EVALSHA, so each is atomic and takes one round trip. Each script reads the
-// marker before it writes: claim.lua is slotstore.Decide and slotstore.Apply
-// in Lua; renew.lua, finish.lua and release.lua change a marker only while it
-// is running under the presented fence, and otherwise return
-// slotstore.ErrLeaseLost having changed nothing. A batch of claims is decided
+// Claim, Skip, Renew, Finish and Release are Lua scripts (scripts/*.lua), run
+// by EVALSHA, so each is atomic and takes one round trip. Each script reads
+// the marker before it writes: claim.lua, which serves Claim and Skip, is
+// slotstore.Decide, Apply, Supersede and ApplySkip in Lua; renew.lua,
+// finish.lua and release.lua change a marker only while it is running under
+// the presented fence, and otherwise return slotstore.ErrLeaseLost having
+// changed nothing (finish.lua also accepts a slot already done or retrying
+// under that fence, and changes nothing). A batch of claims is decided
 // by one script call per 1,000 slots, pipelined, so a batch is one round
 // trip however large, and no call keeps Redis from its other clients for
 // long (a call of 1,000 new slots runs for about 25 ms on a 2-core machine).
 // The claim script decides every request before it writes anything, so a
 // call that fails while deciding changes nothing. In a Cluster, calls are
 // grouped by hash slot and the pipeline goes to every master concerned at
-// once.
+// once; a job's requests share a hash slot, so they are decided in order by
+// one call per 1,000.
+//
+// An overlap policy needs the job's running slots: claim.lua reads the
+// job's running index (below) only for a claim with forbid or replace that
+// would create a slot's first marker, checks each entry's marker, and adds
+// the slots the batch won before, so a forbid claim sees them and a replace
+// claim supersedes them. Every script that changes a marker's state keeps
+// the running index up to date in the same call. SetPause and Pauses are a
+// single SADD, SREM or SMEMBERS.
 //
 // # Keys
 //
@@ -32,21 +43,26 @@
 // indexes share one Cluster slot (keys.go lists them). A marker is a hash,
 // <prefix>{job}:m:<slot>. Three sorted sets index a job's markers: all of
 // them by slot, for History; the running ones by slot, for History of
-// running markers; all of them by the instant they expire, for Prune. The
-// fence counter is a plain string. The set <prefix>jobs names the jobs
-// for History and Prune of every job; it has no hash tag, so in a Cluster it
-// lives apart from the jobs, claim batches add to it with a SADD sent in the
-// same pipeline, and Prune never removes names from it there (on a single
-// server the prune script drops a job whose index is empty).
+// running markers and the overlap policies; all of them by the instant they
+// expire, for Prune. The fence counter is a plain string. The set
+// <prefix>jobs names the jobs for History and Prune of every job; it has no
+// hash tag, so in a Cluster it lives apart from the jobs, claim and skip
+// batches add to it with a SADD sent in the same pipeline, and Prune never
+// removes names from it there (on a single server the prune script drops a
+// job whose index is empty). The set <prefix>pauses holds the paused jobs,
+// and the empty string while the whole cluster is paused; it has no hash
+// tag either and never expires.
 //
 // # Time
 //
 // Every time is Redis's: scripts read TIME, never the client's clock.
 // A claim stores the lease end (TIME + lease) in the marker and compares it
 // with TIME, so the lease expires by Redis's clock; Remaining of a Held
-// result is that lease end minus TIME. Each marker expires by PEXPIREAT at
-// the later of its retention end (Slot + Retain) and its lease end, so Redis
-// deletes it once slotstore.Marker.Prunable allows, with or without Prune.
+// result is that lease end minus TIME. A retrying marker keeps the time its
+// retry is due in the same field, and is judged alike. Each marker expires
+// by PEXPIREAT at the later of its retention end (Slot + Retain) and, while
+// running or retrying, its lease end or retry time, so Redis deletes it
+// once slotstore.Marker.Prunable allows, with or without Prune.
 // Prune then removes the expired markers' index entries and counts them; the
 // entries History meets for markers already gone are removed too, and
 // counted by the next Prune.

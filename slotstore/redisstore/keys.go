@@ -16,6 +16,7 @@ import (
 //	<prefix>{<job>}:running     zset    slot -> slot, of the running markers
 //	<prefix>{<job>}:pruned      string  markers History found gone, for Prune
 //	<prefix>jobs                set     names of the jobs with markers
+//	<prefix>pauses              set     paused jobs; "" for the whole cluster
 //
 // The job name is escaped so that it holds no brace (which would end or
 // empty the hash tag) and no two names share keys.

@@ -11,9 +11,9 @@ import (
 // Renew, Finish and Release are one script call each: the script reads the
 // marker's state and fence and changes it only while it is running under the
 // presented fence (compare-and-set, compare-and-pexpire), so a stale holder
-// changes nothing and learns ErrLeaseLost. Finish of a slot already done
-// under the presented fence succeeds and changes nothing, so it may be
-// retried after an unknown outcome.
+// changes nothing and learns ErrLeaseLost. Finish of a slot already done or
+// retrying under the presented fence succeeds and changes nothing, so it may
+// be retried after an unknown outcome.
 
 // Renew implements slotstore.Store. The new lease ends Lease after Redis's
 // clock at the moment the script runs.
@@ -29,7 +29,11 @@ func (s *Store) Finish(ctx context.Context, p slotstore.FinishParams) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	return s.mutate(ctx, "finish", p.Ref, finishScript, string(p.Outcome), p.Error, int64(p.Duration))
+	retryAt := ""
+	if !p.RetryAt.IsZero() {
+		retryAt = strconv.FormatInt(p.RetryAt.UnixMilli(), 10)
+	}
+	return s.mutate(ctx, "finish", p.Ref, finishScript, string(p.Outcome), p.Error, int64(p.Duration), retryAt)
 }
 
 // Release implements slotstore.Store.

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
@@ -10,7 +11,7 @@ import (
 
 // markerFields is the number of values a script returns for a marker: the
 // FIELDS of scripts/prelude.lua.
-const markerFields = 11
+const markerFields = 13
 
 // reply reads the values of a script's reply, remembering the first value
 // that is not what it should be.
@@ -93,5 +94,28 @@ func (r *reply) marker(job string, slot int64) slotstore.Marker {
 		Outcome:    slotstore.Outcome(r.str()),
 		Error:      r.str(),
 		Duration:   time.Duration(r.int()),
+		Reason:     r.str(),
+		Manual:     r.str() == "1",
 	}
+}
+
+// refs reads the claims of job a script lists in one value, as
+// 'slot fence slot fence ...'.
+func (r *reply) refs(job string) []slotstore.Ref {
+	f := strings.Fields(r.str())
+	if len(f)%2 != 0 {
+		r.fail("odd list of claims")
+		return nil
+	}
+	var out []slotstore.Ref
+	for i := 0; i < len(f); i += 2 {
+		slot, err1 := strconv.ParseInt(f[i], 10, 64)
+		fence, err2 := strconv.ParseInt(f[i+1], 10, 64)
+		if err1 != nil || err2 != nil {
+			r.fail("claim " + f[i] + " " + f[i+1])
+			return nil
+		}
+		out = append(out, slotstore.Ref{Job: job, Slot: time.Unix(slot, 0).UTC(), Fence: fence})
+	}
+	return out
 }

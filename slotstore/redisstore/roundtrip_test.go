@@ -74,6 +74,41 @@ func TestRoundTrips(t *testing.T) {
 			_, err := s.History(ctx, slotstore.HistoryParams{Job: "rt", Limit: 10})
 			mustDo(t, err)
 		}, 1},
+		{"finish with a retry", func() {
+			mustDo(t, s.Finish(ctx, slotstore.FinishParams{Ref: thousand[1].Claim.Ref, Outcome: slotstore.Failed, RetryAt: time.Now()}))
+		}, 1},
+		{"claim with replace of 3,500 running slots", func() {
+			r := batch("rt", 5000, 1, time.Minute)[0]
+			r.Overlap = slotstore.OverlapReplace
+			if res := claim(t, s, "r1", r); len(res[0].Replaced) < 3000 {
+				t.Errorf("replace claim replaced %d slots", len(res[0].Replaced))
+			}
+		}, 1},
+		{"claim with forbid", func() {
+			r := batch("rt", 5001, 1, time.Minute)[0]
+			r.Overlap = slotstore.OverlapForbid
+			if res := claim(t, s, "r1", r); res[0].Status != slotstore.Skipped {
+				t.Errorf("forbid claim: %v", res[0].Status)
+			}
+		}, 1},
+		{"skip of 1,000 slots", func() {
+			reqs := make([]slotstore.SkipRequest, 1000)
+			for i, r := range batch("rt", 6000, 1000, time.Minute) {
+				reqs[i] = slotstore.SkipRequest{Job: r.Job, Slot: r.Slot, Reason: "missed"}
+			}
+			res, err := s.Skip(ctx, slotstore.SkipParams{Replica: "r1", Requests: reqs})
+			if err != nil || res[999].Status != slotstore.Skipped {
+				t.Errorf("skip: %v", err)
+			}
+		}, 1},
+		{"set pause", func() { mustDo(t, s.SetPause(ctx, slotstore.PauseParams{Job: "rt", Paused: true})) }, 0},
+		{"pauses", func() {
+			p, err := s.Pauses(ctx)
+			mustDo(t, err)
+			if len(p.Jobs) != 1 {
+				t.Errorf("pauses: %+v", p)
+			}
+		}, 0},
 	}
 	for _, o := range ops {
 		before := hook.n.Load()

@@ -12,7 +12,12 @@
 // read and the write. Inside it every request goes through
 // slotstore.ClaimRequest.Normalize, slotstore.Decide and slotstore.Apply, the
 // rules memstore follows too, and every winning claim takes the next value of
-// its job's counter in the fences table. The counter lives in the file and is
+// its job's counter in the fences table. A claim with an overlap policy
+// that would create a slot's first marker reads the job's running markers
+// (the partial index markers_running) in the same transaction, so it sees
+// the slots won earlier in its batch, and a replace claim rewrites the ones
+// it supersedes there too. Skip is a batch of the same kind, deciding with
+// slotstore.ApplySkip. The counter lives in the file and is
 // incremented in the same transaction as the marker it fences, so fences grow
 // in claim order and survive restarts. With synchronous=FULL a commit is on
 // disk before Claim returns, so a fence once handed out is never issued again,
@@ -20,7 +25,9 @@
 //
 // Renew, Finish and Release are single conditional UPDATEs that match only the
 // running marker with the presented fence; when no row matches they return
-// slotstore.ErrLeaseLost and have changed nothing.
+// slotstore.ErrLeaseLost and have changed nothing (Finish first checks
+// whether the slot is already done or retrying under that fence, and then
+// succeeds). SetPause is one INSERT or DELETE in the pauses table.
 //
 // Leases are judged by the store's clock: time.Now of the calling process,
 // unless WithClock replaces it, read once the write lock is held. Processes
@@ -35,13 +42,18 @@
 //	markers (job, slot)        one row per slot; PRIMARY KEY (job, slot DESC)
 //	  slot                       Unix seconds, UTC
 //	  claimed_at, lease_end,     Unix milliseconds, store clock
-//	  keep_until, finished_at    (finished_at 0 until done or abandoned)
+//	  keep_until, finished_at    (finished_at 0 while running or released)
 //	  state, holder, fence,      as slotstore.Marker
-//	  attempt, outcome, error
+//	  attempt, outcome, error,
+//	  reason, manual             (manual 0 or 1)
 //	  duration_ns                nanoseconds
-//	  index markers_by_slot (slot DESC, job)   History of every job
-//	  index markers_by_keep_until (keep_until) Prune
+//	  index markers_by_slot (slot DESC, job)        History of every job
+//	  index markers_by_state (state, slot DESC, job) History by state
+//	  index markers_by_keep_until (keep_until)      Prune
+//	  index markers_running (job, slot) WHERE state = 'running'
+//	                                                overlap: a job's running slots
 //	fences (job)               the last fence issued per job
+//	pauses (job)               what is paused; '' is the whole cluster
 //
 // History of one job walks the primary key; Prune is one DELETE with the rule
 // of slotstore.Marker.Prunable.

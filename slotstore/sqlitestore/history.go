@@ -18,9 +18,9 @@ const (
 	// historyOfAll walks markers_by_slot (slot DESC, job).
 	historyOfAll = `SELECT ` + columns + ` FROM markers ORDER BY slot DESC, job LIMIT ?`
 	// pruneMarkers is slotstore.Marker.Prunable: retention over, and not
-	// running under a live lease.
+	// running under a live lease or retrying before the retry is due.
 	pruneMarkers = `DELETE FROM markers
-		WHERE keep_until < ?1 AND (state <> 'running' OR lease_end <= ?1)`
+		WHERE keep_until < ?1 AND (state NOT IN ('running', 'retrying') OR lease_end <= ?1)`
 )
 
 // defaultLimit is the number of markers History returns when

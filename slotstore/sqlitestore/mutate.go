@@ -13,11 +13,12 @@ import (
 const (
 	renewMarker = `UPDATE markers SET lease_end = ?
 		WHERE job = ? AND slot = ? AND state = 'running' AND fence = ?`
-	finishMarker = `UPDATE markers SET state = 'done', outcome = ?, error = ?, duration_ns = ?,
+	// finishMarker makes the slot done, or retrying until lease_end.
+	finishMarker = `UPDATE markers SET state = ?, outcome = ?, error = ?, duration_ns = ?,
 		finished_at = ?, lease_end = ?
 		WHERE job = ? AND slot = ? AND state = 'running' AND fence = ?`
-	doneMarker = `SELECT 1 FROM markers
-		WHERE job = ? AND slot = ? AND state = 'done' AND fence = ?`
+	settledMarker = `SELECT 1 FROM markers
+		WHERE job = ? AND slot = ? AND state IN ('done', 'retrying') AND fence = ?`
 	releaseMarker = `UPDATE markers SET state = 'released', lease_end = ?
 		WHERE job = ? AND slot = ? AND state = 'running' AND fence = ?`
 )
@@ -38,7 +39,11 @@ func (s *Store) Finish(ctx context.Context, p slotstore.FinishParams) error {
 		return err
 	}
 	return s.mutate(ctx, "finish", p.Ref, func(now int64) (string, []any) {
-		return finishMarker, []any{string(p.Outcome), p.Error, int64(p.Duration), now, now}
+		state, leaseEnd := slotstore.StateDone, now
+		if !p.RetryAt.IsZero() {
+			state, leaseEnd = slotstore.StateRetrying, p.RetryAt.UnixMilli()
+		}
+		return finishMarker, []any{string(state), string(p.Outcome), p.Error, int64(p.Duration), now, leaseEnd}
 	})
 }
 
@@ -74,7 +79,7 @@ func (s *Store) mutate(ctx context.Context, op string, ref slotstore.Ref, stmt f
 		return s.fail(op, err)
 	}
 	if n == 0 {
-		if query == finishMarker && s.doneBy(ctx, ref) {
+		if query == finishMarker && s.settledBy(ctx, ref) {
 			return nil // already finished by this claim
 		}
 		return fmt.Errorf("sqlitestore: %s: %w", op, slotstore.ErrLeaseLost)
@@ -82,10 +87,10 @@ func (s *Store) mutate(ctx context.Context, op string, ref slotstore.Ref, stmt f
 	return nil
 }
 
-// doneBy reports whether the slot is done under ref's fence. It runs while
-// the caller holds this Store's write turn.
-func (s *Store) doneBy(ctx context.Context, ref slotstore.Ref) bool {
+// settledBy reports whether the slot is done or retrying under ref's fence.
+// It runs while the caller holds this Store's write turn.
+func (s *Store) settledBy(ctx context.Context, ref slotstore.Ref) bool {
 	var one int
-	err := s.db.QueryRowContext(ctx, doneMarker, ref.Job, ref.Slot.Unix(), ref.Fence).Scan(&one)
+	err := s.db.QueryRowContext(ctx, settledMarker, ref.Job, ref.Slot.Unix(), ref.Fence).Scan(&one)
 	return err == nil
 }

@@ -9,29 +9,35 @@ import (
 // records the version a file is at. Append to the list; never edit an entry
 // a released build has applied.
 var migrations = []string{
-	// 1: markers and per-job fence counters.
+	// 1: markers, per-job fence counters and pauses.
 	`CREATE TABLE markers (
 		job         TEXT    NOT NULL,
 		slot        INTEGER NOT NULL, -- Unix seconds, UTC
-		state       TEXT    NOT NULL, -- running | done | released | abandoned
+		state       TEXT    NOT NULL, -- running | done | released | abandoned | skipped | replaced | retrying
 		holder      TEXT    NOT NULL,
-		fence       INTEGER NOT NULL,
-		attempt     INTEGER NOT NULL,
+		fence       INTEGER NOT NULL, -- 0 for a skipped slot
+		attempt     INTEGER NOT NULL, -- 0 for a skipped slot
 		claimed_at  INTEGER NOT NULL, -- Unix milliseconds, store clock
-		lease_end   INTEGER NOT NULL, -- Unix milliseconds, store clock
+		lease_end   INTEGER NOT NULL, -- Unix milliseconds, store clock; the retry's time when retrying
 		keep_until  INTEGER NOT NULL, -- Unix milliseconds
-		finished_at INTEGER NOT NULL DEFAULT 0, -- Unix milliseconds; 0 until done or abandoned
+		finished_at INTEGER NOT NULL DEFAULT 0, -- Unix milliseconds; 0 while running or released
 		outcome     TEXT    NOT NULL DEFAULT '',
 		error       TEXT    NOT NULL DEFAULT '',
 		duration_ns INTEGER NOT NULL DEFAULT 0,
+		reason      TEXT    NOT NULL DEFAULT '', -- why skipped, replaced or abandoned
+		manual      INTEGER NOT NULL DEFAULT 0,  -- 1 for a manual trigger's slot
 		PRIMARY KEY (job, slot DESC)
 	) WITHOUT ROWID;
 	CREATE INDEX markers_by_slot ON markers (slot DESC, job);
 	CREATE INDEX markers_by_keep_until ON markers (keep_until);
 	CREATE INDEX markers_by_state ON markers (state, slot DESC, job);
+	CREATE INDEX markers_running ON markers (job, slot) WHERE state = 'running';
 	CREATE TABLE fences (
 		job   TEXT    NOT NULL PRIMARY KEY,
 		fence INTEGER NOT NULL -- the last fence issued for job
+	) WITHOUT ROWID;
+	CREATE TABLE pauses (
+		job TEXT NOT NULL PRIMARY KEY -- a paused job; '' pauses the whole cluster
 	) WITHOUT ROWID;`,
 }
 

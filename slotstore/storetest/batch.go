@@ -169,6 +169,7 @@ func testBatchInvalid(t *testing.T, s slotstore.Store) {
 		{"negative lease", slotstore.ClaimRequest{Job: "v", Slot: sl[0], Lease: -time.Second}},
 		{"bad on_crash", slotstore.ClaimRequest{Job: "v", Slot: sl[0], Lease: longLease, OnCrash: "sometimes"}},
 		{"negative max attempts", slotstore.ClaimRequest{Job: "v", Slot: sl[0], Lease: longLease, MaxAttempts: -1}},
+		{"bad overlap", slotstore.ClaimRequest{Job: "v", Slot: sl[0], Lease: longLease, Overlap: "never"}},
 	}
 	for i, b := range bad {
 		// The bad request comes first, between or last.

@@ -45,17 +45,42 @@
 //     fence succeeds and changes nothing; renewing keeps competitors out past the original lease, also
 //     when the renewal arrives after the lease ran out but before anyone else
 //     claimed.
-//   - History order, job and state filters, limits and fields; Prune's retention and
-//     lease rules and its counts; ErrInvalid for bad parameters; ErrClosed
-//     after Close.
+//   - Abandoned markers say why (Reason "on_crash skip" or "max attempts").
+//   - Overlap forbid: a first claim is recorded skipped (Reason "overlap",
+//     the claiming replica, fence and attempt 0, no fence issued) while
+//     another slot of the job runs under a live lease, including one won
+//     earlier in the same batch; not for an expired lease, another job, a
+//     takeover-only claim or a takeover; skipped is final.
+//   - Overlap replace: a first claim wins and supersedes every other running
+//     slot of the job, live or expired, oldest first in Replaced, also one
+//     won earlier in the batch; the replaced markers keep their fence, name
+//     the winner's slot, and their holders' Renew, Finish and Release fail
+//     with ErrLeaseLost and change nothing; replaced is final; a takeover
+//     supersedes nothing.
+//   - Retries: Finish with RetryAt makes the slot retrying; claims answer
+//     Waiting until it is due, then win with attempt+1, a higher fence and
+//     Claim.Retry, whatever OnCrash and MaxAttempts, also takeover-only;
+//     Finish again under the same fence succeeds, Renew and Release fail;
+//     RetryAt with Succeeded is ErrInvalid.
+//   - Skip records slots without a marker with the given reason and leaves
+//     every other slot alone, answering held, waiting, finished or skipped
+//     as a claim would; order is kept; an invalid request fails the batch
+//     with ErrInvalid and changes nothing.
+//   - Pauses of jobs and of the whole cluster round-trip, sorted and
+//     idempotent; manual claims are recorded as such, kept through
+//     takeovers, and obey overlap.
+//   - History order, job and state filters (every state), limits and fields;
+//     Prune's retention and lease rules (a retrying marker is kept until its
+//     retry is due) and its counts; ErrInvalid for bad parameters;
+//     ErrClosed after Close.
 //
 // # Time
 //
 // Leases expire in real time, by the store's own clock, because shared
 // backends cannot have their clocks faked. The suite uses leases of 150 ms
-// where it needs them to expire, waits for expiry by retrying a claim (a Held
-// claim changes nothing) or by sleeping past the lease end the store reported,
-// and bounds every wait. It assumes the store's clock agrees with the test
+// where it needs them to expire and retries 200 ms ahead, waits for expiry
+// by retrying a claim (a Held or Waiting claim changes nothing) or by
+// sleeping past the lease end the store reported, and bounds every wait. It assumes the store's clock agrees with the test
 // process's clock to within a few tens of milliseconds, as it does for a
 // server on the same host. The whole suite takes a few seconds.
 package storetest

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -67,20 +68,22 @@ func checkWon(t *testing.T, res slotstore.ClaimResult, replica string, r slotsto
 		t.Errorf("won %s@%s: Err() = %v", r.Job, stamp(slot), res.Err())
 	}
 	if m.Job != r.Job || !m.Slot.Equal(slot) || m.State != slotstore.StateRunning || m.Holder != replica ||
-		m.Fence != c.Fence || m.Attempt != c.Attempt || m.ClaimedAt.IsZero() || !m.LeaseEnd.After(m.ClaimedAt) {
+		m.Fence != c.Fence || m.Attempt != c.Attempt || m.ClaimedAt.IsZero() || !m.LeaseEnd.After(m.ClaimedAt) ||
+		m.Reason != "" || !m.FinishedAt.IsZero() || m.Outcome != "" || m.Error != "" || m.Duration != 0 {
 		t.Errorf("won %s@%s by %s with %+v: marker %+v", r.Job, stamp(slot), replica, c, m)
 	}
 }
 
 // claimAfterExpiry claims r for replica once the lease holding the slot has
-// expired. A claim made while the slot is still held changes nothing, so it
-// retries after the remaining lease the store reported, for at most patience.
+// expired, or its retry is due. A claim made while the slot is still held or
+// waiting changes nothing, so it retries after the remaining time the store
+// reported, for at most patience.
 func claimAfterExpiry(t *testing.T, s slotstore.Store, replica string, r slotstore.ClaimRequest) slotstore.ClaimResult {
 	t.Helper()
 	deadline := time.Now().Add(patience)
 	for {
 		res := claimOne(t, s, replica, r)
-		if res.Status != slotstore.Held {
+		if res.Status != slotstore.Held && res.Status != slotstore.Waiting {
 			return res
 		}
 		if time.Now().After(deadline) {
@@ -131,7 +134,7 @@ func unchanged(t *testing.T, what string, before, after slotstore.Marker) {
 	if before.State != after.State || before.Holder != after.Holder || before.Fence != after.Fence ||
 		before.Attempt != after.Attempt || !before.LeaseEnd.Equal(after.LeaseEnd) ||
 		before.Outcome != after.Outcome || before.Error != after.Error || before.Duration != after.Duration ||
-		!before.FinishedAt.Equal(after.FinishedAt) {
+		!before.FinishedAt.Equal(after.FinishedAt) || before.Reason != after.Reason || before.Manual != after.Manual {
 		t.Errorf("%s changed the marker:\nbefore %+v\nafter  %+v", what, before, after)
 	}
 }
@@ -145,5 +148,43 @@ func increasing(t *testing.T, job string, fences []int64) {
 			t.Errorf("fences of %s in claim order are not positive and increasing: %v", job, fences)
 			return
 		}
+	}
+}
+
+// skipOne records one slot skipped for replica and returns its result.
+func skipOne(t *testing.T, s slotstore.Store, replica string, r slotstore.SkipRequest) slotstore.ClaimResult {
+	t.Helper()
+	res, err := s.Skip(t.Context(), slotstore.SkipParams{Replica: replica, Requests: []slotstore.SkipRequest{r}})
+	if err != nil {
+		t.Fatalf("skip %s@%s by %s: %v", r.Job, stamp(r.Slot), replica, err)
+	}
+	if len(res) != 1 {
+		t.Fatalf("skip %s@%s by %s: %d results, want 1", r.Job, stamp(r.Slot), replica, len(res))
+	}
+	return res[0]
+}
+
+// finish records outcome o for ref, failing the test on an error.
+func finish(t *testing.T, s slotstore.Store, p slotstore.FinishParams) {
+	t.Helper()
+	if err := s.Finish(t.Context(), p); err != nil {
+		t.Fatalf("finish %s@%s fence %d: %v", p.Job, stamp(p.Slot), p.Fence, err)
+	}
+}
+
+// sameRefs reports whether two lists name the same claims in the same order.
+func sameRefs(a, b []slotstore.Ref) bool {
+	return slices.EqualFunc(a, b, func(x, y slotstore.Ref) bool {
+		return x.Job == y.Job && x.Slot.Equal(y.Slot) && x.Fence == y.Fence
+	})
+}
+
+// within fails the test unless got lies between lo and hi, widened by a
+// second either way for the store's clock.
+func within(t *testing.T, what string, got, lo, hi time.Time) {
+	t.Helper()
+	lo, hi = lo.Add(-time.Second), hi.Add(time.Second)
+	if got.Before(lo) || got.After(hi) {
+		t.Errorf("%s = %s, want between %s and %s", what, stamp(got), stamp(lo), stamp(hi))
 	}
 }

@@ -118,7 +118,8 @@ func testPrune(t *testing.T, s slotstore.Store) {
 	ctx := t.Context()
 	recent := slots(1)[0]
 	past := recent.Add(-time.Hour)
-	sl := []time.Time{past, past.Add(time.Second), past.Add(2 * time.Second), past.Add(3 * time.Second)}
+	sl := []time.Time{past, past.Add(time.Second), past.Add(2 * time.Second), past.Add(3 * time.Second),
+		past.Add(4 * time.Second), past.Add(5 * time.Second)}
 	short := func(slot time.Time, lease time.Duration) slotstore.ClaimRequest {
 		r := req("p", slot, lease)
 		r.Retain = time.Second
@@ -128,6 +129,8 @@ func testPrune(t *testing.T, s slotstore.Store) {
 	mustWin(t, s, "r1", short(sl[1], longLease))
 	expiring := mustWin(t, s, "r1", short(sl[2], shortLease))
 	released := mustWin(t, s, "r1", short(sl[3], longLease)).Claim
+	retrying := mustWin(t, s, "r1", short(sl[4], longLease)).Claim
+	skipOne(t, s, "r1", slotstore.SkipRequest{Job: "p", Slot: sl[5], Reason: "missed", Retain: time.Second})
 	kept := mustWin(t, s, "r1", req("p", recent, longLease)).Claim
 	for _, ref := range []slotstore.Ref{done.Ref, kept.Ref} {
 		if err := s.Finish(ctx, slotstore.FinishParams{Ref: ref, Outcome: slotstore.Succeeded}); err != nil {
@@ -137,6 +140,9 @@ func testPrune(t *testing.T, s slotstore.Store) {
 	if err := s.Release(ctx, released.Ref); err != nil {
 		t.Fatalf("release: %v", err)
 	}
+	// Due when the expiring lease ends: kept until then, like a running
+	// slot.
+	finish(t, s, slotstore.FinishParams{Ref: retrying.Ref, Outcome: slotstore.Failed, RetryAt: expiring.Marker.LeaseEnd})
 
 	prune := func(want int, present ...time.Time) {
 		t.Helper()
@@ -160,11 +166,13 @@ func testPrune(t *testing.T, s slotstore.Store) {
 			t.Errorf("markers after prune: %v, want %v", got, wantSlots)
 		}
 	}
-	// The finished and released markers go; the running ones stay.
-	prune(2, recent, sl[2], sl[1])
+	// The finished, released and skipped markers go; the running ones and
+	// the one waiting for its retry stay.
+	prune(3, recent, sl[4], sl[2], sl[1])
 	waitPast(t, expiring.Marker.LeaseEnd)
-	// The running marker whose lease expired goes too.
-	prune(1, recent, sl[1])
+	// The running marker whose lease expired goes too, and the retrying one
+	// once its retry is due.
+	prune(2, recent, sl[1])
 	prune(0, recent, sl[1])
 }
 
@@ -209,5 +217,66 @@ func testHistoryState(t *testing.T, s slotstore.Store) {
 	}
 	if len(got) != 1 || !got[0].Slot.Equal(sl[2]) {
 		t.Errorf("done markers of hs-b: %+v", got)
+	}
+
+	// The states of the policies: hs-c's slot 0 is skipped, 1 replaced by
+	// 2, which is retrying.
+	skipOne(t, s, "r1", slotstore.SkipRequest{Job: "hs-c", Slot: sl[0], Reason: "missed"})
+	replaced := mustWin(t, s, "r1", req("hs-c", sl[1], longLease)).Claim
+	retrying := mustWin(t, s, "r1", overlapReq("hs-c", sl[2], longLease, slotstore.OverlapReplace)).Claim
+	finish(t, s, slotstore.FinishParams{Ref: retrying.Ref, Outcome: slotstore.Failed, RetryAt: time.Now().Add(time.Hour)})
+	for state, wantRef := range map[slotstore.State]slotstore.Ref{
+		slotstore.StateSkipped:  {Job: "hs-c", Slot: sl[0]},
+		slotstore.StateReplaced: replaced.Ref,
+		slotstore.StateRetrying: retrying.Ref,
+	} {
+		for _, job := range []string{"", "hs-c"} {
+			got, err := s.History(ctx, slotstore.HistoryParams{Job: job, State: state})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || !sameRefs([]slotstore.Ref{got[0].Ref()}, []slotstore.Ref{wantRef}) || got[0].State != state {
+				t.Errorf("%s markers of %q: %+v, want %v", state, job, got, wantRef)
+			}
+		}
+	}
+	if got, err := s.History(ctx, slotstore.HistoryParams{Job: "hs-c", State: slotstore.StateRunning}); err != nil || len(got) != 0 {
+		t.Errorf("running markers of hs-c: %+v, %v; want none", got, err)
+	}
+}
+
+// testManual: a manual claim's marker says so, through takeovers, in
+// History, and when overlap skips it.
+func testManual(t *testing.T, s slotstore.Store) {
+	const job = "manual"
+	sl := slots(3)
+	r := req(job, sl[0], shortLease)
+	r.Manual = true
+	first := mustWin(t, s, "r1", r)
+	if !first.Marker.Manual {
+		t.Errorf("manual claim: marker %+v", first.Marker)
+	}
+	plain := mustWin(t, s, "r1", req(job, sl[1], longLease))
+	if plain.Marker.Manual {
+		t.Errorf("scheduled claim: marker %+v", plain.Marker)
+	}
+	// A takeover by a scheduled claim keeps the slot manual.
+	takeover := claimAfterExpiry(t, s, "r2", req(job, sl[0], longLease))
+	wantStatus(t, "takeover of a manual slot", takeover, slotstore.Won)
+	if !takeover.Marker.Manual || takeover.Claim.Attempt != 2 {
+		t.Errorf("takeover of a manual slot: marker %+v", takeover.Marker)
+	}
+	// A manual claim obeys overlap.
+	forbid := overlapReq(job, sl[2], longLease, slotstore.OverlapForbid)
+	forbid.Manual = true
+	res := claimOne(t, s, "r3", forbid)
+	wantStatus(t, "manual forbid claim while another slot runs", res, slotstore.Skipped)
+	if !res.Marker.Manual || res.Marker.Reason != slotstore.ReasonOverlap {
+		t.Errorf("skipped manual claim: marker %+v", res.Marker)
+	}
+	for i, want := range []bool{true, false, true} {
+		if m := mustFind(t, s, job, sl[i]); m.Manual != want {
+			t.Errorf("history of slot %d: manual %v, want %v (%+v)", i, m.Manual, want, m)
+		}
 	}
 }

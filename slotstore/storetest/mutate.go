@@ -208,6 +208,11 @@ func testClosed(t *testing.T, s slotstore.Store) {
 	errs["claim"] = err
 	_, errs["history"] = s.History(ctx, slotstore.HistoryParams{})
 	_, errs["prune"] = s.Prune(ctx)
+	_, errs["skip"] = s.Skip(ctx, slotstore.SkipParams{Replica: "r1", Requests: []slotstore.SkipRequest{
+		{Job: "closed", Slot: r.Slot.Add(time.Minute), Reason: "missed"},
+	}})
+	errs["set pause"] = s.SetPause(ctx, slotstore.PauseParams{Job: "closed", Paused: true})
+	_, errs["pauses"] = s.Pauses(ctx)
 	for op, err := range errs {
 		if !errors.Is(err, slotstore.ErrClosed) {
 			t.Errorf("%s after close: %v, want ErrClosed", op, err)

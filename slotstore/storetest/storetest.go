@@ -49,6 +49,15 @@ func Run(t *testing.T, newStore func(t *testing.T) slotstore.Store) {
 		{"InvalidParams", testInvalidParams},
 		{"History", testHistory},
 		{"Prune", testPrune},
+		{"OverlapForbid", testOverlapForbid},
+		{"OverlapForbidBatch", testOverlapForbidBatch},
+		{"OverlapReplace", testOverlapReplace},
+		{"OverlapReplaceBatch", testOverlapReplaceBatch},
+		{"Retry", testRetry},
+		{"Skip", testSkip},
+		{"SkipInvalid", testSkipInvalid},
+		{"Pauses", testPauses},
+		{"Manual", testManual},
 		{"Closed", testClosed},
 	}
 	for _, tc := range tests {

@@ -35,7 +35,8 @@ func testOnCrashSkip(t *testing.T, s slotstore.Store) {
 	first := mustWin(t, s, "r1", r)
 	res := claimAfterExpiry(t, s, "r2", r)
 	wantStatus(t, "claim after expiry", res, slotstore.Abandoned)
-	if m := res.Marker; m.State != slotstore.StateAbandoned || m.Holder != "r1" || m.Fence != first.Claim.Fence {
+	if m := res.Marker; m.State != slotstore.StateAbandoned || m.Holder != "r1" || m.Fence != first.Claim.Fence ||
+		m.Reason != slotstore.ReasonOnCrashSkip || m.FinishedAt.IsZero() {
 		t.Errorf("abandoned marker: %+v", m)
 	}
 	if !errors.Is(res.Err(), slotstore.ErrSlotTaken) {
@@ -48,7 +49,7 @@ func testOnCrashSkip(t *testing.T, s slotstore.Store) {
 	if !errors.Is(err, slotstore.ErrLeaseLost) {
 		t.Errorf("finish of an abandoned slot: %v, want ErrLeaseLost", err)
 	}
-	if m := mustFind(t, s, r.Job, r.Slot); m.State != slotstore.StateAbandoned || m.Outcome != "" {
+	if m := mustFind(t, s, r.Job, r.Slot); m.State != slotstore.StateAbandoned || m.Outcome != "" || m.Reason != slotstore.ReasonOnCrashSkip {
 		t.Errorf("history: %+v", m)
 	}
 }
@@ -66,7 +67,7 @@ func testMaxAttempts(t *testing.T, s slotstore.Store) {
 	}
 	third := claimAfterExpiry(t, s, "r3", r)
 	wantStatus(t, "third attempt", third, slotstore.Abandoned)
-	if m := third.Marker; m.State != slotstore.StateAbandoned || m.Attempt != 2 || m.Holder != "r2" {
+	if m := third.Marker; m.State != slotstore.StateAbandoned || m.Attempt != 2 || m.Holder != "r2" || m.Reason != slotstore.ReasonMaxAttempts {
 		t.Errorf("abandoned marker: %+v", m)
 	}
 	wantStatus(t, "later claim", claimOne(t, s, "r4", r), slotstore.Abandoned)

@@ -1,64 +1,69 @@
 -- The claim of a batch, as one function so that a batch is one statement
--- and one round trip. It encodes the decision table of slotstore.Decide and
--- slotstore.Apply. {schema} is replaced by the store's quoted schema name.
+-- and one round trip. It encodes the decision table of slotstore.Decide,
+-- Apply, Supersede and ApplySkip. {schema} is replaced by the store's quoted
+-- schema name.
 
 -- One row per request of a batch: the decision and the marker it left.
 CREATE TYPE {schema}.claim_result AS (
-    ord         integer,     -- position of the request, from 1
-    won         boolean,
-    prev_holder text,        -- holder of the marker a winning claim replaced
-    job         text,
-    slot        timestamptz,
-    state       text,
-    holder      text,
-    fence       bigint,
-    attempt     integer,
-    claimed_at  timestamptz,
-    lease_end   timestamptz,
-    keep_until  timestamptz,
-    finished_at timestamptz,
-    outcome     text,
-    error       text,
-    duration_ns bigint,
-    now         timestamptz  -- the database time the batch was decided at
+    ord             integer,       -- position of the request, from 1
+    won             boolean,
+    prev_holder     text,          -- holder of the marker a winning claim replaced
+    retry           boolean,       -- the winning claim took a retrying slot
+    job             text,
+    slot            timestamptz,
+    state           text,
+    holder          text,
+    fence           bigint,
+    attempt         integer,
+    claimed_at      timestamptz,
+    lease_end       timestamptz,
+    keep_until      timestamptz,
+    finished_at     timestamptz,
+    outcome         text,
+    error           text,
+    duration_ns     bigint,
+    reason          text,
+    manual          boolean,
+    replaced_slots  timestamptz[], -- the claims a replace claim superseded, oldest first
+    replaced_fences bigint[],
+    now             timestamptz    -- the database time the batch was decided at
 );
 
--- claim decides every request of a batch, in request order.
+-- claim decides every request of a batch, in request order: a claim, or,
+-- where p_skipping is true, a skip (Store.Skip).
 --
 --  1. It locks the fence row of every job of the batch in job order,
---     creating missing rows. Every claim does this before it reads a marker,
---     so claims of a job take turns and two batches can never wait for each
---     other in a cycle. Fenced mutations lock one marker row and nothing
---     else, so they cannot close a cycle either.
+--     creating missing rows. Every claim and skip does this before it reads
+--     a marker, so claims of a job take turns (no other transaction creates
+--     a marker of the job meanwhile) and two batches can never wait for
+--     each other in a cycle.
 --  2. It reads the clock once the locks are held, so the claims of a job
 --     see times that follow each other, and decides the whole batch at that
 --     one instant.
---  3. One statement, with a snapshot taken after the locks were granted,
---     decides every request from its marker, numbers the winners of each
---     job in request order from the larger of the job's last fence and the
---     clock in microseconds, writes the new
---     markers (INSERT), the takeovers and claims of released slots (UPDATE
---     conditional on the state and fence it read and on the lease having
---     ended), the abandonments (likewise conditional), and raises the
---     fence rows. Of the requests naming one slot, the first decides (the
---     first that is not takeover-only, when the slot has no marker); those
---     before it are absent, those after it see the marker it left.
---  4. The writes match exactly the markers as read; the statement computes
---     the markers they leave rather than joining written rows back to their
---     requests. If a write matched nothing, a fenced mutation or a prune
---     changed that marker after the read: the statement's writes are rolled
---     back to a savepoint and the statement runs again with a fresh
---     snapshot, so every decision is taken on the marker it changes and the
---     fences stay in request order.
+--  3. For each request it locks the slot's marker row (SELECT ... FOR
+--     UPDATE: under READ COMMITTED it waits for a fenced mutation or a
+--     prune in progress and reads the row that one left), decides on it,
+--     and writes. A claim with an overlap policy that would create the
+--     slot's first marker reads the job's running markers (markers_running):
+--     forbid skips the slot if one has a live lease; replace supersedes
+--     them all, in an UPDATE that locks each and checks it is still
+--     running. Each request sees what the requests before it wrote.
+--  4. Each job's winners take, in request order, the fences after the
+--     larger of the job's last fence and the clock in microseconds; the
+--     fence rows are raised at the end, in the same transaction.
 CREATE FUNCTION {schema}.claim(
     p_replica       text,
     p_job           text[],
     p_slot          timestamptz[],
     p_lease_us      bigint[],
-    p_skip          boolean[],
+    p_crash_skip    boolean[],     -- on_crash skip
     p_max_attempts  integer[],
     p_keep_until    timestamptz[],
-    p_takeover_only boolean[]
+    p_takeover_only boolean[],
+    p_overlap       text[],        -- allow | forbid | replace
+    p_manual        boolean[],
+    p_skipping      boolean[],     -- a skip request, not a claim
+    p_reason        text[]         -- a skip's reason; a replace claim's reason for what it replaces
 ) RETURNS SETOF {schema}.claim_result
 LANGUAGE plpgsql VOLATILE
 -- Every name below is schema-qualified or built in: no other schema's
@@ -66,9 +71,16 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_now  timestamptz;
-    v_out  {schema}.claim_result[];
-    v_miss bigint;
+    v_now    timestamptz;
+    v_floor  bigint;
+    v_jobs   text[];   -- the batch's jobs, sorted
+    v_last   bigint[]; -- the last fence issued for each of v_jobs
+    v_cur    {schema}.markers;
+    v_found  boolean;
+    v_dec    text;
+    v_j      integer;
+    v_fence  bigint;
+    v_res    {schema}.claim_result;
 BEGIN
     -- Each statement below must see what committed before it started.
     IF current_setting('transaction_isolation') <> 'read committed' THEN
@@ -79,128 +91,137 @@ BEGIN
     INSERT INTO {schema}.fences AS f (job, fence)
     SELECT DISTINCT u.job COLLATE "C", 0 FROM unnest(p_job) AS u(job) ORDER BY 1
     ON CONFLICT (job) DO UPDATE SET fence = f.fence WHERE false; -- locks, writes nothing
+    SELECT array_agg(f.job ORDER BY f.job), array_agg(f.fence ORDER BY f.job) INTO v_jobs, v_last
+    FROM {schema}.fences f WHERE f.job = ANY (p_job);
 
-    FOR v_try IN 1..5 LOOP
-        v_now := clock_timestamp();
-        BEGIN
-            WITH req AS (
-                SELECT r.job COLLATE "C" AS job, r.slot, r.lease_us * interval '1 microsecond' AS lease,
-                       r.skip, r.max_attempts, r.keep_until, r.takeover_only, r.ord::integer AS ord
-                FROM unnest(p_job, p_slot, p_lease_us, p_skip, p_max_attempts, p_keep_until, p_takeover_only)
-                     WITH ORDINALITY AS r(job, slot, lease_us, skip, max_attempts, keep_until, takeover_only, ord)
-            ),
-            grouped AS (
-                -- active: the request that decides the slot.
-                SELECT req.*, m AS cur,
-                       CASE WHEN m.job IS NOT NULL THEN min(req.ord) OVER w
-                            ELSE min(req.ord) FILTER (WHERE NOT req.takeover_only) OVER w END AS active
-                FROM req LEFT JOIN {schema}.markers m ON m.job = req.job AND m.slot = req.slot
-                WINDOW w AS (PARTITION BY req.job, req.slot)
-            ),
-            decided AS (
-                SELECT g.*,
-                    CASE
-                        WHEN g.active IS NULL OR g.ord < g.active THEN 'absent'
-                        WHEN g.ord > g.active THEN 'after'
-                        WHEN (g.cur).job IS NULL OR (g.cur).state = 'released' THEN 'win'
-                        WHEN (g.cur).state <> 'running' OR v_now < (g.cur).lease_end THEN 'lose'
-                        WHEN g.skip OR (g.max_attempts > 0 AND (g.cur).attempt >= g.max_attempts) THEN 'abandon'
-                        ELSE 'win'
-                    END AS decision
-                FROM grouped g
-            ),
-            numbered AS (
-                -- A job's winners take the fences after the larger of its
-                -- last fence and the database clock in microseconds: the
-                -- clock is a floor that keeps fences growing even if the
-                -- fences row lost recent commits (a failover to a replica
-                -- that was behind, synchronous_commit off).
-                SELECT d.*, CASE WHEN d.decision = 'win' THEN
-                           greatest(f.fence, (extract(epoch FROM v_now) * 1000000)::bigint)
-                           + count(*) FILTER (WHERE d.decision = 'win') OVER (PARTITION BY d.job ORDER BY d.ord)
-                       END AS new_fence
-                FROM decided d JOIN {schema}.fences f ON f.job = d.job
-            ),
-            inserted AS (
-                INSERT INTO {schema}.markers AS m (job, slot, state, holder, fence, attempt, claimed_at, lease_end, keep_until)
-                SELECT n.job, n.slot, 'running', p_replica, n.new_fence, 1, v_now, v_now + n.lease, n.keep_until
-                FROM numbered n WHERE n.decision = 'win' AND (n.cur).job IS NULL
-                ON CONFLICT DO NOTHING
-                RETURNING 1
-            ),
-            taken AS (
-                UPDATE {schema}.markers AS m
-                SET state = 'running', holder = p_replica, fence = n.new_fence, attempt = m.attempt + 1,
-                    claimed_at = v_now, lease_end = v_now + n.lease, keep_until = n.keep_until,
-                    finished_at = NULL, outcome = '', error = '', duration_ns = 0
-                FROM numbered n
-                WHERE n.decision = 'win' AND (n.cur).job IS NOT NULL
-                  AND m.job = n.job AND m.slot = n.slot
-                  AND m.state = (n.cur).state AND m.fence = (n.cur).fence AND m.attempt = (n.cur).attempt
-                  AND (m.state = 'released' OR m.lease_end <= v_now)
-                RETURNING 1
-            ),
-            abandoned AS (
-                UPDATE {schema}.markers AS m SET state = 'abandoned', finished_at = v_now
-                FROM numbered n
-                WHERE n.decision = 'abandon'
-                  AND m.job = n.job AND m.slot = n.slot
-                  AND m.state = 'running' AND m.fence = (n.cur).fence AND m.lease_end = (n.cur).lease_end
-                RETURNING 1
-            ),
-            raised AS (
-                UPDATE {schema}.fences AS f SET fence = w.top
-                FROM (SELECT job, max(new_fence) AS top FROM numbered WHERE decision = 'win' GROUP BY job) w
-                WHERE f.job = w.job
-            ),
-            decisive AS (
-                -- The marker a deciding request leaves, as the writes above
-                -- leave it when they match; computed here so that no
-                -- written row needs joining back to its request.
-                SELECT n.*, CASE n.decision
-                    WHEN 'win' THEN ROW(n.job, n.slot, 'running', p_replica, n.new_fence,
-                        COALESCE((n.cur).attempt, 0) + 1, v_now, v_now + n.lease, n.keep_until,
-                        NULL, '', '', 0)::{schema}.markers
-                    WHEN 'abandon' THEN ROW((n.cur).job, (n.cur).slot, 'abandoned', (n.cur).holder, (n.cur).fence,
-                        (n.cur).attempt, (n.cur).claimed_at, (n.cur).lease_end, (n.cur).keep_until,
-                        v_now, (n.cur).outcome, (n.cur).error, (n.cur).duration_ns)::{schema}.markers
-                    WHEN 'lose' THEN n.cur
-                END AS left_row
-                FROM numbered n
-            ),
-            outcome AS (
-                -- Requests after the deciding one see the marker it left.
-                SELECT d.ord, d.cur, d.decision = 'win' AS won,
-                       CASE WHEN d.decision <> 'absent' THEN first_value(d.left_row)
-                           OVER (PARTITION BY d.job, d.slot ORDER BY d.ord = d.active DESC NULLS LAST) END AS row
-                FROM decisive d
-            )
-            SELECT array_agg(ROW(
-                       o.ord, o.won, CASE WHEN o.won THEN COALESCE((o.cur).holder, '') ELSE '' END,
-                       COALESCE((o.row).job, ''), COALESCE((o.row).slot, '0001-01-01 00:00:00+00'),
-                       COALESCE((o.row).state, ''), COALESCE((o.row).holder, ''),
-                       COALESCE((o.row).fence, 0), COALESCE((o.row).attempt, 0),
-                       COALESCE((o.row).claimed_at, '0001-01-01 00:00:00+00'),
-                       COALESCE((o.row).lease_end, '0001-01-01 00:00:00+00'),
-                       COALESCE((o.row).keep_until, '0001-01-01 00:00:00+00'), (o.row).finished_at,
-                       COALESCE((o.row).outcome, ''), COALESCE((o.row).error, ''),
-                       COALESCE((o.row).duration_ns, 0), v_now
-                   )::{schema}.claim_result ORDER BY o.ord),
-                   (SELECT count(*) FROM numbered WHERE decision IN ('win', 'abandon'))
-                   - (SELECT count(*) FROM inserted) - (SELECT count(*) FROM taken) - (SELECT count(*) FROM abandoned)
-            INTO v_out, v_miss
-            FROM outcome o;
+    v_now := clock_timestamp();
+    v_floor := (extract(epoch FROM v_now) * 1000000)::bigint;
 
-            IF v_miss > 0 THEN
-                RAISE EXCEPTION USING ERRCODE = 'SC001'; -- undoes this pass's writes
+    FOR i IN 1 .. coalesce(array_length(p_job, 1), 0) LOOP
+        SELECT * INTO v_cur FROM {schema}.markers m
+        WHERE m.job = p_job[i] AND m.slot = p_slot[i] FOR UPDATE;
+        v_found := FOUND;
+
+        -- Decide.
+        v_dec := 'lose';
+        IF p_skipping[i] THEN
+            IF NOT v_found THEN
+                v_dec := 'skip';
             END IF;
-            RETURN QUERY SELECT * FROM unnest(v_out);
-            RETURN;
-        EXCEPTION WHEN SQLSTATE 'SC001' THEN
-            -- A marker changed between this pass's read and its write: read again.
-        END;
+        ELSIF NOT v_found THEN
+            IF NOT p_takeover_only[i] THEN
+                v_dec := 'win';
+                IF p_overlap[i] = 'forbid' AND EXISTS (
+                    SELECT 1 FROM {schema}.markers m
+                    WHERE m.job = p_job[i] AND m.state = 'running' AND m.slot <> p_slot[i] AND m.lease_end > v_now
+                ) THEN
+                    v_dec := 'overlap';
+                END IF;
+            END IF;
+        ELSIF v_cur.state = 'released' THEN
+            v_dec := 'win';
+        ELSIF v_cur.state = 'retrying' THEN
+            IF v_now >= v_cur.lease_end THEN
+                v_dec := 'win';
+            END IF;
+        ELSIF v_cur.state = 'running' AND v_now >= v_cur.lease_end THEN
+            IF p_crash_skip[i] OR (p_max_attempts[i] > 0 AND v_cur.attempt >= p_max_attempts[i]) THEN
+                v_dec := 'abandon';
+            ELSE
+                v_dec := 'win';
+            END IF;
+        END IF;
+
+        -- Apply.
+        v_res := NULL;
+        v_res.ord := i;
+        v_res.won := v_dec = 'win';
+        v_res.prev_holder := '';
+        v_res.retry := false;
+        v_res.now := v_now;
+        IF v_dec = 'win' THEN
+            IF p_overlap[i] = 'replace' AND NOT v_found THEN
+                WITH gone AS (
+                    UPDATE {schema}.markers m
+                    SET state = 'replaced', reason = p_reason[i], lease_end = v_now, finished_at = v_now
+                    WHERE m.job = p_job[i] AND m.state = 'running' AND m.slot <> p_slot[i]
+                    RETURNING m.slot, m.fence
+                )
+                SELECT array_agg(g.slot ORDER BY g.slot), array_agg(g.fence ORDER BY g.slot)
+                INTO v_res.replaced_slots, v_res.replaced_fences FROM gone g;
+            END IF;
+            v_j := array_position(v_jobs, p_job[i]);
+            v_fence := greatest(v_last[v_j], v_floor) + 1;
+            v_last[v_j] := v_fence;
+            IF v_found THEN
+                v_res.prev_holder := v_cur.holder;
+                v_res.retry := v_cur.state = 'retrying';
+                UPDATE {schema}.markers m
+                SET state = 'running', holder = p_replica, fence = v_fence, attempt = m.attempt + 1,
+                    claimed_at = v_now, lease_end = v_now + p_lease_us[i] * interval '1 microsecond',
+                    keep_until = p_keep_until[i], finished_at = NULL, outcome = '', error = '', duration_ns = 0,
+                    reason = ''
+                WHERE m.job = p_job[i] AND m.slot = p_slot[i]
+                RETURNING m.* INTO v_cur;
+            ELSE
+                INSERT INTO {schema}.markers AS m (job, slot, state, holder, fence, attempt, claimed_at, lease_end,
+                    keep_until, manual)
+                VALUES (p_job[i], p_slot[i], 'running', p_replica, v_fence, 1, v_now,
+                    v_now + p_lease_us[i] * interval '1 microsecond', p_keep_until[i], p_manual[i])
+                RETURNING m.* INTO v_cur;
+            END IF;
+        ELSIF v_dec = 'abandon' THEN
+            UPDATE {schema}.markers m
+            SET state = 'abandoned', finished_at = v_now,
+                reason = CASE WHEN p_crash_skip[i] THEN 'on_crash skip' ELSE 'max attempts' END
+            WHERE m.job = p_job[i] AND m.slot = p_slot[i]
+            RETURNING m.* INTO v_cur;
+        ELSIF v_dec IN ('skip', 'overlap') THEN
+            INSERT INTO {schema}.markers AS m (job, slot, state, holder, fence, attempt, claimed_at, lease_end,
+                keep_until, finished_at, reason, manual)
+            VALUES (p_job[i], p_slot[i], 'skipped', p_replica, 0, 0, v_now, v_now, p_keep_until[i], v_now,
+                CASE WHEN v_dec = 'overlap' THEN 'overlap' ELSE p_reason[i] END, p_manual[i] AND NOT p_skipping[i])
+            RETURNING m.* INTO v_cur;
+        END IF;
+
+        IF v_found OR v_dec <> 'lose' THEN
+            v_res.job := v_cur.job;
+            v_res.slot := v_cur.slot;
+            v_res.state := v_cur.state;
+            v_res.holder := v_cur.holder;
+            v_res.fence := v_cur.fence;
+            v_res.attempt := v_cur.attempt;
+            v_res.claimed_at := v_cur.claimed_at;
+            v_res.lease_end := v_cur.lease_end;
+            v_res.keep_until := v_cur.keep_until;
+            v_res.finished_at := v_cur.finished_at;
+            v_res.outcome := v_cur.outcome;
+            v_res.error := v_cur.error;
+            v_res.duration_ns := v_cur.duration_ns;
+            v_res.reason := v_cur.reason;
+            v_res.manual := v_cur.manual;
+        ELSE
+            -- Absent: a takeover-only claim of a slot without a marker.
+            v_res.job := '';
+            v_res.slot := '0001-01-01 00:00:00+00';
+            v_res.state := '';
+            v_res.holder := '';
+            v_res.fence := 0;
+            v_res.attempt := 0;
+            v_res.claimed_at := '0001-01-01 00:00:00+00';
+            v_res.lease_end := '0001-01-01 00:00:00+00';
+            v_res.keep_until := '0001-01-01 00:00:00+00';
+            v_res.outcome := '';
+            v_res.error := '';
+            v_res.duration_ns := 0;
+            v_res.reason := '';
+            v_res.manual := false;
+        END IF;
+        RETURN NEXT v_res;
     END LOOP;
-    RAISE EXCEPTION 'slotcron claim: markers kept changing during the claim'
-        USING ERRCODE = 'serialization_failure';
+
+    UPDATE {schema}.fences AS f SET fence = u.fence
+    FROM unnest(v_jobs, v_last) AS u(job, fence)
+    WHERE f.job = u.job AND f.fence < u.fence;
 END;
 $$;

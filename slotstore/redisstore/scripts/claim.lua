@@ -1,23 +1,30 @@
--- Claims a batch of slots: slotstore.Decide and slotstore.Apply in Lua,
--- atomic because Redis runs one script at a time. It decides every request
--- first, reading only, then writes: a batch that fails while deciding (a key
--- of the wrong type) changes nothing, and fences are stored before any
--- marker that carries one.
+-- Claims or skips a batch of slots: slotstore.Decide, Apply, Supersede and
+-- ApplySkip in Lua, atomic because Redis runs one script at a time. It
+-- decides every request first, reading only, then writes: a batch that
+-- fails while deciding (a key of the wrong type) changes nothing, and
+-- fences are stored before any marker that carries one.
 --
 -- KEYS: for each job g = 1..G its fence counter, slot index, expiry index
 --       and running index (KEYS[4g-3] .. KEYS[4g]); then the marker of each
 --       request (KEYS[4G+i]); then, when ARGV[3] is '1', the set of job names.
--- ARGV: replica, G, '1' or '0', the G job names, then seven values a
---       request: job g, slot (Unix s), lease (ms), on_crash, max attempts,
---       keep until (Unix ms), takeover only ('1' or '0').
--- Reply: fourteen values a request: status (1 won, 2 held, 3 finished,
---       4 abandoned, 5 absent), the marker's FIELDS as the claim left it, the
---       previous holder of a won slot, the remaining lease of a held one (ms).
+-- ARGV: replica, G, '1' or '0', the G job names, the G prefixes of their
+--       marker keys, then eleven values a request: job g, slot (Unix s),
+--       lease (ms), on_crash, max attempts, keep until (Unix ms), takeover
+--       only ('1' or '0'), overlap, manual ('1' or '0'), kind ('c' claim or
+--       's' skip), reason (a skip's; for a claim with replace, the reason
+--       of the markers it replaces).
+-- Reply: eighteen values a request: status (1 won, 2 held, 3 finished,
+--       4 abandoned, 5 absent, 6 skipped, 7 waiting), the marker's FIELDS as
+--       the request left it, the previous holder of a won slot, the
+--       remaining lease of a held slot or time until the retry of a waiting
+--       one (ms), '1' when a won slot was retrying, and the claims a replace
+--       claim superseded as 'slot fence slot fence ...'.
 local replica, G = ARGV[1], tonumber(ARGV[2])
 local now, floor = clock()
 local nowText = int(now)
-local first = 4 + G
-local n = (#ARGV - first + 1) / 7
+local first = 4 + 2 * G
+local stride = 11
+local n = (#ARGV - first + 1) / stride
 
 -- The next fence of job g: past the last one and never below Redis's clock
 -- in microseconds, so a counter lost with the data restarts above every
@@ -33,27 +40,103 @@ local function nextFence(g)
   return f
 end
 
--- Decide, in request order. A slot named twice sees what the batch did to
--- it before.
-local markers = {} -- marker key -> fields as the batch left them
-local writes = {}  -- {request, g, slot, expire at}: the markers to write
+-- Markers as the batch leaves them, by key, read on first use.
+local markers = {}
+local function markerOf(key)
+  local m = markers[key]
+  if m == nil then
+    m = redis.call('HMGET', key, unpack(FIELDS))
+    markers[key] = m
+  end
+  return m
+end
+
+-- The slots of job g that may be running: its running index, read only
+-- when an overlap policy needs it, plus the slots the batch won.
+local running, wonEarly = {}, {}
+local function runningOf(g)
+  local r = running[g]
+  if r == nil then
+    r = {}
+    for _, slot in ipairs(redis.call('ZRANGE', KEYS[4 * g], 0, -1)) do
+      r[slot] = true
+    end
+    for _, slot in ipairs(wonEarly[g] or {}) do
+      r[slot] = true
+    end
+    running[g] = r
+  end
+  return r
+end
+local function noteRunning(g, slot)
+  if running[g] then
+    running[g][slot] = true
+  else
+    wonEarly[g] = wonEarly[g] or {}
+    table.insert(wonEarly[g], slot)
+  end
+end
+
+-- others returns {slot, key} of job g's running slots other than slot,
+-- oldest first.
+local function others(g, slot)
+  local out = {}
+  for s in pairs(runningOf(g)) do
+    local key = ARGV[3 + G + g] .. s
+    if s ~= slot and markerOf(key)[1] == 'running' then
+      out[#out + 1] = {s, key}
+    end
+  end
+  table.sort(out, function(x, y) return tonumber(x[1]) < tonumber(y[1]) end)
+  return out
+end
+
+-- Decide and apply, in request order. A slot named twice sees what the
+-- batch did to it before.
+local dirty, dirtyOrder = {}, {} -- marker key -> {g, slot}: the markers to write
+local function touch(key, g, slot)
+  if not dirty[key] then
+    dirty[key] = {g, slot}
+    dirtyOrder[#dirtyOrder + 1] = key
+  end
+end
 local out = {}
 for i = 1, n do
-  local a = first + (i - 1) * 7
+  local a = first + (i - 1) * stride
   local g, slot = tonumber(ARGV[a]), ARGV[a + 1]
   local lease, onCrash = tonumber(ARGV[a + 2]), ARGV[a + 3]
-  local maxAttempts, keep = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
+  local maxAttempts, keep = tonumber(ARGV[a + 4]), ARGV[a + 5]
+  local takeoverOnly, overlap, manual = ARGV[a + 6] == '1', ARGV[a + 7], ARGV[a + 8] == '1'
+  local skipping, reason = ARGV[a + 9] == 's', ARGV[a + 10]
   local key = KEYS[4 * G + i]
-  local m = markers[key] or redis.call('HMGET', key, unpack(FIELDS))
+  local m = markerOf(key)
   local state = m[1]
 
   local decision = 'lose'
-  if not state then
-    if ARGV[a + 6] ~= '1' then
+  if skipping then
+    if not state then
+      decision = 'skip'
+    end
+  elseif not state then
+    if not takeoverOnly then
       decision = 'win'
+      if overlap == 'forbid' then
+        for _, o in ipairs(others(g, slot)) do
+          if now < tonumber(markerOf(o[2])[6]) then
+            decision, reason = 'skip', 'overlap'
+            break
+          end
+        end
+      elseif overlap == 'replace' and #others(g, slot) > 0 then
+        decision = 'replace'
+      end
     end
   elseif state == 'released' then
     decision = 'win'
+  elseif state == 'retrying' then
+    if now >= tonumber(m[6]) then
+      decision = 'win'
+    end
   elseif state == 'running' and now >= tonumber(m[6]) then
     if onCrash == 'skip' or (maxAttempts > 0 and tonumber(m[4]) >= maxAttempts) then
       decision = 'abandon'
@@ -62,28 +145,61 @@ for i = 1, n do
     end
   end
 
-  local status, prev, remaining = 0, '', 0
-  if decision == 'win' then
-    prev = m[2] or ''
-    local leaseEnd = now + lease
+  local status, prev, remaining, retry, replaced = 0, '', 0, '0', {}
+  if decision == 'win' or decision == 'replace' then
+    if decision == 'replace' then
+      for _, o in ipairs(others(g, slot)) do
+        local om = markerOf(o[2])
+        om[1], om[12], om[6], om[8] = 'replaced', reason, nowText, nowText
+        touch(o[2], g, o[1])
+        replaced[#replaced + 1] = o[1] .. ' ' .. om[3]
+      end
+    end
+    local mark = ''
+    if state then
+      prev, mark = m[2], m[13] or ''
+    elseif manual then
+      mark = '1'
+    end
+    if state == 'retrying' then
+      retry = '1'
+    end
     m = {'running', replica, int(nextFence(g)), int(tonumber(m[4] or '0') + 1),
-      nowText, int(leaseEnd), ARGV[a + 5], '', '', '', ''}
-    writes[#writes + 1] = {i, g, slot, int(math.max(keep, leaseEnd))}
+      nowText, int(now + lease), keep, '', '', '', '', '', mark}
+    noteRunning(g, slot)
     status = 1
   elseif decision == 'abandon' then
-    m[1], m[8] = 'abandoned', nowText
-    writes[#writes + 1] = {i, g, slot, int(math.max(tonumber(m[7]), now))}
+    m[1], m[8], m[12] = 'abandoned', nowText, 'max attempts'
+    if onCrash == 'skip' then
+      m[12] = 'on_crash skip'
+    end
     status = 4
+  elseif decision == 'skip' then
+    local mark = ''
+    if manual then
+      mark = '1'
+    end
+    m = {'skipped', replica, '0', '0', nowText, nowText, keep, nowText, '', '', '', reason, mark}
+    status = 6
   elseif not state then
     status = 5
   elseif state == 'running' then
-    status, remaining = 2, tonumber(m[6]) - now
+    status, remaining = 2, math.max(tonumber(m[6]) - now, 0)
+  elseif state == 'released' then
+    status = 2
+  elseif state == 'retrying' then
+    status, remaining = 7, math.max(tonumber(m[6]) - now, 0)
   elseif state == 'abandoned' then
     status = 4
+  elseif state == 'skipped' then
+    status = 6
   else
     status = 3
   end
-  markers[key] = m
+  if decision ~= 'lose' then
+    markers[key] = m
+    touch(key, g, slot)
+  end
 
   out[#out + 1] = status
   for j = 1, #FIELDS do
@@ -91,6 +207,8 @@ for i = 1, n do
   end
   out[#out + 1] = prev
   out[#out + 1] = remaining
+  out[#out + 1] = retry
+  out[#out + 1] = table.concat(replaced, ' ')
 end
 
 -- Write: fences first, then markers, then the indexes, a job at a time.
@@ -100,33 +218,45 @@ end
 for g, f in pairs(fences) do
   redis.call('SET', KEYS[4 * g - 3], int(f))
 end
-local running, expiries = {}, {}
+local slots, adds, dels, expiries = {}, {}, {}, {}
 for g = 1, G do
-  running[g], expiries[g] = {}, {}
+  slots[g], adds[g], dels[g], expiries[g] = {}, {}, {}, {}
 end
-for _, w in ipairs(writes) do
-  local i, g, slot, at = w[1], w[2], w[3], w[4]
-  local key = KEYS[4 * G + i]
+for _, key in ipairs(dirtyOrder) do
+  local g, slot = dirty[key][1], dirty[key][2]
   local m = markers[key]
-  local r, e = running[g], expiries[g]
-  if m[1] == 'running' then
-    redis.call('HSET', key, 's', m[1], 'h', m[2], 'f', m[3], 'a', m[4], 'c', m[5], 'l', m[6], 'k', m[7],
-      'fa', '', 'o', '', 'e', '', 'd', '')
-    r[#r + 1], r[#r + 2] = slot, slot
-  else
-    redis.call('HSET', key, 's', m[1], 'fa', m[8])
-    redis.call('ZREM', KEYS[4 * g], slot)
+  local args = {}
+  for j = 1, #FIELDS do
+    args[#args + 1] = FIELDS[j]
+    args[#args + 1] = m[j] or ''
   end
-  redis.call('PEXPIREAT', key, at)
-  e[#e + 1], e[#e + 2] = at, slot
+  redis.call('HSET', key, unpack(args))
+  -- A marker lives until its retention ends and, while running or
+  -- retrying, until its lease ends or its retry is due.
+  local at = math.max(tonumber(m[7]), now)
+  if m[1] == 'running' or m[1] == 'retrying' then
+    at = math.max(tonumber(m[7]), tonumber(m[6]))
+  end
+  redis.call('PEXPIREAT', key, int(at))
+  local s, e = slots[g], expiries[g]
+  s[#s + 1], s[#s + 2] = slot, slot
+  e[#e + 1], e[#e + 2] = int(at), slot
+  if m[1] == 'running' then
+    adds[g][#adds[g] + 1], adds[g][#adds[g] + 2] = slot, slot
+  else
+    dels[g][#dels[g] + 1] = slot
+  end
+end
+-- Lua unpacks at most 8,000 values at once: write in chunks.
+local function each(cmd, key, values)
+  for i = 1, #values, 2000 do
+    redis.call(cmd, key, unpack(values, i, math.min(i + 1999, #values)))
+  end
 end
 for g = 1, G do
-  if #running[g] > 0 then
-    redis.call('ZADD', KEYS[4 * g - 2], unpack(running[g]))
-    redis.call('ZADD', KEYS[4 * g], unpack(running[g]))
-  end
-  if #expiries[g] > 0 then
-    redis.call('ZADD', KEYS[4 * g - 1], unpack(expiries[g]))
-  end
+  each('ZADD', KEYS[4 * g - 2], slots[g])
+  each('ZADD', KEYS[4 * g - 1], expiries[g])
+  each('ZADD', KEYS[4 * g], adds[g])
+  each('ZREM', KEYS[4 * g], dels[g])
 end
 return out

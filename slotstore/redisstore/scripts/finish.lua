@@ -1,22 +1,28 @@
--- Records the outcome of a running slot held under the presented fence. A
--- slot already done under that fence is left as it is: the retry of a
--- Finish whose reply was lost succeeds.
+-- Records the outcome of a running slot held under the presented fence:
+-- done, or retrying until the retry is due. A slot already done or retrying
+-- under that fence is left as it is: the retry of a Finish whose reply was
+-- lost succeeds.
 -- KEYS: the marker, the job's expiry index and running index.
--- ARGV: fence, outcome, error, duration (ns), slot.
+-- ARGV: fence, outcome, error, duration (ns), retry due (Unix ms, '' for
+--       none), slot.
 -- Reply: 1, or 0 when the fence is not the running claim's (nothing changed).
 local m = redis.call('HMGET', KEYS[1], 's', 'f', 'k')
 if m[2] ~= ARGV[1] then
   return 0
 end
-if m[1] == 'done' then
+if m[1] == 'done' or m[1] == 'retrying' then
   return 1
 end
 if m[1] ~= 'running' then
   return 0
 end
 local now = clock()
-redis.call('HSET', KEYS[1], 's', 'done', 'o', ARGV[2], 'e', ARGV[3], 'd', ARGV[4],
-  'fa', int(now), 'l', int(now))
-redis.call('ZREM', KEYS[3], ARGV[5])
-expire(KEYS[1], KEYS[2], ARGV[5], math.max(tonumber(m[3]), now))
+local state, leaseEnd = 'done', now
+if ARGV[5] ~= '' then
+  state, leaseEnd = 'retrying', tonumber(ARGV[5])
+end
+redis.call('HSET', KEYS[1], 's', state, 'o', ARGV[2], 'e', ARGV[3], 'd', ARGV[4],
+  'fa', int(now), 'l', int(leaseEnd))
+redis.call('ZREM', KEYS[3], ARGV[6])
+expire(KEYS[1], KEYS[2], ARGV[6], math.max(tonumber(m[3]), leaseEnd))
 return 1

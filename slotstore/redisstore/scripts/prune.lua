@@ -1,6 +1,7 @@
 -- Forgets the markers of one job whose time is up: those Redis has expired
 -- (their index entries go) and any still present that slotstore's
--- Marker.Prunable allows deleting.
+-- Marker.Prunable allows deleting (retention over, and not running or
+-- retrying before the lease ends or the retry is due).
 -- KEYS: the job's slot, expiry and running indexes, pruned counter, and, on
 --       a single server, the set of job names.
 -- ARGV: the prefix of its marker keys, the most entries to look at, the
@@ -18,10 +19,11 @@ for _, slot in ipairs(due) do
     -- very millisecond, or Redis judges expiry by a clock read at the start
     -- of the script.
     local leaseEnd, keep = tonumber(m[2]), tonumber(m[3])
-    if now > keep and (m[1] ~= 'running' or now >= leaseEnd) then
+    local live = m[1] == 'running' or m[1] == 'retrying'
+    if now > keep and (not live or now >= leaseEnd) then
       redis.call('DEL', key)
       m[1] = false
-    elseif m[1] == 'running' then
+    elseif live then
       expire(key, KEYS[2], slot, math.max(keep, leaseEnd))
     else
       expire(key, KEYS[2], slot, keep)
