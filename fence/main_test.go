@@ -1,0 +1,123 @@
+package fence_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/goleak"
+
+	"github.com/slotcron/slotcron/fence"
+	"github.com/slotcron/slotcron/internal/testserver"
+)
+
+// TestMain stops the package's shared PostgreSQL after the tests and then
+// checks that no goroutine outlived its test.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testserver.StopSharedPostgres()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+var names atomic.Int64
+
+// unique returns a name no other test of the process uses, so tests that
+// share a server or the package's counter do not see each other.
+func unique(base string) string { return fmt.Sprintf("%s-%d-%d", base, os.Getpid(), names.Add(1)) }
+
+// logs is a logger whose JSON lines a test reads back.
+type logs struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logs) logger() *slog.Logger { return slog.New(slog.NewJSONHandler(l, nil)) }
+
+// lines returns the records logged with message msg.
+func (l *logs) lines(t testing.TB, msg string) []map[string]any {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(l.buf.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if rec["msg"] == msg {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// rejected returns slotcron_fence_rejections_total{resource} as a registry
+// gathers it.
+func rejected(t testing.TB, resource string) float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	if err := fence.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "slotcron_fence_rejections_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if label(m, "resource") == resource {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// wantStale fails t unless err is a StaleError for resource with the given
+// fences.
+func wantStale(t testing.TB, err error, resource string, token, highest int64) {
+	t.Helper()
+	var se *fence.StaleError
+	if !errors.As(err, &se) || !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("err = %v, want a *fence.StaleError", err)
+	}
+	if se.Resource != resource || se.Fence != token || se.Highest != highest {
+		t.Fatalf("stale error %+v, want resource %q fence %d highest %d", *se, resource, token, highest)
+	}
+}

@@ -1,0 +1,107 @@
+package fence
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// KV is a fenced key-value resource: Redis and *Memory implement it, so
+// code that writes fenced values can be tested against Memory.
+type KV interface {
+	// Set stores value under key if token is at least the highest fence
+	// key has seen; otherwise it returns a *StaleError wrapping ErrStale.
+	// A positive ttl makes the value expire; the fence record stays.
+	Set(ctx context.Context, key string, token int64, value []byte, ttl time.Duration) error
+	// Get returns the live value of key and the highest fence it has
+	// seen, or an error wrapping ErrNotFound (fence still the highest).
+	Get(ctx context.Context, key string) (value []byte, fence int64, err error)
+}
+
+var (
+	_ KV = Redis{}
+	_ KV = (*Memory)(nil)
+)
+
+// Memory is a fenced resource in the memory of one process: the highest
+// fence per resource name, and optionally a value per name. It is for tests
+// and for a single process; it fences nothing shared between processes.
+// Its zero value is ready to use; it is safe for concurrent use and must
+// not be copied after first use.
+type Memory struct {
+	// Logger receives a line for each rejection. Nil means slog.Default().
+	Logger *slog.Logger
+
+	mu      sync.Mutex
+	highest map[string]int64
+	values  map[string]memValue
+}
+
+type memValue struct {
+	data    []byte
+	expires time.Time // zero: never
+}
+
+// Check records token as the highest fence seen for resource, or returns a
+// *StaleError wrapping ErrStale when resource has seen a higher one. An
+// equal fence is accepted. It is the in-memory twin of PG.Check.
+func (m *Memory) Check(ctx context.Context, resource string, token int64) error {
+	if err := validate(resource, token); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.checkLocked(resource, token)
+}
+
+func (m *Memory) checkLocked(resource string, token int64) error {
+	if h := m.highest[resource]; token < h {
+		return reject(m.Logger, resource, token, h)
+	}
+	if m.highest == nil {
+		m.highest = make(map[string]int64)
+	}
+	m.highest[resource] = token
+	return nil
+}
+
+// Set implements KV. The TTL runs on this process's clock.
+func (m *Memory) Set(ctx context.Context, key string, token int64, value []byte, ttl time.Duration) error {
+	if err := validate(key, token); err != nil {
+		return err
+	}
+	if ttl < 0 {
+		return fmt.Errorf("%w: key %q: negative TTL %v", ErrInvalid, key, ttl)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.checkLocked(key, token); err != nil {
+		return err
+	}
+	v := memValue{data: append([]byte(nil), value...)}
+	if ttl > 0 {
+		v.expires = time.Now().Add(ttl)
+	}
+	if m.values == nil {
+		m.values = make(map[string]memValue)
+	}
+	m.values[key] = v
+	return nil
+}
+
+// Get implements KV.
+func (m *Memory) Get(ctx context.Context, key string) ([]byte, int64, error) {
+	if key == "" {
+		return nil, 0, fmt.Errorf("%w: empty key", ErrInvalid)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.highest[key]
+	v, ok := m.values[key]
+	if !ok || (!v.expires.IsZero() && !time.Now().Before(v.expires)) {
+		return nil, h, fmt.Errorf("fence: get %q: %w", key, ErrNotFound)
+	}
+	return append([]byte(nil), v.data...), h, nil
+}
