@@ -20,7 +20,8 @@ const (
 	ExitUsage   = 2 // bad configuration or usage
 )
 
-// Main gives a binary the slotcron CLI (run, validate, next, history) over the jobs
+// Main gives a binary the slotcron CLI (run, validate, next, history,
+// trigger, pause, resume) over the jobs
 // registered in reg, and exits with the command's exit code.
 func Main(reg *jobs.Registry) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -36,6 +37,9 @@ commands:
   validate  check the configuration and print every problem
   next      print the next slots of a job (or of --schedule)
   history   print the store's markers, newest slot first
+  trigger   run a job now, here, as a manual slot (obeys overlap)
+  pause     pause a job, or with no job the whole cluster, on every replica
+  resume    resume a job, or with no job the whole cluster
 
 common flags:
   --config FILE   configuration file (default $SLOTCRON_CONFIG, else slotcron.yaml)
@@ -62,6 +66,12 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer, reg *
 		err = cmdNext(rest, stdout, stderr, reg)
 	case "history":
 		err = cmdHistory(ctx, rest, stdout, stderr, reg)
+	case "trigger":
+		err = cmdTrigger(ctx, rest, stdout, stderr, reg)
+	case "pause":
+		err = cmdPause(ctx, "pause", true, rest, stdout, stderr, reg)
+	case "resume":
+		err = cmdPause(ctx, "resume", false, rest, stdout, stderr, reg)
 	case "help", "-h", "--help":
 		fmt.Fprintf(stdout, usage, prog)
 		return ExitOK
@@ -157,3 +167,5 @@ func cmdValidate(args []string, stdout, stderr io.Writer, reg *jobs.Registry) er
 	fmt.Fprintf(stdout, "%s: ok, %d job(s)\n", *path, len(cfg.Jobs))
 	return nil
 }
+
+var flagErrHelp = flag.ErrHelp

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -17,16 +18,17 @@ import (
 func cmdHistory(ctx context.Context, args []string, stdout, stderr io.Writer, reg *jobs.Registry) error {
 	fs, path := newFlags("history", stderr)
 	job := fs.String("job", "", "only this job")
-	state := fs.String("state", "", "only markers in this state: running, done, released, abandoned")
+	state := fs.String("state", "", "only markers in this state: running, retrying, done, skipped, replaced, released, abandoned")
 	n := fs.Int("n", 20, "at most this many markers")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	switch slotstore.State(*state) {
-	case "", slotstore.StateRunning, slotstore.StateDone, slotstore.StateReleased, slotstore.StateAbandoned:
+	case "", slotstore.StateRunning, slotstore.StateRetrying, slotstore.StateDone, slotstore.StateSkipped,
+		slotstore.StateReplaced, slotstore.StateReleased, slotstore.StateAbandoned:
 	default:
-		return usageError{msg: fmt.Sprintf("history: --state %q: want running, done, released or abandoned", *state)}
+		return usageError{msg: fmt.Sprintf("history: --state %q: want running, retrying, done, skipped, replaced, released or abandoned", *state)}
 	}
 	cfg, err := LoadAndValidate(*path, reg)
 	if err != nil {
@@ -51,14 +53,22 @@ func cmdHistory(ctx context.Context, args []string, stdout, stderr io.Writer, re
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tSLOT\tSTATE\tOUTCOME\tATTEMPT\tFENCE\tHOLDER\tDURATION\tERROR")
+	fmt.Fprintln(tw, "JOB\tSLOT\tSTATE\tOUTCOME\tATTEMPT\tFENCE\tHOLDER\tDURATION\tERROR/REASON")
 	for _, m := range ms {
 		dur := ""
 		if m.State == slotstore.StateDone {
 			dur = m.Duration.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", m.Job, m.Slot.UTC().Format(time.RFC3339), m.State,
-			m.Outcome, m.Attempt, m.Fence, m.Holder, dur, m.Error)
+		state := string(m.State)
+		if m.Manual {
+			state += " (manual)"
+		}
+		note := m.Error
+		if m.Reason != "" {
+			note = strings.TrimSpace(m.Reason + " " + note)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", m.Job, m.Slot.UTC().Format(time.RFC3339), state,
+			m.Outcome, m.Attempt, m.Fence, m.Holder, dur, note)
 	}
 	return tw.Flush()
 }
@@ -71,6 +81,8 @@ type markerView struct {
 	State      string  `json:"state"`
 	Outcome    string  `json:"outcome,omitempty"`
 	Error      string  `json:"error,omitempty"`
+	Reason     string  `json:"reason,omitempty"`
+	Manual     bool    `json:"manual,omitempty"`
 	Attempt    int     `json:"attempt"`
 	Fence      int64   `json:"fence"`
 	Holder     string  `json:"holder"`
@@ -84,6 +96,7 @@ func markerJSON(m slotstore.Marker) markerView {
 		Job: m.Job, Slot: m.Slot.UTC().Format(time.RFC3339), Key: jobs.Run{Job: m.Job, Slot: m.Slot}.Key(),
 		State: string(m.State), Outcome: string(m.Outcome), Error: m.Error, Attempt: m.Attempt, Fence: m.Fence,
 		Holder: m.Holder, ClaimedAt: m.ClaimedAt.UTC().Format(time.RFC3339Nano), Duration: m.Duration.Seconds(),
+		Reason: m.Reason, Manual: m.Manual,
 	}
 	if !m.FinishedAt.IsZero() {
 		v.FinishedAt = m.FinishedAt.UTC().Format(time.RFC3339Nano)

@@ -77,7 +77,7 @@ func nextSchedule(path, job, spec, tz string, reg *jobs.Registry) (string, *sche
 	if err != nil {
 		return "", nil, err
 	}
-	plans, err := cfg.resolve(reg)
+	plans, _, err := cfg.resolve(reg)
 	if err != nil {
 		return "", nil, err
 	}

@@ -158,3 +158,34 @@ func TestCLIHistory(t *testing.T) {
 		t.Errorf("bad state: exit %d", code)
 	}
 }
+
+func TestCLIPauseResumeTrigger(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "c.yaml")
+	doc := "store: {sqlite: {path: " + filepath.Join(dir, "s.db") + "}}\njobs: {hello: {schedule: '@daily'}}\n"
+	if err := os.WriteFile(conf, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runCLI(t, "pause", "--config", conf, "hello"); code != ExitOK || !strings.Contains(stdout, "jobs=[hello]") {
+		t.Errorf("pause hello: exit %d %q %q", code, stdout, stderr)
+	}
+	if code, stdout, _ := runCLI(t, "pause", "--config", conf); code != ExitOK || !strings.Contains(stdout, "all=true") {
+		t.Errorf("pause cluster: exit %d %q", code, stdout)
+	}
+	if code, stdout, _ := runCLI(t, "resume", "--config", conf); code != ExitOK || !strings.Contains(stdout, "all=false jobs=[hello]") {
+		t.Errorf("resume cluster: exit %d %q", code, stdout)
+	}
+	if code, stdout, _ := runCLI(t, "resume", "--config", conf, "hello"); code != ExitOK || !strings.Contains(stdout, "all=false jobs=[]") {
+		t.Errorf("resume hello: exit %d %q", code, stdout)
+	}
+	if code, _, _ := runCLI(t, "pause", "--config", conf, "nope"); code != ExitUsage {
+		t.Errorf("pause of an unknown job: exit %d", code)
+	}
+	code, stdout, stderr := runCLI(t, "trigger", "--config", conf, "hello")
+	if code != ExitOK || !strings.Contains(stdout, ": succeeded") {
+		t.Errorf("trigger: exit %d %q %q", code, stdout, stderr)
+	}
+	if code, stdout, _ := runCLI(t, "history", "--config", conf, "--json"); code != ExitOK || !strings.Contains(stdout, `"manual":true`) {
+		t.Errorf("history after trigger: %q", stdout)
+	}
+}

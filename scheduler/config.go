@@ -25,6 +25,9 @@ type Config struct {
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
 	// Jobs maps each job name to its schedule and policy.
 	Jobs map[string]JobConfig `yaml:"jobs"`
+	// Duties maps each duty name to its settings: long-running singleton
+	// responsibilities held by one elected replica at a time.
+	Duties map[string]DutyConfig `yaml:"duties"`
 
 	src *source // where the config came from, for error positions; nil if built in code
 }
@@ -106,6 +109,16 @@ type RetryPolicy struct {
 	Backoff Duration `yaml:"backoff"`
 	// MaxBackoff caps the wait. Default: 1m.
 	MaxBackoff Duration `yaml:"max_backoff"`
+}
+
+// DutyConfig declares one duty.
+type DutyConfig struct {
+	// Lease is how long a leader may act without renewing; renewed every
+	// lease/3; failover after a crash takes at most this long. At least
+	// 1s. Default: 15s.
+	Lease Duration `yaml:"lease"`
+	// Run names the registered duty function. Default: the duty's name.
+	Run string `yaml:"run"`
 }
 
 // JobConfig declares one job.

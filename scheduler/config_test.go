@@ -15,6 +15,7 @@ func demoRegistry() *jobs.Registry {
 	for _, name := range []string{"hello", "sleep", "fail"} {
 		reg.Register(name, func(context.Context, jobs.Run) error { return nil })
 	}
+	reg.RegisterDuty("owner", func(ctx context.Context, _ jobs.Duty) error { <-ctx.Done(); return nil })
 	return reg
 }
 
@@ -88,6 +89,8 @@ func TestValidateRules(t *testing.T) {
 		{"never fires", "jobs: {hello: {schedule: '0 0 30 2 *'}}", "never fires"},
 		{"sub-second every", "jobs: {hello: {schedule: '@every 1500ms'}}", "jobs.hello.schedule"},
 		{"unregistered run", "jobs: {x: {run: nope, schedule: '@hourly'}}", `jobs.x.run: no function registered as "nope"`},
+		{"unregistered duty", "duties: {fanout: {lease: 5s}}", `duties.fanout: no duty registered as "fanout" (registered: owner)`},
+		{"short duty lease", "duties: {owner: {lease: 100ms}}", `duties.owner.lease: lease 100ms is shorter than 1s`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := Parse("test.yaml", []byte(tc.doc))
@@ -123,7 +126,7 @@ jobs:
 		cfg.Defaults.MaxAttempts != 5 {
 		t.Errorf("expanded config %+v", cfg)
 	}
-	plans, err := cfg.resolve(demoRegistry())
+	plans, _, err := cfg.resolve(demoRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,24 +15,43 @@ import (
 // errTimeout is the cause of a job context ended by the job's timeout.
 var errTimeout = errors.New("scheduler: job timeout")
 
+// errReplaced is the cause of a job context cancelled because a later slot
+// of the job replaced it (overlap: replace).
+var errReplaced = errors.New("scheduler: replaced by a later slot")
+
+// runEnd says how a run ended, as runs_total counts it: an outcome, or
+// lease_lost, released, replaced or retrying.
+type runEnd string
+
+// runHooks are what the loop wants to hear from a run; nil fields are
+// ignored.
+type runHooks struct {
+	// retryAt is told when a failed run's slot is due again.
+	retryAt func(slot, at time.Time)
+}
+
 // execute runs one won claim to its end: it keeps the lease, calls the job,
-// and records the outcome, or releases the slot on shutdown. A replica whose
-// lease was lost records nothing: the slot belongs to its successor.
-func (s *Scheduler) execute(runCtx context.Context, p *plan, c slotstore.Claim, sent time.Time) {
+// and records the outcome (or the retry it earned), or releases the slot on
+// shutdown. ctx is the run's own context and cancel its cancel function,
+// which the loop may call too (a replaced run). A replica whose lease was
+// lost records nothing: the slot belongs to its successor.
+func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc, p *plan, c slotstore.Claim,
+	sent time.Time, hooks runHooks) runEnd {
+	defer cancel(nil)
 	run := jobs.Run{Job: p.name, Slot: c.Slot, Fence: c.Fence, Attempt: c.Attempt, Replica: s.replica}.
 		WithParams(p.params).WithLogger(s.log)
 	log := s.log.With(run.Attrs()...)
 	m := s.metrics
+	count := func(e runEnd) runEnd { m.runs.WithLabelValues(p.name, string(e)).Inc(); return e }
 	if c.Takeover() {
-		log.Info("takeover", "prev_holder", c.PrevHolder)
-		m.takeovers.WithLabelValues(p.name).Inc()
+		log.Info("takeover", "prev_holder", c.PrevHolder, "retry", c.Retry)
+		if !c.Retry {
+			m.takeovers.WithLabelValues(p.name).Inc()
+		}
 	}
 
-	ctx, cancel := context.WithCancelCause(runCtx)
-	defer cancel(nil)
-	keeper := startLeaseKeeper(s.store, c.Ref, p.lease, p.timeout, sent, cancel, log)
-	keeper.renewed = m.renewLatency.WithLabelValues(p.name).Observe
-	keeper.lostHook = m.leasesLost.WithLabelValues(p.name).Inc
+	keeper := startLeaseKeeper(s.store, c.Ref, p.lease, p.timeout, sent, cancel, log,
+		m.renewLatency.WithLabelValues(p.name).Observe, m.leasesLost.WithLabelValues(p.name).Inc)
 	defer keeper.stop()
 
 	tctx, cancelTimeout := context.WithTimeoutCause(ctx, p.timeout, errTimeout)
@@ -47,21 +66,23 @@ func (s *Scheduler) execute(runCtx context.Context, p *plan, c slotstore.Claim, 
 	cancelTimeout()
 
 	keeper.pause()
+	if errors.Is(context.Cause(ctx), errReplaced) {
+		log.Info("run replaced; outcome not recorded", "duration", dur, "err", errString(err))
+		return count("replaced")
+	}
 	if !keeper.trusted() {
 		log.Warn("run ended after lease lost; outcome not recorded", "duration", dur, "err", errString(err))
-		m.runs.WithLabelValues(p.name, "lease_lost").Inc()
-		return
+		return count("lease_lost")
 	}
 	if err != nil && errors.Is(context.Cause(ctx), errShutdown) {
 		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer rcancel()
 		if rerr := s.store.Release(rctx, c.Ref); rerr != nil {
 			log.Warn("release failed; the slot is taken over when its lease ends", "err", rerr)
-			return
+			return count("lease_lost")
 		}
 		log.Info("run released", "duration", dur, "err", errString(err))
-		m.runs.WithLabelValues(p.name, "released").Inc()
-		return
+		return count("released")
 	}
 
 	outcome := slotstore.Succeeded
@@ -71,17 +92,53 @@ func (s *Scheduler) execute(runCtx context.Context, p *plan, c slotstore.Claim, 
 	case err != nil:
 		outcome = slotstore.Failed
 	}
-	if s.finish(keeper, slotstore.FinishParams{Ref: c.Ref, Outcome: outcome, Error: errString(err), Duration: dur}, log) {
-		attrs := []any{"outcome", outcome, "duration", dur}
-		if err != nil {
-			attrs = append(attrs, "err", err.Error())
-		}
-		log.Info("run finished", attrs...)
-		m.runs.WithLabelValues(p.name, string(outcome)).Inc()
-		if outcome == slotstore.Succeeded {
-			m.lastSuccess.WithLabelValues(p.name).Set(seconds(c.Slot))
-		}
+	fp := slotstore.FinishParams{Ref: c.Ref, Outcome: outcome, Error: errString(err), Duration: dur}
+	if outcome != slotstore.Succeeded {
+		fp.RetryAt, _ = p.retryAt(c.Slot, c.Attempt, s.now())
 	}
+	if !s.finish(keeper, fp, log) {
+		return count("lease_lost")
+	}
+	attrs := []any{"outcome", outcome, "duration", dur}
+	if err != nil {
+		attrs = append(attrs, "err", err.Error())
+	}
+	if !fp.RetryAt.IsZero() {
+		log.Warn("run failed; retry scheduled", append(attrs, "retry_at", fp.RetryAt.UTC().Format(time.RFC3339Nano))...)
+		if hooks.retryAt != nil {
+			hooks.retryAt(c.Slot, fp.RetryAt)
+		}
+		return count("retrying")
+	}
+	log.Info("run finished", attrs...)
+	if outcome == slotstore.Succeeded {
+		m.lastSuccess.WithLabelValues(p.name).Set(seconds(c.Slot))
+	}
+	return count(runEnd(outcome))
+}
+
+// retryAt is when a failed attempt of slot is tried again, if it may be:
+// while attempts ≤ retries.max, after a backoff doubling from
+// retries.backoff up to retries.max_backoff, and never past the slot's
+// starting deadline nor at or after the job's next slot.
+func (p *plan) retryAt(slot time.Time, attempt int, now time.Time) (time.Time, bool) {
+	r := p.retries
+	if r.Max <= 0 || attempt > r.Max {
+		return time.Time{}, false
+	}
+	wait := r.Backoff.D() << min(attempt-1, 20)
+	if r.MaxBackoff > 0 {
+		wait = min(wait, r.MaxBackoff.D())
+	}
+	at := now.Add(wait)
+	limit := slot.Add(p.deadline)
+	if next := p.sched.Next(slot); !next.IsZero() && !next.After(limit) {
+		limit = next.Add(-time.Second)
+	}
+	if at.After(limit) {
+		return time.Time{}, false
+	}
+	return at, true
 }
 
 // finish records the outcome, retrying store errors for as long as the lease

@@ -52,11 +52,13 @@ type leaseKeeper struct {
 // and the time a cancelled job needs to notice.
 func trustMargin(lease time.Duration) time.Duration { return max(lease/10, 10*time.Millisecond) }
 
+// startLeaseKeeper starts keeping ref's lease; renewed and lost, which may
+// be nil, observe each successful renewal's latency and the loss.
 func startLeaseKeeper(st slotstore.Store, ref slotstore.Ref, lease, timeout time.Duration, sent time.Time,
-	cancel context.CancelCauseFunc, log *slog.Logger) *leaseKeeper {
+	cancel context.CancelCauseFunc, log *slog.Logger, renewed func(seconds float64), lost func()) *leaseKeeper {
 	k := &leaseKeeper{
 		store: st, ref: ref, lease: lease, margin: trustMargin(lease), cancel: cancel, log: log,
-		renewUntil: sent.Add(timeout + lease),
+		renewUntil: sent.Add(timeout + lease), renewed: renewed, lostHook: lost,
 		lostc:      make(chan struct{}), stopc: make(chan struct{}), done: make(chan struct{}),
 	}
 	k.until = sent.Add(lease - k.margin)

@@ -39,13 +39,22 @@ type loop struct {
 	// watched holds the slots with a watch entry in the heap, so a slot
 	// found by a scan and by a claim is watched once.
 	watched map[slotKey]bool
-	// mine holds the slots this replica is running (slotKey → struct{});
-	// run goroutines remove theirs when they end.
+	// mine holds the slots this replica is running, each with its run's
+	// cancel function (slotKey → context.CancelCauseFunc); run goroutines
+	// remove theirs when they end.
 	mine sync.Map
+	// retries carries the retries runs scheduled to the loop goroutine.
+	retries chan retryNote
+}
+
+// retryNote is a failed slot whose retry is due at at.
+type retryNote struct {
+	p        *plan
+	slot, at time.Time
 }
 
 func newLoop(s *Scheduler, runCtx context.Context, runs *sync.WaitGroup) *loop {
-	return &loop{s: s, runCtx: runCtx, runs: runs, watched: make(map[slotKey]bool)}
+	return &loop{s: s, runCtx: runCtx, runs: runs, watched: make(map[slotKey]bool), retries: make(chan retryNote, 64)}
 }
 
 func (l *loop) running() int64 { return l.active.Load() }
@@ -54,7 +63,7 @@ func (l *loop) running() int64 { return l.active.Load() }
 func (l *loop) run(ctx context.Context) {
 	now := l.s.now()
 	for _, p := range l.s.plans {
-		l.schedule(p, now)
+		l.schedule(ctx, p, now)
 		l.h.push(&entry{at: now, p: p, kind: scan})
 	}
 	timer := time.NewTimer(time.Hour)
@@ -69,41 +78,14 @@ func (l *loop) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case n := <-l.retries:
+			// Watch the slot from the moment its retry is due, like any
+			// slot another replica may take.
+			l.push(&entry{p: n.p, slot: n.slot, kind: watch}, n.at)
+			continue
 		case <-timer.C:
 		}
 		l.wake(ctx)
-	}
-}
-
-// schedule puts p's first slot after now in the heap, plus the slots of the
-// last starting deadline that its catch_up policy still tries.
-func (l *loop) schedule(p *plan, now time.Time) {
-	if next := p.sched.Next(now); !next.IsZero() {
-		l.h.push(&entry{at: next.Add(p.jitter), p: p, slot: next, kind: fire})
-		l.s.metrics.nextRun.WithLabelValues(p.name).Set(seconds(next))
-	}
-	keep := 0
-	switch p.catchUp {
-	case "latest":
-		keep = 1
-	case "all":
-		keep = p.catchUpLimit
-	}
-	from := now.Add(-p.deadline)
-	var recent []time.Time // newest first
-	for s := p.sched.Prev(now); !s.IsZero() && !s.Before(from); s = p.sched.Prev(s.Add(-time.Second)) {
-		recent = append(recent, s)
-	}
-	for i, s := range recent {
-		if i < keep || s.Equal(now) {
-			at := s.Add(p.jitter)
-			if at.Before(now) {
-				at = now
-			}
-			l.h.push(&entry{at: at, p: p, slot: s, kind: retry})
-		} else {
-			l.s.log.Debug("slot not caught up", "job", p.name, "slot", s.Format(time.RFC3339), "catch_up", p.catchUp)
-		}
 	}
 }
 
@@ -112,6 +94,7 @@ func (l *loop) schedule(p *plan, now time.Time) {
 func (l *loop) wake(ctx context.Context) {
 	now := l.s.now()
 	var batch []*entry
+	var missed []slotstore.SkipRequest
 	for len(l.h) > 0 && !l.h.peek().at.After(now) {
 		e := l.h.pop()
 		switch e.kind {
@@ -141,10 +124,13 @@ func (l *loop) wake(ctx context.Context) {
 			l.s.log.Warn("slot missed", "job", e.p.name, "slot", e.slot.Format(time.RFC3339), "replica", l.s.replica,
 				"reason", reason, "late_by", now.Sub(e.slot).Round(time.Millisecond))
 			l.s.metrics.missed.WithLabelValues(e.p.name, reason).Inc()
+			missed = append(missed, slotstore.SkipRequest{Job: e.p.name, Slot: e.slot, Reason: "missed: " + reason, Retain: e.p.history})
 			continue
 		}
 		batch = append(batch, e)
 	}
+	batch = l.dropPaused(ctx, batch)
+	l.skip(ctx, missed)
 	for len(batch) > 0 && ctx.Err() == nil {
 		n := min(len(batch), maxBatch)
 		l.claim(ctx, batch[:n])
@@ -158,7 +144,7 @@ func (l *loop) claim(ctx context.Context, batch []*entry) {
 	for i, e := range batch {
 		reqs[i] = slotstore.ClaimRequest{
 			Job: e.p.name, Slot: e.slot, Lease: e.p.lease, OnCrash: e.p.onCrash,
-			MaxAttempts: e.p.maxAtt, Retain: e.p.history,
+			MaxAttempts: e.p.maxAtt, Retain: e.p.history, Overlap: slotstore.Overlap(e.p.overlap),
 			// A watched slot was claimed before: never create its marker
 			// anew, whatever happened to the old one.
 			TakeoverOnly: e.kind == watch,
@@ -204,14 +190,14 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 	}
 	switch r.Status {
 	case slotstore.Won:
-		l.active.Add(1)
-		k := slotKey{e.p.name, e.slot.Unix()}
-		l.mine.Store(k, struct{}{})
-		l.runs.Go(func() {
-			defer l.active.Add(-1)
-			defer l.mine.Delete(k)
-			l.s.execute(l.runCtx, e.p, r.Claim, sent)
-		})
+		for _, ref := range r.Replaced {
+			l.s.log.Info("run replaced", "job", ref.Job, "slot", ref.Slot.UTC().Format(time.RFC3339), "fence", ref.Fence,
+				"by", e.slot.Format(time.RFC3339), "replica", l.s.replica)
+			if cancel, ok := l.mine.Load(slotKey{ref.Job, ref.Slot.Unix()}); ok {
+				cancel.(context.CancelCauseFunc)(errReplaced) // ours: stop it now, not at its next renewal
+			}
+		}
+		l.start(e.p, r.Claim, sent)
 	case slotstore.Held:
 		l.s.log.Log(context.Background(), level, "slot lost", append(attrs, "holder", r.Marker.Holder,
 			"fence", r.Marker.Fence, "attempt", r.Marker.Attempt, "remaining", r.Remaining.Round(time.Millisecond))...)
@@ -224,12 +210,39 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 	case slotstore.Finished:
 		l.s.log.Log(context.Background(), level, "slot lost", append(attrs, "holder", r.Marker.Holder,
 			"fence", r.Marker.Fence, "state", r.Marker.State, "outcome", r.Marker.Outcome)...)
+	case slotstore.Waiting:
+		l.s.log.Log(context.Background(), level, "slot waiting for its retry", append(attrs, "due_in", r.Remaining.Round(time.Millisecond))...)
+		l.push(&entry{p: e.p, slot: e.slot, kind: watch}, l.s.now().Add(max(r.Remaining-time.Since(sent), time.Millisecond)))
+	case slotstore.Skipped:
+		l.s.log.Log(context.Background(), level, "slot skipped", append(attrs, "reason", r.Marker.Reason, "by", r.Marker.Holder)...)
+		if r.Marker.Holder == l.s.replica && r.Marker.Reason == slotstore.ReasonOverlap {
+			l.s.metrics.missed.WithLabelValues(e.p.name, slotstore.ReasonOverlap).Inc()
+		}
 	case slotstore.Absent:
 		l.s.log.Debug("slot gone", append(attrs, "reason", "its marker no longer exists")...)
 	case slotstore.Abandoned:
 		l.s.log.Warn("slot abandoned", append(attrs, "holder", r.Marker.Holder, "attempt", r.Marker.Attempt,
 			"on_crash", e.p.onCrash)...)
 	}
+}
+
+// start runs a won claim in its own goroutine, which the loop can cancel.
+func (l *loop) start(p *plan, c slotstore.Claim, sent time.Time) {
+	l.active.Add(1)
+	k := slotKey{p.name, c.Slot.Unix()}
+	ctx, cancel := context.WithCancelCause(l.runCtx)
+	l.mine.Store(k, cancel)
+	hooks := runHooks{retryAt: func(slot, at time.Time) {
+		select {
+		case l.retries <- retryNote{p: p, slot: slot, at: at}:
+		case <-l.runCtx.Done():
+		}
+	}}
+	l.runs.Go(func() {
+		defer l.active.Add(-1)
+		defer l.mine.Delete(k)
+		l.s.execute(ctx, cancel, p, c, sent, hooks)
+	})
 }
 
 // push schedules e at at; a watch of a slot already watched is dropped.
@@ -251,13 +264,17 @@ func (l *loop) push(e *entry, at time.Time) {
 func (l *loop) scan(ctx context.Context, p *plan) {
 	sctx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
 	defer cancel()
-	ms, err := l.s.store.History(sctx, slotstore.HistoryParams{Job: p.name, State: slotstore.StateRunning, Limit: maxBatch})
-	l.s.metrics.storeCall(err)
-	if err != nil {
-		if ctx.Err() == nil {
-			l.s.log.Warn("reading running slots failed", "job", p.name, "err", err)
+	var ms []slotstore.Marker
+	for _, state := range []slotstore.State{slotstore.StateRunning, slotstore.StateRetrying} {
+		found, err := l.s.store.History(sctx, slotstore.HistoryParams{Job: p.name, State: state, Limit: maxBatch})
+		l.s.metrics.storeCall(err)
+		if err != nil {
+			if ctx.Err() == nil {
+				l.s.log.Warn("reading running slots failed", "job", p.name, "err", err)
+			}
+			return
 		}
-		return
+		ms = append(ms, found...)
 	}
 	now := l.s.now()
 	for _, m := range ms {

@@ -21,6 +21,7 @@ type Scheduler struct {
 	cfg       *Config
 	reg       *jobs.Registry
 	plans     []*plan
+	duties    []*dutyPlan
 	replica   string
 	log       *slog.Logger
 	store     slotstore.Store
@@ -60,11 +61,11 @@ func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
 	if reg == nil {
 		return nil, errors.New("scheduler: nil registry")
 	}
-	plans, err := cfg.resolve(reg)
+	plans, duties, err := cfg.resolve(reg)
 	if err != nil {
 		return nil, err
 	}
-	s := &Scheduler{cfg: cfg, reg: reg, plans: plans, replica: cfg.replicaName(), now: time.Now, grace: cfg.ShutdownGrace.D()}
+	s := &Scheduler{cfg: cfg, reg: reg, plans: plans, duties: duties, replica: cfg.replicaName(), now: time.Now, grace: cfg.ShutdownGrace.D()}
 	if s.grace == 0 {
 		s.grace = DefaultShutdownGrace
 	}
@@ -118,6 +119,16 @@ func (s *Scheduler) Run(ctx context.Context) error {
 
 	var bg sync.WaitGroup
 	bg.Go(func() { s.prune(ctx) })
+	if len(s.duties) > 0 {
+		el, closeEl, err := s.elector(ctx)
+		if err != nil {
+			return err
+		}
+		defer closeEl()
+		for _, d := range s.duties {
+			bg.Go(func() { s.lead(ctx, el, d) })
+		}
+	}
 	if s.cfg.HTTP.Listen != "" {
 		wait, err := s.serveHTTP(ctx, s.cfg.HTTP.Listen, s.registry)
 		if err != nil {

@@ -38,12 +38,12 @@ type plan struct {
 // Validate checks cfg against reg and returns every problem, each naming
 // file, line and key, in file order. It returns nil when cfg is good.
 func (c *Config) Validate(reg *jobs.Registry) error {
-	_, err := c.resolve(reg)
+	_, _, err := c.resolve(reg)
 	return err
 }
 
-// resolve validates the configuration and builds the job plans.
-func (c *Config) resolve(reg *jobs.Registry) ([]*plan, error) {
+// resolve validates the configuration and builds the job and duty plans.
+func (c *Config) resolve(reg *jobs.Registry) ([]*plan, []*dutyPlan, error) {
 	var errs ConfigErrors
 	add := func(e *ConfigError) { errs = append(errs, e) }
 
@@ -75,11 +75,62 @@ func (c *Config) resolve(reg *jobs.Registry) ([]*plan, error) {
 			plans = append(plans, p)
 		}
 	}
+	dnames := make([]string, 0, len(c.Duties))
+	for name := range c.Duties {
+		dnames = append(dnames, name)
+	}
+	sort.Strings(dnames)
+	var duties []*dutyPlan
+	for _, name := range dnames {
+		if d := c.resolveDuty(name, reg, add); d != nil {
+			duties = append(duties, d)
+		}
+	}
 	if len(errs) > 0 {
 		sortErrors(errs)
-		return nil, errs
+		return nil, nil, errs
 	}
-	return plans, nil
+	return plans, duties, nil
+}
+
+// dutyPlan is one duty, resolved.
+type dutyPlan struct {
+	name  string
+	fn    jobs.DutyFunc
+	lease time.Duration
+}
+
+func (c *Config) resolveDuty(name string, reg *jobs.Registry, add func(*ConfigError)) *dutyPlan {
+	dc := c.Duties[name]
+	ok := true
+	if name == "" || strings.ContainsAny(name, "@{} \t\n") {
+		ok = false
+		add(c.errAt(fmt.Sprintf("duty name %q must be non-empty and contain no '@', braces or spaces", name), "duties", name))
+	}
+	lease := dc.Lease.D()
+	if lease == 0 {
+		lease = DefaultLease
+	} else if lease < MinLease {
+		ok = false
+		add(c.errAt(fmt.Sprintf("lease %v is shorter than %v", dc.Lease, MinLease), "duties", name, "lease"))
+	}
+	fnName := dc.Run
+	if fnName == "" {
+		fnName = name
+	}
+	fn, found := reg.LookupDuty(fnName)
+	if !found {
+		ok = false
+		key := []string{"duties", name}
+		if dc.Run != "" {
+			key = append(key, "run")
+		}
+		add(c.errAt(fmt.Sprintf("no duty registered as %q (registered: %s)", fnName, listOrNone(reg.DutyNames())), key...))
+	}
+	if !ok {
+		return nil
+	}
+	return &dutyPlan{name: name, fn: fn, lease: lease}
 }
 
 func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, add func(*ConfigError)) *plan {

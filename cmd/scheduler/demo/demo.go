@@ -1,7 +1,7 @@
 // Package demo holds the demo jobs of the reference binary. Each shows one
 // part of the job API: hello logs, sleep decodes params and honours
 // cancellation, fail returns an error, ledger completes its slot in its own
-// Postgres transaction.
+// Postgres transaction; the duty owner holds until its term ends.
 package demo
 
 import (
@@ -18,6 +18,7 @@ func Register(reg *jobs.Registry) {
 	reg.Register("sleep", Sleep)
 	reg.Register("fail", Fail)
 	reg.Register("ledger", new(Ledger).Run)
+	reg.RegisterDuty("owner", Owner)
 }
 
 // Hello logs the run's identity: job, slot, fence, attempt and replica are

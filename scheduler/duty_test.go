@@ -1,0 +1,100 @@
+package scheduler
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/slotstore/memstore"
+)
+
+// termLog records the terms of a duty across replicas.
+type termLog struct {
+	mu     sync.Mutex
+	terms  []term
+	active int
+	most   int
+}
+
+type term struct {
+	replica      string
+	fence        int64
+	start, ended time.Time
+}
+
+func (l *termLog) duty(ctx context.Context, d jobs.Duty) error {
+	l.mu.Lock()
+	l.active++
+	l.most = max(l.most, l.active)
+	i := len(l.terms)
+	l.terms = append(l.terms, term{replica: d.Replica, fence: d.Fence, start: time.Now()})
+	l.mu.Unlock()
+	<-ctx.Done()
+	l.mu.Lock()
+	l.active--
+	l.terms[i].ended = time.Now()
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *termLog) snapshot() ([]term, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]term(nil), l.terms...), l.most
+}
+
+// One leader at a time; a leader cut off from the store stops before its
+// successor starts; the successor's fence is higher; a leader that shuts
+// down hands over at once.
+func TestDutyFailoverAndHandover(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New()
+		log := &termLog{}
+		reg := jobs.NewRegistry()
+		reg.RegisterDuty("fanout", log.duty)
+		conf := `duties: {fanout: {lease: 3s}}`
+		cutA := &flaky{Store: st}
+		stopA := start(t, replica(t, cutA, "a", conf, reg))
+		synctest.Wait()
+		stopB := start(t, replica(t, st, "b", conf, reg))
+		stopC := start(t, replica(t, st, "c", conf, reg))
+		time.Sleep(10 * time.Second)
+		cutA.cut(true)
+		cut := time.Now()
+		time.Sleep(10 * time.Second)
+		terms, _ := log.snapshot()
+		if len(terms) != 2 {
+			t.Fatalf("terms %+v, want a's and one successor's", terms)
+		}
+		if terms[0].replica != "a" || terms[0].ended.IsZero() || !terms[0].ended.Before(terms[1].start) {
+			t.Errorf("a's term %+v must end before the successor's %+v starts", terms[0], terms[1])
+		}
+		if terms[1].fence <= terms[0].fence {
+			t.Errorf("fences %d then %d", terms[0].fence, terms[1].fence)
+		}
+		if took := terms[1].start.Sub(cut); took > 3*time.Second+200*time.Millisecond {
+			t.Errorf("takeover %v after the cut, want within the lease", took)
+		}
+		// Graceful shutdown of the current leader hands over at once.
+		second := terms[1].replica
+		stop := map[string]func(){"b": stopB, "c": stopC}
+		stopped := time.Now()
+		stop[second]()
+		delete(stop, second)
+		time.Sleep(time.Second)
+		terms, most := log.snapshot()
+		if len(terms) != 3 || terms[2].start.Sub(stopped) > 200*time.Millisecond {
+			t.Errorf("after %s shut down: terms %+v", second, terms)
+		}
+		if most != 1 {
+			t.Errorf("%d leaders at once", most)
+		}
+		for _, f := range stop {
+			f()
+		}
+		stopA()
+	})
+}

@@ -1,0 +1,280 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotcron/slotcron/internal/schedule"
+	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/memstore"
+)
+
+func history(t *testing.T, st slotstore.Store, job string) []slotstore.Marker {
+	t.Helper()
+	ms, err := st.History(context.Background(), slotstore.HistoryParams{Job: job, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+// overlap: forbid skips slots, cluster-wide, while an earlier slot runs;
+// replace cancels the earlier run and runs the new slot.
+func TestOverlap(t *testing.T) {
+	for _, policy := range []string{"allow", "forbid", "replace"} {
+		t.Run(policy, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := memstore.New()
+				rec := &recorder{sleep: 25 * time.Second}
+				reg := jobs.NewRegistry()
+				reg.Register("slow", rec.fn)
+				conf := "shutdown_grace: 1s\njobs: {slow: {schedule: '*/10 * * * * *', catch_up: none, lease: 3s, overlap: " + policy + "}}"
+				stopA := start(t, replica(t, st, "a", conf, reg))
+				stopB := start(t, replica(t, st, "b", conf, reg))
+				time.Sleep(35 * time.Second)
+				stopA()
+				stopB()
+				evs := rec.snapshot()
+				states := map[slotstore.State]int{}
+				for _, m := range history(t, st, "slow") {
+					states[m.State]++
+					if m.State == slotstore.StateSkipped && m.Reason != slotstore.ReasonOverlap {
+						t.Errorf("skipped with reason %q", m.Reason)
+					}
+				}
+				switch policy {
+				case "allow": // slots 0, 10, 20, 30 all start; runs overlap
+					if len(evs) != 4 {
+						t.Errorf("allow: %d runs, want 4", len(evs))
+					}
+				case "forbid": // 0 runs to 25 s; 10 and 20 are skipped; 30 runs
+					if len(evs) != 2 || states[slotstore.StateSkipped] != 2 || !evs[0].finished {
+						t.Errorf("forbid: %d runs, states %v", len(evs), states)
+					}
+				case "replace": // each slot replaces the one before
+					if len(evs) != 4 || states[slotstore.StateReplaced] != 3 {
+						t.Errorf("replace: %d runs, states %v", len(evs), states)
+					}
+					for _, ev := range evs[:3] {
+						if !errors.Is(ev.cause, errReplaced) && !errors.Is(ev.cause, errLeaseLost) {
+							t.Errorf("replaced run ended with %v", ev.cause)
+						}
+					}
+				}
+			})
+		})
+	}
+}
+
+// A failed run is retried with attempt+1 and a higher fence, with backoff,
+// by whichever replica claims the retry, never past the starting deadline.
+func TestRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New()
+		var calls atomic.Int32
+		var runs []jobs.Run
+		reg := jobs.NewRegistry()
+		reg.Register("flaky", func(ctx context.Context, run jobs.Run) error {
+			runs = append(runs, run)
+			if calls.Add(1) < 3 {
+				return errors.New("not yet")
+			}
+			return nil
+		})
+		conf := "jobs: {flaky: {schedule: '@every 1h', lease: 2s, retries: {max: 5, backoff: 1s}}}"
+		stopA := start(t, replica(t, st, "a", conf, reg))
+		stopB := start(t, replica(t, st, "b", conf, reg))
+		time.Sleep(30 * time.Second)
+		stopA()
+		stopB()
+		if len(runs) != 3 {
+			t.Fatalf("%d runs, want 3", len(runs))
+		}
+		for i, r := range runs {
+			if r.Attempt != i+1 || (i > 0 && r.Fence <= runs[i-1].Fence) || !r.Slot.Equal(runs[0].Slot) {
+				t.Errorf("run %d: attempt %d fence %d slot %v", i, r.Attempt, r.Fence, r.Slot)
+			}
+		}
+		ms := history(t, st, "flaky")
+		if len(ms) != 1 || ms[0].State != slotstore.StateDone || ms[0].Outcome != slotstore.Succeeded || ms[0].Attempt != 3 {
+			t.Errorf("history %+v", ms)
+		}
+
+		// The retry window closes at the starting deadline.
+		p := &plan{deadline: 10 * time.Second, retries: RetryPolicy{Max: 10, Backoff: Duration(4 * time.Second)}}
+		p.sched = mustSchedule(t, "@every 1h")
+		slot := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		if at, ok := p.retryAt(slot, 1, slot.Add(time.Second)); !ok || !at.Equal(slot.Add(5*time.Second)) {
+			t.Errorf("first retry at %v %v", at, ok)
+		}
+		if _, ok := p.retryAt(slot, 2, slot.Add(5*time.Second)); ok {
+			t.Errorf("a retry at +13s passed the 10s starting deadline")
+		}
+	})
+}
+
+// Pausing a job in the store stops every replica from starting its slots
+// (recorded as skipped, reason paused); resuming starts them again.
+func TestPauseAndResume(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New()
+		rec := &recorder{}
+		reg := jobs.NewRegistry()
+		reg.Register("tick", rec.fn)
+		conf := "jobs: {tick: {schedule: '*/1 * * * * *', catch_up: none}}"
+		stopA := start(t, replica(t, st, "a", conf, reg))
+		stopB := start(t, replica(t, st, "b", conf, reg))
+		time.Sleep(3500 * time.Millisecond)
+		ctx := context.Background()
+		if err := st.SetPause(ctx, slotstore.PauseParams{Job: "tick", Paused: true}); err != nil {
+			t.Fatal(err)
+		}
+		paused := len(rec.snapshot())
+		time.Sleep(5 * time.Second)
+		during := len(rec.snapshot()) - paused
+		if err := st.SetPause(ctx, slotstore.PauseParams{Job: "tick", Paused: false}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		stopA()
+		stopB()
+		after := len(rec.snapshot()) - paused - during
+		if during > 1 || after < 2 {
+			t.Errorf("runs while paused %d, after resume %d", during, after)
+		}
+		skipped := 0
+		for _, m := range history(t, st, "tick") {
+			if m.State == slotstore.StateSkipped && m.Reason == "paused" {
+				skipped++
+			}
+		}
+		if skipped < 4 {
+			t.Errorf("%d slots recorded skipped for the pause, want about 5", skipped)
+		}
+	})
+}
+
+// After every replica was down across 5 slots, the first one back runs them
+// as catch_up says, and every slot it does not run is in history with its
+// reason; slots older than the starting deadline are recorded missed.
+func TestOutageCatchUpHistory(t *testing.T) {
+	for _, tc := range []struct {
+		policy  string
+		runs    int
+		catchUp int
+	}{
+		{"none", 0, 5}, {"latest", 1, 4}, {"all", 5, 0},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := memstore.New()
+				rec := &recorder{}
+				reg := jobs.NewRegistry()
+				reg.Register("j", rec.fn)
+				conf := fmt.Sprintf("jobs: {j: {schedule: '@every 10s', starting_deadline: 1m, catch_up: %s}}", tc.policy)
+				stop := start(t, replica(t, st, "a", conf, reg))
+				time.Sleep(5 * time.Second) // slot 0 runs
+				stop()
+				before := len(rec.snapshot())
+				time.Sleep(50 * time.Second) // slots 10..50 come and go with nobody up
+				stop = start(t, replica(t, st, "b", conf, reg))
+				time.Sleep(time.Second)
+				stop()
+				if got := len(rec.snapshot()) - before; got != tc.runs {
+					t.Errorf("caught up %d slots, want %d", got, tc.runs)
+				}
+				reasons := 0
+				for _, m := range history(t, st, "j") {
+					if m.State == slotstore.StateSkipped && strings.HasPrefix(m.Reason, "catch_up") {
+						reasons++
+					}
+				}
+				if reasons != tc.catchUp {
+					t.Errorf("%d slots recorded skipped by catch_up, want %d", reasons, tc.catchUp)
+				}
+			})
+		})
+	}
+}
+
+// A manual trigger runs the job at once as a slot of its own, recorded as
+// manual; a forbid job that is running answers busy.
+func TestTrigger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New()
+		rec := &recorder{sleep: 5 * time.Second}
+		reg := jobs.NewRegistry()
+		reg.Register("report", rec.fn)
+		conf := "jobs: {report: {schedule: '@daily', catch_up: none, overlap: forbid}}"
+		s := replica(t, st, "cli", conf, reg)
+		res, err := s.Trigger(context.Background(), "report")
+		if err != nil || res.End != "succeeded" {
+			t.Fatalf("trigger: %+v %v", res, err)
+		}
+		ms := history(t, st, "report")
+		if len(ms) != 1 || !ms[0].Manual || ms[0].Outcome != slotstore.Succeeded {
+			t.Fatalf("history %+v", ms)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if _, err := replica(t, st, "cli2", conf, reg).Trigger(context.Background(), "report"); err != nil {
+				t.Errorf("first trigger: %v", err)
+			}
+		}()
+		time.Sleep(time.Second)
+		if _, err := replica(t, st, "cli3", conf, reg).Trigger(context.Background(), "report"); !errors.Is(err, ErrBusy) {
+			t.Errorf("trigger while running: %v, want ErrBusy", err)
+		}
+		<-done
+	})
+}
+
+func mustSchedule(t *testing.T, spec string) *schedule.Schedule {
+	t.Helper()
+	s, err := schedule.Parse(spec, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Slots that came due during an outage longer than the starting deadline can
+// no longer run; the first replica back records each as missed.
+func TestOutageRecordsMissedSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New()
+		rec := &recorder{}
+		reg := jobs.NewRegistry()
+		reg.Register("j", rec.fn)
+		conf := "jobs: {j: {schedule: '@every 10s', starting_deadline: 15s, catch_up: latest}}"
+		stop := start(t, replica(t, st, "a", conf, reg))
+		time.Sleep(5 * time.Second)
+		stop()
+		time.Sleep(60 * time.Second) // slots 10..60 pass with nobody up
+		stop = start(t, replica(t, st, "b", conf, reg))
+		time.Sleep(time.Second)
+		stop()
+		missed, ran := 0, 0
+		for _, m := range history(t, st, "j") {
+			switch {
+			case m.State == slotstore.StateSkipped && strings.HasPrefix(m.Reason, "missed"):
+				missed++
+			case m.State == slotstore.StateDone:
+				ran++
+			}
+		}
+		// 0 ran before; 10..40 are past the 15 s deadline at 65 s; 50 is
+		// skipped by catch_up latest; 60 runs.
+		if missed != 4 || ran != 2 {
+			t.Errorf("missed %d, ran %d; want 4 and 2", missed, ran)
+		}
+	})
+}

@@ -1,0 +1,80 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// ErrBusy is returned by Trigger for a job with overlap: forbid while one of
+// its slots is running somewhere.
+var ErrBusy = errors.New("scheduler: busy")
+
+// TriggerResult says what a manual trigger did.
+type TriggerResult struct {
+	Job   string
+	Slot  time.Time // the manual slot: its run key is Job@Slot
+	Fence int64
+	End   string // succeeded, failed, timeout, lease_lost, ...
+}
+
+// Trigger runs job now, on this replica, as a manual slot: a slot of its own
+// (the first whole second from now that is not one of the job's scheduled
+// slots), claimed like any other so that it runs once and obeys the job's
+// overlap policy, and recorded in history as manual. It returns when the
+// run has ended. A forbid job that is running answers ErrBusy.
+func (s *Scheduler) Trigger(ctx context.Context, job string) (TriggerResult, error) {
+	var p *plan
+	for _, q := range s.plans {
+		if q.name == job {
+			p = q
+		}
+	}
+	if p == nil {
+		return TriggerResult{}, fmt.Errorf("trigger: no job %q", job)
+	}
+	if s.store == nil {
+		st, err := openStore(ctx, s.cfg.Store)
+		if err != nil {
+			return TriggerResult{}, err
+		}
+		s.store, s.ownsStore = st, true
+	}
+	if s.ownsStore {
+		defer s.store.Close()
+	}
+	slot := s.now().Truncate(time.Second).Add(time.Second)
+	for i := 0; i < 60 && p.sched.Prev(slot).Equal(slot); i++ {
+		slot = slot.Add(time.Second)
+	}
+	if p.sched.Prev(slot).Equal(slot) {
+		return TriggerResult{}, fmt.Errorf("trigger: %s is scheduled every second of the next minute; no slot is free for a manual run", job)
+	}
+	sent := time.Now()
+	res, err := s.store.Claim(ctx, slotstore.ClaimParams{Replica: s.replica, Requests: []slotstore.ClaimRequest{{
+		Job: p.name, Slot: slot, Lease: p.lease, OnCrash: p.onCrash, MaxAttempts: p.maxAtt, Retain: p.history,
+		Overlap: slotstore.Overlap(p.overlap), Manual: true,
+	}}})
+	if err != nil {
+		return TriggerResult{}, fmt.Errorf("trigger %s: claim: %w", job, err)
+	}
+	r := res[0]
+	out := TriggerResult{Job: job, Slot: slot}
+	switch r.Status {
+	case slotstore.Won:
+	case slotstore.Skipped:
+		return out, fmt.Errorf("%w: %s is running and its overlap is forbid", ErrBusy, job)
+	default:
+		return out, fmt.Errorf("trigger %s: slot %s is %s", job, slot.Format(time.RFC3339), r.Status)
+	}
+	for _, ref := range r.Replaced {
+		s.log.Info("run replaced", "job", ref.Job, "slot", ref.Slot.UTC().Format(time.RFC3339), "fence", ref.Fence, "by", "manual trigger")
+	}
+	out.Fence = r.Claim.Fence
+	rctx, cancel := context.WithCancelCause(ctx)
+	out.End = string(s.execute(rctx, cancel, p, r.Claim, sent, runHooks{}))
+	return out, nil
+}
