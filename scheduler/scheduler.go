@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/slotcron/slotcron/fence"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/slotstore"
 )
@@ -82,6 +83,10 @@ func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
 	}
 	if err := s.metrics.register(s.registry, private); err != nil {
 		return nil, fmt.Errorf("scheduler: register metrics: %w", err)
+	}
+	// Jobs that fence their writes count rejections in the same registry.
+	if err := fence.Register(s.registry); err != nil {
+		return nil, fmt.Errorf("scheduler: register fence metrics: %w", err)
 	}
 	return s, nil
 }
