@@ -59,7 +59,7 @@ func startLeaseKeeper(st slotstore.Store, ref slotstore.Ref, lease, timeout time
 	k := &leaseKeeper{
 		store: st, ref: ref, lease: lease, margin: trustMargin(lease), cancel: cancel, log: log,
 		renewUntil: sent.Add(timeout + lease), renewed: renewed, lostHook: lost,
-		lostc:      make(chan struct{}), stopc: make(chan struct{}), done: make(chan struct{}),
+		lostc: make(chan struct{}), stopc: make(chan struct{}), done: make(chan struct{}),
 	}
 	k.until = sent.Add(lease - k.margin)
 	k.timer = time.AfterFunc(time.Until(k.until), k.expire)
