@@ -14,7 +14,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"go.uber.org/goleak"
 
 	"github.com/slotcron/slotcron/fence"
 	"github.com/slotcron/slotcron/internal/testserver"
@@ -22,17 +21,7 @@ import (
 
 // TestMain stops the package's shared PostgreSQL after the tests and then
 // checks that no goroutine outlived its test.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testserver.StopSharedPostgres()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testserver.RunWithSharedPostgres(m) }
 
 var names atomic.Int64
 

@@ -3,6 +3,8 @@
 package testserver
 
 import (
+	"go.uber.org/goleak"
+
 	"context"
 	"errors"
 	"fmt"
@@ -370,4 +372,19 @@ func pgTail(log []byte, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// RunWithSharedPostgres is a TestMain for packages that use SharedPostgres:
+// it runs the tests, stops the shared cluster, checks that no goroutine
+// outlived the tests (when they passed), and exits with their code.
+func RunWithSharedPostgres(m *testing.M) {
+	code := m.Run()
+	StopSharedPostgres()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/leader"
 	"github.com/slotcron/slotcron/leader/pgleader"
@@ -17,17 +15,7 @@ import (
 
 // TestMain shares one private cluster among the package's tests, stops it
 // after them, and then checks that no goroutine outlived its test.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testserver.StopSharedPostgres()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testserver.RunWithSharedPostgres(m) }
 
 var schemas atomic.Int64
 
