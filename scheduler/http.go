@@ -16,14 +16,18 @@ import (
 
 // HTTPConfig configures the replica's HTTP endpoints.
 type HTTPConfig struct {
-	// Listen is the address of /metrics, /healthz and /readyz, such as
-	// 127.0.0.1:9090. Empty means no HTTP server.
+	// Listen is the address of /metrics, /healthz, /readyz, the JSON API
+	// under /api/ and the dashboard at /, such as 127.0.0.1:9090. Empty
+	// means no HTTP server.
 	Listen string `yaml:"listen"`
+	// Token is the bearer token the API's mutations (trigger, pause,
+	// resume) require. Empty disables them.
+	Token string `yaml:"token"`
 }
 
 // serveHTTP listens on addr and serves until ctx ends; it returns once the
 // server has stopped. A listen error is returned at once.
-func (s *Scheduler) serveHTTP(ctx context.Context, addr string, gatherer prometheus.Gatherer) (wait func(), err error) {
+func (s *Scheduler) serveHTTP(ctx context.Context, addr string, gatherer prometheus.Gatherer, l *loop) (wait func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("http: listen %s: %w", addr, err)
@@ -42,6 +46,7 @@ func (s *Scheduler) serveHTTP(ctx context.Context, addr string, gatherer prometh
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	(&api{s: s, l: l}).routes(mux)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
 	go func() {

@@ -24,7 +24,7 @@ func TestHTTPEndpoints(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))
 	reg := jobs.NewRegistry()
 	reg.Register("tick", func(ctx context.Context, run jobs.Run) error { return nil })
-	s := replica(t, memstore.New(), "a", "http: {listen: \""+addr+"\"}\njobs: {tick: {schedule: \"*/1 * * * * *\"}}", reg)
+	s := replica(t, memstore.New(), "a", "http: {listen: \""+addr+"\", token: s3cret}\njobs: {tick: {schedule: \"*/1 * * * * *\"}, report: {run: tick, schedule: '@daily'}}", reg)
 	stop := start(t, s)
 	defer stop()
 
@@ -62,5 +62,90 @@ func TestHTTPEndpoints(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+func TestHTTPAPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("listens on a port")
+	}
+	t.Parallel()
+	addr := fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))
+	ran := make(chan string, 4)
+	reg := jobs.NewRegistry()
+	reg.Register("report", func(ctx context.Context, run jobs.Run) error { ran <- run.Key(); return nil })
+	st := memstore.New()
+	stop := start(t, replica(t, st, "a", "http: {listen: \""+addr+"\", token: s3cret}\njobs: {report: {schedule: '@daily', catch_up: none}}", reg))
+	defer stop()
+	base := "http://" + addr
+	do := func(method, path, token string) (int, string) {
+		t.Helper()
+		var resp *http.Response
+		var err error
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			req, _ := http.NewRequest(method, base+path, nil)
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			if resp, err = http.DefaultClient.Do(req); err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := do("GET", "/api/jobs", ""); code != 200 || !strings.Contains(body, `"name":"report"`) || !strings.Contains(body, `"paused":false`) {
+		t.Errorf("jobs: %d %s", code, body)
+	}
+	if code, _ := do("POST", "/api/jobs/report/trigger", ""); code != http.StatusUnauthorized {
+		t.Errorf("trigger without token: %d", code)
+	}
+	if code, _ := do("POST", "/api/jobs/report/trigger", "wrong"); code != http.StatusUnauthorized {
+		t.Errorf("trigger with a wrong token: %d", code)
+	}
+	if code, _ := do("POST", "/api/jobs/nope/trigger", "s3cret"); code != http.StatusNotFound {
+		t.Errorf("trigger of an unknown job: %d", code)
+	}
+	code, body := do("POST", "/api/jobs/report/trigger", "s3cret")
+	if code != http.StatusAccepted || !strings.Contains(body, `"key":"report@`) {
+		t.Fatalf("trigger: %d %s", code, body)
+	}
+	select {
+	case key := <-ran:
+		if !strings.Contains(body, key) {
+			t.Errorf("ran %s, trigger answered %s", key, body)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the triggered run did not start")
+	}
+	if code, body := do("POST", "/api/pause?job=report", "s3cret"); code != 200 || !strings.Contains(body, `"report"`) {
+		t.Errorf("pause: %d %s", code, body)
+	}
+	if code, body := do("GET", "/api/jobs", ""); code != 200 || !strings.Contains(body, `"paused":true`) {
+		t.Errorf("jobs after pause: %d %s", code, body)
+	}
+	if code, _ := do("POST", "/api/resume?job=report", "s3cret"); code != 200 {
+		t.Errorf("resume: %d", code)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, body := do("GET", "/api/history?job=report", "")
+		if code == 200 && strings.Contains(body, `"manual":true`) && strings.Contains(body, `"outcome":"succeeded"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("history: %d %s", code, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, body := do("GET", "/", ""); code != 200 || !strings.Contains(body, "<td>report</td>") || !strings.Contains(body, "(manual)") {
+		t.Errorf("dashboard: %d %.300s", code, body)
+	}
+	if code, _ := do("GET", "/api/history?limit=0", ""); code != http.StatusBadRequest {
+		t.Errorf("history limit 0: %d", code)
 	}
 }

@@ -135,7 +135,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 	}
 	if s.cfg.HTTP.Listen != "" {
-		wait, err := s.serveHTTP(ctx, s.cfg.HTTP.Listen, s.registry)
+		wait, err := s.serveHTTP(ctx, s.cfg.HTTP.Listen, s.registry, l)
 		if err != nil {
 			return err
 		}

@@ -27,14 +27,9 @@ type TriggerResult struct {
 // overlap policy, and recorded in history as manual. It returns when the
 // run has ended. A forbid job that is running answers ErrBusy.
 func (s *Scheduler) Trigger(ctx context.Context, job string) (TriggerResult, error) {
-	var p *plan
-	for _, q := range s.plans {
-		if q.name == job {
-			p = q
-		}
-	}
+	p := s.plan(job)
 	if p == nil {
-		return TriggerResult{}, fmt.Errorf("trigger: no job %q", job)
+		return TriggerResult{}, fmt.Errorf("%w: %q", errNoJob, job)
 	}
 	if s.store == nil {
 		st, err := openStore(ctx, s.cfg.Store)
@@ -46,12 +41,38 @@ func (s *Scheduler) Trigger(ctx context.Context, job string) (TriggerResult, err
 	if s.ownsStore {
 		defer s.store.Close()
 	}
+	out, c, sent, err := s.claimManual(ctx, p)
+	if err != nil {
+		return out, err
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	out.End = string(s.execute(rctx, cancel, p, c, sent, runHooks{}))
+	return out, nil
+}
+
+// errNoJob reports a trigger of a job the configuration does not have.
+var errNoJob = errors.New("no such job")
+
+func (s *Scheduler) plan(job string) *plan {
+	for _, p := range s.plans {
+		if p.name == job {
+			return p
+		}
+	}
+	return nil
+}
+
+// claimManual claims a manual slot of p; it returns the claim to run, or
+// ErrBusy, or why the slot could not be won.
+func (s *Scheduler) claimManual(ctx context.Context, p *plan) (TriggerResult, slotstore.Claim, time.Time, error) {
+	job := p.name
 	slot := s.now().Truncate(time.Second).Add(time.Second)
 	for i := 0; i < 60 && p.sched.Prev(slot).Equal(slot); i++ {
 		slot = slot.Add(time.Second)
 	}
+	out := TriggerResult{Job: job, Slot: slot}
 	if p.sched.Prev(slot).Equal(slot) {
-		return TriggerResult{}, fmt.Errorf("trigger: %s is scheduled every second of the next minute; no slot is free for a manual run", job)
+		return out, slotstore.Claim{}, time.Time{}, fmt.Errorf("trigger: %s is scheduled every second of the next minute; no slot is free for a manual run", job)
 	}
 	sent := time.Now()
 	res, err := s.store.Claim(ctx, slotstore.ClaimParams{Replica: s.replica, Requests: []slotstore.ClaimRequest{{
@@ -59,22 +80,19 @@ func (s *Scheduler) Trigger(ctx context.Context, job string) (TriggerResult, err
 		Overlap: slotstore.Overlap(p.overlap), Manual: true,
 	}}})
 	if err != nil {
-		return TriggerResult{}, fmt.Errorf("trigger %s: claim: %w", job, err)
+		return out, slotstore.Claim{}, sent, fmt.Errorf("trigger %s: claim: %w", job, err)
 	}
 	r := res[0]
-	out := TriggerResult{Job: job, Slot: slot}
 	switch r.Status {
 	case slotstore.Won:
 	case slotstore.Skipped:
-		return out, fmt.Errorf("%w: %s is running and its overlap is forbid", ErrBusy, job)
+		return out, slotstore.Claim{}, sent, fmt.Errorf("%w: %s is running and its overlap is forbid", ErrBusy, job)
 	default:
-		return out, fmt.Errorf("trigger %s: slot %s is %s", job, slot.Format(time.RFC3339), r.Status)
+		return out, slotstore.Claim{}, sent, fmt.Errorf("trigger %s: slot %s is %s", job, slot.Format(time.RFC3339), r.Status)
 	}
 	for _, ref := range r.Replaced {
 		s.log.Info("run replaced", "job", ref.Job, "slot", ref.Slot.UTC().Format(time.RFC3339), "fence", ref.Fence, "by", "manual trigger")
 	}
 	out.Fence = r.Claim.Fence
-	rctx, cancel := context.WithCancelCause(ctx)
-	out.End = string(s.execute(rctx, cancel, p, r.Claim, sent, runHooks{}))
-	return out, nil
+	return out, r.Claim, sent, nil
 }

@@ -1,0 +1,163 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// api serves the JSON API under /api/: reads for anyone who can reach the
+// port, mutations (trigger, pause, resume) only with the bearer token.
+type api struct {
+	s *Scheduler
+	l *loop
+}
+
+func (a *api) routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/jobs", a.jobs)
+	mux.HandleFunc("GET /api/history", a.history)
+	mux.HandleFunc("POST /api/jobs/{job}/trigger", a.authed(a.trigger))
+	mux.HandleFunc("POST /api/pause", a.authed(a.pause(true)))
+	mux.HandleFunc("POST /api/resume", a.authed(a.pause(false)))
+	mux.HandleFunc("GET /{$}", a.dashboard)
+}
+
+// jobView is a job as GET /api/jobs shows it.
+type jobView struct {
+	Name     string `json:"name"`
+	Schedule string `json:"schedule"`
+	Timezone string `json:"timezone"`
+	Next     string `json:"next,omitempty"`
+	Overlap  string `json:"overlap"`
+	Lease    string `json:"lease"`
+	Timeout  string `json:"timeout"`
+	Paused   bool   `json:"paused"`
+}
+
+func (a *api) jobs(w http.ResponseWriter, r *http.Request) {
+	ps, err := a.s.store.Pauses(r.Context())
+	if err != nil {
+		httpError(w, http.StatusServiceUnavailable, "read pauses: "+err.Error())
+		return
+	}
+	paused := map[string]bool{}
+	for _, j := range ps.Jobs {
+		paused[j] = true
+	}
+	now := a.s.now()
+	out := make([]jobView, 0, len(a.s.plans))
+	for _, p := range a.s.plans {
+		v := jobView{Name: p.name, Schedule: p.sched.String(), Timezone: p.sched.Location().String(), Overlap: p.overlap,
+			Lease: p.lease.String(), Timeout: p.timeout.String(), Paused: ps.All || paused[p.name]}
+		if next := p.sched.Next(now); !next.IsZero() {
+			v.Next = next.UTC().Format(time.RFC3339)
+		}
+		out = append(out, v)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *api) history(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 100
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			httpError(w, http.StatusBadRequest, "limit: want 1 to 10000")
+			return
+		}
+		limit = n
+	}
+	ms, err := a.s.store.History(r.Context(), slotstore.HistoryParams{Job: q.Get("job"), State: slotstore.State(q.Get("state")), Limit: limit})
+	if err != nil {
+		httpError(w, http.StatusServiceUnavailable, "read history: "+err.Error())
+		return
+	}
+	out := make([]markerView, len(ms))
+	for i, m := range ms {
+		out[i] = markerJSON(m)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// trigger claims a manual slot and starts its run on this replica, like a
+// scheduled one; it answers once the run has started.
+func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
+	p := a.s.plan(r.PathValue("job"))
+	if p == nil {
+		httpError(w, http.StatusNotFound, "no such job")
+		return
+	}
+	out, c, sent, err := a.s.claimManual(r.Context(), p)
+	switch {
+	case errors.Is(err, ErrBusy):
+		httpError(w, http.StatusConflict, err.Error())
+		return
+	case err != nil:
+		httpError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	a.l.start(p, c, sent)
+	writeJSON(w, http.StatusAccepted, map[string]any{
+		"job": out.Job, "slot": out.Slot.UTC().Format(time.RFC3339), "key": c.Job + "@" + c.Slot.UTC().Format(time.RFC3339), "fence": out.Fence,
+	})
+}
+
+func (a *api) pause(paused bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		job := r.URL.Query().Get("job")
+		if job != "" && a.s.plan(job) == nil {
+			httpError(w, http.StatusNotFound, "no such job")
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		if err := a.s.store.SetPause(ctx, slotstore.PauseParams{Job: job, Paused: paused}); err != nil {
+			httpError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+		ps, err := a.s.store.Pauses(ctx)
+		if err != nil {
+			httpError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+		a.s.log.Info("pauses changed", "job", job, "paused", paused, "by", "http", "replica", a.s.replica)
+		writeJSON(w, http.StatusOK, ps)
+	}
+}
+
+// authed lets a request through only with "Authorization: Bearer <token>"
+// matching http.token; with no token configured, mutations are refused.
+func (a *api) authed(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		token := a.s.cfg.HTTP.Token
+		if token == "" {
+			httpError(w, http.StatusForbidden, "mutations are disabled: set http.token")
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="slotcron"`)
+			httpError(w, http.StatusUnauthorized, "bad or missing bearer token")
+			return
+		}
+		next(w, r)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func httpError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
