@@ -97,7 +97,7 @@ func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
 	}
 	out, c, sent, err := a.s.claimManual(r.Context(), p)
 	switch {
-	case errors.Is(err, ErrBusy):
+	case errors.Is(err, ErrBusy), errors.Is(err, ErrPaused):
 		httpError(w, http.StatusConflict, err.Error())
 		return
 	case err != nil:

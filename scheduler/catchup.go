@@ -15,10 +15,10 @@ const maxMissedRecords = 1000
 //
 //   - slots of the last starting deadline: catch_up none tries none (but a
 //     slot due this very second), latest the newest, all up to
-//     catch_up_limit of the newest; the others are left to replicas that
-//     are up — or, when they are newer than the job's newest marker (no
-//     replica claimed them: every replica was down), recorded skipped with
-//     reason "catch_up <policy>", so history shows them;
+//     catch_up_limit of the newest; the others are left to the replicas
+//     that are up, and when their starting window has closed for every
+//     replica with no claim, recorded skipped with reason
+//     "catch_up <policy>", so history shows them;
 //   - slots older than that, back to the job's newest marker, can no longer
 //     start: they are recorded skipped with reason "missed: no replica
 //     claimed it in time", so a nightly job missed in an outage is visible.
@@ -40,26 +40,35 @@ func (l *loop) schedule(ctx context.Context, p *plan, now time.Time) {
 	for s := p.sched.Prev(now); !s.IsZero() && !s.Before(from); s = p.sched.Prev(s.Add(-time.Second)) {
 		recent = append(recent, s)
 	}
-	// A slot newer than the job's newest marker, and more than a second
-	// old, was claimed by no replica at its time: the replicas were down,
-	// and this one may decide for them. A newer slot may be mid-claim
-	// elsewhere and is left alone.
-	unclaimed := func(s time.Time) bool { return known && s.After(newest) && s.Before(now.Add(-time.Second)) }
 	var skips []slotstore.SkipRequest
-	for i, s := range recent {
-		if i < keep || s.Equal(now) {
-			at := s.Add(p.jitter)
-			if at.Before(now) {
-				at = now
-			}
-			l.h.push(&entry{at: at, p: p, slot: s, kind: retry})
+	// lapseAt is when no replica may start s any more: its starting window
+	// has closed on every clock within a second of this one.
+	lapseAt := func(s time.Time) time.Time { return s.Add(p.deadline + time.Second) }
+	caught := 0
+	for _, s := range recent {
+		due := s.Add(p.jitter)
+		if due.After(now) {
+			// Not yet due (jitter): an ordinary slot.
+			l.h.push(&entry{at: due, p: p, slot: s, kind: retry})
+			continue
+		}
+		if caught < keep || now.Sub(due) < time.Second {
+			// The newest due slots as the policy says, and always one due
+			// this very second.
+			caught++
+			l.h.push(&entry{at: now, p: p, slot: s, kind: retry})
+			continue
+		}
+		// Left to the replicas that are up; if none claims it before its
+		// window closes, history records why it did not run. Slots before
+		// the job's newest marker (or any, for a job with no history yet)
+		// are from before the cluster ran it: not worth a record.
+		if !known || !s.After(newest) {
+			l.s.log.Debug("slot not caught up", "job", p.name, "slot", s.Format(time.RFC3339), "catch_up", p.catchUp)
 			continue
 		}
 		l.s.log.Info("slot not caught up", "job", p.name, "slot", s.Format(time.RFC3339), "catch_up", p.catchUp)
-		if unclaimed(s) {
-			skips = append(skips, slotstore.SkipRequest{Job: p.name, Slot: s, Reason: "catch_up " + p.catchUp, Retain: p.history})
-			l.s.metrics.missed.WithLabelValues(p.name, "catch_up").Inc()
-		}
+		l.h.push(&entry{at: lapseAt(s), p: p, slot: s, kind: lapse, reason: "catch_up " + p.catchUp})
 	}
 	if known {
 		n := 0
@@ -68,10 +77,15 @@ func (l *loop) schedule(ctx context.Context, p *plan, now time.Time) {
 				l.s.log.Warn("more missed slots than recorded", "job", p.name, "recorded", n, "until", from.Format(time.RFC3339))
 				break
 			}
-			skips = append(skips, slotstore.SkipRequest{Job: p.name, Slot: s, Reason: "missed: no replica claimed it in time", Retain: p.history})
+			n++
+			const reason = "missed: no replica claimed it in time"
+			if at := lapseAt(s); at.After(now) {
+				l.h.push(&entry{at: at, p: p, slot: s, kind: lapse, reason: reason})
+				continue
+			}
+			skips = append(skips, slotstore.SkipRequest{Job: p.name, Slot: s, Reason: reason, Retain: p.history})
 			l.s.log.Warn("slot missed", "job", p.name, "slot", s.Format(time.RFC3339), "replica", l.s.replica, "reason", "no replica claimed it in time")
 			l.s.metrics.missed.WithLabelValues(p.name, "down").Inc()
-			n++
 		}
 	}
 	l.skip(ctx, skips)
@@ -111,7 +125,8 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 // dropPaused removes the entries of paused jobs from a batch before it is
 // claimed and records their slots skipped with reason "paused". Watches
 // (takeovers of slots already claimed, and retries) go on. If the pauses
-// cannot be read, nothing is dropped: the claims will meet the same store.
+// cannot be read, the fresh entries are put back with backoff, like a
+// failed claim: a pause must not fail open.
 func (l *loop) dropPaused(ctx context.Context, batch []*entry) []*entry {
 	fresh := false
 	for _, e := range batch {
@@ -123,8 +138,25 @@ func (l *loop) dropPaused(ctx context.Context, batch []*entry) []*entry {
 	pctx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
 	defer cancel()
 	ps, err := l.s.store.Pauses(pctx)
+	l.s.metrics.storeCall(err)
 	if err != nil {
-		return batch
+		if ctx.Err() != nil {
+			return nil
+		}
+		l.s.log.Warn("reading pauses failed; new slots wait", "err", err)
+		kept := batch[:0]
+		for _, e := range batch {
+			if e.kind == watch {
+				kept = append(kept, e)
+				continue
+			}
+			e.tries++
+			if e.kind == fire {
+				e.kind = retry
+			}
+			l.push(e, l.s.now().Add(backoff(e.tries)))
+		}
+		return kept
 	}
 	paused := map[string]bool{}
 	for _, j := range ps.Jobs {
@@ -146,4 +178,11 @@ func (l *loop) dropPaused(ctx context.Context, batch []*entry) []*entry {
 	}
 	l.skip(ctx, skips)
 	return kept
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -59,7 +59,13 @@ func (s *slotSession) Acquire(ctx context.Context, lease time.Duration) (leader.
 		return leader.Attempt{Won: true, Fence: r.Claim.Fence}, nil
 	case r.Status == slotstore.Held && r.Marker.Holder == s.holder:
 		// This campaign's own claim, whose reply was lost: the holder
-		// string is unique to the campaign, so it is safe to adopt.
+		// string is unique to the campaign, so it is safe to adopt. Its
+		// lease ran from the first claim; renew it now so the store's
+		// lease covers the trust window the elector starts from this
+		// Acquire.
+		if err := s.Renew(ctx, r.Marker.Fence, lease); err != nil {
+			return leader.Attempt{}, err
+		}
 		return leader.Attempt{Won: true, Fence: r.Marker.Fence}, nil
 	case r.Status == slotstore.Held:
 		return leader.Attempt{Remaining: r.Remaining}, nil

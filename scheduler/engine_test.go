@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -234,12 +235,13 @@ func TestCatchUpAfterOutage(t *testing.T) {
 		t.Run(strings.Fields(tc.policy)[0]+fmt.Sprint(len(tc.want)), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				t0 := time.Now()
+				st := memstore.New()
 				time.Sleep(35 * time.Second)
 				rec := &recorder{}
 				reg := jobs.NewRegistry()
 				reg.Register("j", rec.fn)
 				conf := "jobs:\n  j:\n    schedule: \"@every 10s\"\n    catch_up: " + tc.policy + "\n"
-				stop := start(t, replica(t, memstore.New(), "a", conf, reg))
+				stop := start(t, replica(t, st, "a", conf, reg))
 				time.Sleep(time.Second)
 				stop()
 				var got []int
@@ -428,6 +430,41 @@ func TestJitterIsDeterministic(t *testing.T) {
 		}
 		if jitterFor("a", 20*time.Second) == jitterFor("b", 20*time.Second) {
 			t.Errorf("a and b got the same jitter")
+		}
+	})
+}
+
+// lossy wins claims but loses the reply of the first batch.
+type lossy struct {
+	slotstore.Store
+	lost atomic.Bool
+}
+
+func (s *lossy) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
+	res, err := s.Store.Claim(ctx, p)
+	if err == nil && !s.lost.Swap(true) {
+		return nil, slotstore.OutcomeUnknown("claim", errors.New("test: reply lost"))
+	}
+	return res, err
+}
+
+// A claim that won but whose reply was lost is adopted at the next try, not
+// left to expire and be taken over a lease late.
+func TestLostClaimReplyIsAdopted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New()
+		rec := &recorder{}
+		reg := jobs.NewRegistry()
+		reg.Register("j", rec.fn)
+		stop := start(t, replica(t, &lossy{Store: st}, "a", `jobs: {j: {schedule: "@every 1h", lease: 30s, on_crash: skip}}`, reg))
+		time.Sleep(5 * time.Second)
+		stop()
+		evs := rec.snapshot()
+		if len(evs) != 1 || evs[0].run.Attempt != 1 || evs[0].started.Sub(evs[0].run.Slot) > time.Second {
+			t.Fatalf("runs %+v, want the slot run at once as attempt 1", evs)
+		}
+		if hist, _ := st.History(context.Background(), slotstore.HistoryParams{Job: "j"}); len(hist) != 1 || hist[0].Outcome != slotstore.Succeeded {
+			t.Errorf("history %+v", hist)
 		}
 	})
 }

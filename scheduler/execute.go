@@ -131,14 +131,20 @@ func (p *plan) retryAt(slot time.Time, attempt int, now time.Time) (time.Time, b
 		wait = min(wait, r.MaxBackoff.D())
 	}
 	at := now.Add(wait)
+	if at.After(p.retryUntil(slot)) {
+		return time.Time{}, false
+	}
+	return at, true
+}
+
+// retryUntil is the last instant a retry of slot may start: its starting
+// deadline, or a second before the job's next slot if that comes first.
+func (p *plan) retryUntil(slot time.Time) time.Time {
 	limit := slot.Add(p.deadline)
 	if next := p.sched.Next(slot); !next.IsZero() && !next.After(limit) {
 		limit = next.Add(-time.Second)
 	}
-	if at.After(limit) {
-		return time.Time{}, false
-	}
-	return at, true
+	return limit
 }
 
 // finish records the outcome, retrying store errors for as long as the lease

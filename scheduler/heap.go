@@ -19,6 +19,9 @@ const (
 	watch
 	// scan reads a job's running markers to watch them; each job has one.
 	scan
+	// lapse records a slot skipped, with reason, once its starting window
+	// has closed for every replica, if none claimed it.
+	lapse
 )
 
 // entry is one thing the loop must do at a given time.
@@ -28,6 +31,12 @@ type entry struct {
 	slot  time.Time
 	kind  entryKind
 	tries int // failed claims so far, for backoff
+	// reason is a lapse entry's reason for history.
+	reason string
+	// until bounds a watch of a retry: past it the retry is dropped (the
+	// slot's starting deadline, or just before its next slot). Zero for
+	// takeovers, which are not bound.
+	until time.Time
 }
 
 // entryHeap is a min-heap on (at, slot); only the loop goroutine touches it.

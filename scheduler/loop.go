@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -45,6 +46,10 @@ type loop struct {
 	mine sync.Map
 	// retries carries the retries runs scheduled to the loop goroutine.
 	retries chan retryNote
+	// unknown holds the slots whose last claim's outcome is unknown: if
+	// such a slot turns out held by this replica, the claim won and its
+	// reply was lost, and the run is adopted.
+	unknown map[slotKey]bool
 }
 
 // retryNote is a failed slot whose retry is due at at.
@@ -54,7 +59,8 @@ type retryNote struct {
 }
 
 func newLoop(s *Scheduler, runCtx context.Context, runs *sync.WaitGroup) *loop {
-	return &loop{s: s, runCtx: runCtx, runs: runs, watched: make(map[slotKey]bool), retries: make(chan retryNote, 64)}
+	return &loop{s: s, runCtx: runCtx, runs: runs, watched: make(map[slotKey]bool), retries: make(chan retryNote, 64),
+		unknown: make(map[slotKey]bool)}
 }
 
 func (l *loop) running() int64 { return l.active.Load() }
@@ -81,7 +87,7 @@ func (l *loop) run(ctx context.Context) {
 		case n := <-l.retries:
 			// Watch the slot from the moment its retry is due, like any
 			// slot another replica may take.
-			l.push(&entry{p: n.p, slot: n.slot, kind: watch}, n.at)
+			l.push(&entry{p: n.p, slot: n.slot, kind: watch, until: n.p.retryUntil(n.slot)}, n.at)
 			continue
 		case <-timer.C:
 		}
@@ -105,6 +111,15 @@ func (l *loop) wake(ctx context.Context) {
 			continue
 		case watch:
 			delete(l.watched, slotKey{e.p.name, e.slot.Unix()})
+			if !e.until.IsZero() && now.After(e.until) {
+				l.s.log.Warn("retry dropped: its window closed", "job", e.p.name, "slot", e.slot.Format(time.RFC3339),
+					"replica", l.s.replica, "until", e.until.Format(time.RFC3339))
+				l.s.metrics.missed.WithLabelValues(e.p.name, "retry window closed").Inc()
+				continue
+			}
+		case lapse:
+			missed = append(missed, slotstore.SkipRequest{Job: e.p.name, Slot: e.slot, Reason: e.reason, Retain: e.p.history})
+			continue
 		}
 		if e.kind == fire {
 			if next := e.p.sched.Next(e.slot); !next.IsZero() {
@@ -164,8 +179,12 @@ func (l *loop) claim(ctx context.Context, batch []*entry) {
 		}
 		l.s.log.Warn("claim failed", "slots", len(batch), "replica", l.s.replica, "err", err,
 			"outcome_unknown", slotstore.IsOutcomeUnknown(err))
+		unknown := slotstore.IsOutcomeUnknown(err) || errors.Is(err, context.DeadlineExceeded)
 		for _, e := range batch {
 			l.s.metrics.claims.WithLabelValues(e.p.name, "error").Inc()
+			if unknown {
+				l.unknown[slotKey{e.p.name, e.slot.Unix()}] = true
+			}
 			e.tries++
 			if e.kind == fire {
 				e.kind = retry
@@ -181,6 +200,12 @@ func (l *loop) claim(ctx context.Context, batch []*entry) {
 
 func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 	l.s.metrics.claims.WithLabelValues(e.p.name, r.Status.String()).Inc()
+	k := slotKey{e.p.name, e.slot.Unix()}
+	wasUnknown := l.unknown[k]
+	delete(l.unknown, k)
+	if r.Status == slotstore.Held && wasUnknown && r.Marker.Holder == l.s.replica && l.adopt(e.p, r.Marker) {
+		return
+	}
 	attrs := []any{"job", e.p.name, "slot", e.slot.Format(time.RFC3339), "replica", l.s.replica}
 	// A slot's first decision is worth a line; re-checks of a watched slot
 	// are not.
@@ -212,7 +237,8 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 			"fence", r.Marker.Fence, "state", r.Marker.State, "outcome", r.Marker.Outcome)...)
 	case slotstore.Waiting:
 		l.s.log.Log(context.Background(), level, "slot waiting for its retry", append(attrs, "due_in", r.Remaining.Round(time.Millisecond))...)
-		l.push(&entry{p: e.p, slot: e.slot, kind: watch}, l.s.now().Add(max(r.Remaining-time.Since(sent), time.Millisecond)))
+		l.push(&entry{p: e.p, slot: e.slot, kind: watch, until: e.p.retryUntil(e.slot)},
+			l.s.now().Add(max(r.Remaining-time.Since(sent), time.Millisecond)))
 	case slotstore.Skipped:
 		l.s.log.Log(context.Background(), level, "slot skipped", append(attrs, "reason", r.Marker.Reason, "by", r.Marker.Holder)...)
 		if r.Marker.Holder == l.s.replica && r.Marker.Reason == slotstore.ReasonOverlap {
@@ -224,6 +250,30 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 		l.s.log.Warn("slot abandoned", append(attrs, "holder", r.Marker.Holder, "attempt", r.Marker.Attempt,
 			"on_crash", e.p.onCrash)...)
 	}
+}
+
+// adopt takes up a claim this replica made whose reply was lost: it renews
+// the lease under the marker's fence (so the store's lease covers the trust
+// window that starts now) and runs the slot as if the claim had answered.
+// Replica names must be unique among live replicas for this to be safe, as
+// they must for the markers to mean anything.
+func (l *loop) adopt(p *plan, m slotstore.Marker) bool {
+	if _, running := l.mine.Load(slotKey{p.name, m.Slot.Unix()}); running {
+		return false
+	}
+	sent := time.Now()
+	ctx, cancel := context.WithTimeout(l.runCtx, claimTimeout(nil))
+	err := l.s.store.Renew(ctx, slotstore.RenewParams{Ref: m.Ref(), Lease: p.lease})
+	cancel()
+	if err != nil {
+		l.s.log.Warn("could not adopt a claim whose reply was lost", "job", p.name, "slot", m.Slot.Format(time.RFC3339),
+			"fence", m.Fence, "replica", l.s.replica, "err", err)
+		return false
+	}
+	l.s.log.Info("claim adopted", "job", p.name, "slot", m.Slot.Format(time.RFC3339), "fence", m.Fence,
+		"replica", l.s.replica, "reason", "its reply was lost")
+	l.start(p, slotstore.Claim{Ref: m.Ref(), Attempt: m.Attempt, PrevHolder: ""}, sent)
+	return true
 }
 
 // start runs a won claim in its own goroutine, which the loop can cancel.
@@ -279,6 +329,13 @@ func (l *loop) scan(ctx context.Context, p *plan) {
 	now := l.s.now()
 	for _, m := range ms {
 		if _, ok := l.mine.Load(slotKey{p.name, m.Slot.Unix()}); ok {
+			continue
+		}
+		if m.State == slotstore.StateRetrying {
+			// A retry is bound by its window; a stale one is left alone.
+			if until := p.retryUntil(m.Slot); now.Before(until) {
+				l.push(&entry{p: p, slot: m.Slot, kind: watch, until: until}, now)
+			}
 			continue
 		}
 		l.push(&entry{p: p, slot: m.Slot, kind: watch}, now)

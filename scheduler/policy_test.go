@@ -37,7 +37,10 @@ func TestOverlap(t *testing.T) {
 				reg.Register("slow", rec.fn)
 				conf := "shutdown_grace: 1s\njobs: {slow: {schedule: '*/10 * * * * *', catch_up: none, lease: 3s, overlap: " + policy + "}}"
 				stopA := start(t, replica(t, st, "a", conf, reg))
-				stopB := start(t, replica(t, st, "b", conf, reg))
+				stopB := func() {}
+				if policy != "replace" { // replace on one replica: every replaced run is cancelled at once
+					stopB = start(t, replica(t, st, "b", conf, reg))
+				}
 				time.Sleep(35 * time.Second)
 				stopA()
 				stopB()
@@ -63,8 +66,11 @@ func TestOverlap(t *testing.T) {
 						t.Errorf("replace: %d runs, states %v", len(evs), states)
 					}
 					for _, ev := range evs[:3] {
-						if !errors.Is(ev.cause, errReplaced) && !errors.Is(ev.cause, errLeaseLost) {
-							t.Errorf("replaced run ended with %v", ev.cause)
+						if !errors.Is(ev.cause, errReplaced) {
+							t.Errorf("replaced run ended with %v, want it cancelled as replaced", ev.cause)
+						}
+						if next := ev.run.Slot.Add(10 * time.Second); ev.ended.After(next) {
+							t.Errorf("replaced run ended at %v, after the slot that replaced it", ev.ended)
 						}
 					}
 				}
@@ -146,7 +152,7 @@ func TestPauseAndResume(t *testing.T) {
 		stopA()
 		stopB()
 		after := len(rec.snapshot()) - paused - during
-		if during > 1 || after < 2 {
+		if during != 0 || after < 2 {
 			t.Errorf("runs while paused %d, after resume %d", during, after)
 		}
 		skipped := 0
@@ -179,15 +185,21 @@ func TestOutageCatchUpHistory(t *testing.T) {
 				reg := jobs.NewRegistry()
 				reg.Register("j", rec.fn)
 				conf := fmt.Sprintf("jobs: {j: {schedule: '@every 10s', starting_deadline: 1m, catch_up: %s}}", tc.policy)
+				t0 := time.Now()
 				stop := start(t, replica(t, st, "a", conf, reg))
 				time.Sleep(5 * time.Second) // slot 0 runs
 				stop()
-				before := len(rec.snapshot())
 				time.Sleep(50 * time.Second) // slots 10..50 come and go with nobody up
 				stop = start(t, replica(t, st, "b", conf, reg))
-				time.Sleep(time.Second)
+				time.Sleep(70 * time.Second) // every window of 10..50 closes
 				stop()
-				if got := len(rec.snapshot()) - before; got != tc.runs {
+				got := 0
+				for _, ev := range rec.snapshot() {
+					if s := ev.run.Slot.Sub(t0); s >= 10*time.Second && s <= 50*time.Second {
+						got++
+					}
+				}
+				if got != tc.runs {
 					t.Errorf("caught up %d slots, want %d", got, tc.runs)
 				}
 				reasons := 0
@@ -271,10 +283,67 @@ func TestOutageRecordsMissedSlots(t *testing.T) {
 				ran++
 			}
 		}
-		// 0 ran before; 10..40 are past the 15 s deadline at 65 s; 50 is
-		// skipped by catch_up latest; 60 runs.
+		// 0 ran; 10..40 are past the 15 s deadline at 65 s; 50 is left to
+		// its still open window; 60 runs as the latest.
 		if missed != 4 || ran != 2 {
 			t.Errorf("missed %d, ran %d; want 4 and 2", missed, ran)
+		}
+	})
+}
+
+// A replica starting while another is up never records as skipped a slot
+// the live one has yet to claim (here: delayed by jitter).
+func TestCatchUpLeavesLiveSlotsAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		st := memstore.New()
+		rec := &recorder{}
+		reg := jobs.NewRegistry()
+		reg.Register("b", rec.fn)
+		if j := jitterFor("b", 8*time.Second); j < 2*time.Second {
+			t.Fatalf("jitter of b is %v; the test needs one of at least 2s", j)
+		}
+		conf := "jobs: {b: {schedule: '@every 10s', jitter: 8s, catch_up: none}}"
+		stopA := start(t, replica(t, st, "a", conf, reg))
+		time.Sleep(21500 * time.Millisecond)
+		stopB := start(t, replica(t, st, "late", conf, reg))
+		time.Sleep(40 * time.Second)
+		stopA()
+		stopB()
+		seen := map[time.Duration]int{}
+		for _, ev := range rec.snapshot() {
+			seen[ev.run.Slot.Sub(t0)]++
+		}
+		for s := 10 * time.Second; s <= 50*time.Second; s += 10 * time.Second {
+			if seen[s] != 1 {
+				t.Errorf("slot +%v ran %d times", s, seen[s])
+			}
+		}
+		for _, m := range history(t, st, "b") {
+			if m.State == slotstore.StateSkipped {
+				t.Errorf("slot %v recorded skipped: %s", m.Slot.Sub(t0), m.Reason)
+			}
+		}
+	})
+}
+
+// A retry whose window closed while nobody was up is never run late.
+func TestStaleRetryIsNotRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New()
+		var runs atomic.Int32
+		reg := jobs.NewRegistry()
+		reg.Register("flaky", func(ctx context.Context, run jobs.Run) error { runs.Add(1); return errors.New("no") })
+		conf := "shutdown_grace: 1s\njobs: {flaky: {schedule: '@every 1h', starting_deadline: 20s, lease: 2s, catch_up: none, retries: {max: 3, backoff: 5s}}}"
+		stop := start(t, replica(t, st, "a", conf, reg))
+		time.Sleep(time.Second) // attempt 1 fails; its retry is due at +5 s
+		stop()
+		time.Sleep(10 * time.Minute)
+		stop = start(t, replica(t, st, "b", conf, reg))
+		time.Sleep(2 * time.Minute)
+		stop()
+		if n := runs.Load(); n != 1 {
+			t.Errorf("%d runs, want only the first: the retry's window closed 10 minutes ago", n)
 		}
 	})
 }

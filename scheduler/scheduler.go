@@ -122,7 +122,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	var runs sync.WaitGroup
 	l := newLoop(s, runCtx, &runs)
 
-	var bg sync.WaitGroup
+	var bg, duties sync.WaitGroup
 	bg.Go(func() { s.prune(ctx) })
 	if len(s.duties) > 0 {
 		el, closeEl, err := s.elector(ctx)
@@ -131,7 +131,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		defer closeEl()
 		for _, d := range s.duties {
-			bg.Go(func() { s.lead(ctx, el, d) })
+			duties.Go(func() { s.lead(ctx, el, d) })
 		}
 	}
 	if s.cfg.HTTP.Listen != "" {
@@ -164,6 +164,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.log.Error("jobs ignored cancellation; stopping without them", "replica", s.replica, "running", l.running())
 		}
 	}
+	// Duties were cancelled with ctx and have been handing over while the
+	// running jobs had their grace.
+	s.waitDuties(&duties)
 	s.log.Info("scheduler stopped", "replica", s.replica)
 	return nil
 }
@@ -187,6 +190,25 @@ func (s *Scheduler) prune(ctx context.Context) {
 				s.log.Debug("pruned markers", "count", n)
 			}
 		}
+	}
+}
+
+// waitDuties waits for the duties' campaigns to end, at most one duty lease
+// and a few seconds: a duty that ignores its cancelled context is left
+// behind, as a job would be, and its fence protects its successor.
+func (s *Scheduler) waitDuties(duties *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() { duties.Wait(); close(done) }()
+	var bound time.Duration
+	for _, d := range s.duties {
+		bound = max(bound, d.lease)
+	}
+	t := time.NewTimer(bound + 5*time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.log.Error("duties ignored cancellation; stopping without them", "replica", s.replica)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
@@ -12,6 +13,10 @@ import (
 // ErrBusy is returned by Trigger for a job with overlap: forbid while one of
 // its slots is running somewhere.
 var ErrBusy = errors.New("scheduler: busy")
+
+// ErrPaused is returned by Trigger for a job that is paused, or while the
+// whole cluster is.
+var ErrPaused = errors.New("scheduler: paused")
 
 // TriggerResult says what a manual trigger did.
 type TriggerResult struct {
@@ -45,7 +50,10 @@ func (s *Scheduler) Trigger(ctx context.Context, job string) (TriggerResult, err
 	if err != nil {
 		return out, err
 	}
-	rctx, cancel := context.WithCancelCause(ctx)
+	// An interrupted trigger hands its slot back, as a shutdown does.
+	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { cancel(errShutdown) })
+	defer stop()
 	out.End = string(s.execute(rctx, cancel, p, c, sent, runHooks{}))
 	return out, nil
 }
@@ -66,6 +74,13 @@ func (s *Scheduler) plan(job string) *plan {
 // ErrBusy, or why the slot could not be won.
 func (s *Scheduler) claimManual(ctx context.Context, p *plan) (TriggerResult, slotstore.Claim, time.Time, error) {
 	job := p.name
+	ps, err := s.store.Pauses(ctx)
+	if err != nil {
+		return TriggerResult{Job: job}, slotstore.Claim{}, time.Time{}, fmt.Errorf("trigger %s: read pauses: %w", job, err)
+	}
+	if ps.All || slices.Contains(ps.Jobs, job) {
+		return TriggerResult{Job: job}, slotstore.Claim{}, time.Time{}, fmt.Errorf("%w: resume %s first", ErrPaused, job)
+	}
 	slot := s.now().Truncate(time.Second).Add(time.Second)
 	for i := 0; i < 60 && p.sched.Prev(slot).Equal(slot); i++ {
 		slot = slot.Add(time.Second)
