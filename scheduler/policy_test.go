@@ -347,3 +347,28 @@ func TestStaleRetryIsNotRun(t *testing.T) {
 		}
 	})
 }
+
+// Two triggers in the same second each get a manual slot of their own.
+func TestTriggersInOneSecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New()
+		rec := &recorder{sleep: 2 * time.Second}
+		reg := jobs.NewRegistry()
+		reg.Register("report", rec.fn)
+		conf := "jobs: {report: {schedule: '@daily', catch_up: none}}"
+		results := make(chan TriggerResult, 2)
+		for _, name := range []string{"cli1", "cli2"} {
+			go func() {
+				res, err := replica(t, st, name, conf, reg).Trigger(context.Background(), "report")
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+				}
+				results <- res
+			}()
+		}
+		a, b := <-results, <-results
+		if a.Slot.Equal(b.Slot) || a.End != "succeeded" || b.End != "succeeded" {
+			t.Errorf("triggers %+v and %+v", a, b)
+		}
+	})
+}

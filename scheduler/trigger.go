@@ -27,8 +27,8 @@ type TriggerResult struct {
 }
 
 // Trigger runs job now, on this replica, as a manual slot: a slot of its own
-// (the first whole second from now that is not one of the job's scheduled
-// slots), claimed like any other so that it runs once and obeys the job's
+// (the current second, or the first one after it that is not one of the
+// job's scheduled slots), claimed like any other so that it runs once and obeys the job's
 // overlap policy, and recorded in history as manual. It returns when the
 // run has ended. A forbid job that is running answers ErrBusy.
 func (s *Scheduler) Trigger(ctx context.Context, job string) (TriggerResult, error) {
@@ -81,33 +81,44 @@ func (s *Scheduler) claimManual(ctx context.Context, p *plan) (TriggerResult, sl
 	if ps.All || slices.Contains(ps.Jobs, job) {
 		return TriggerResult{Job: job}, slotstore.Claim{}, time.Time{}, fmt.Errorf("%w: resume %s first", ErrPaused, job)
 	}
-	slot := s.now().Truncate(time.Second).Add(time.Second)
-	for i := 0; i < 60 && p.sched.Prev(slot).Equal(slot); i++ {
-		slot = slot.Add(time.Second)
+	// The current second, or the next free one: not a scheduled slot of the
+	// job, and not one another trigger took a moment ago.
+	free := func(t time.Time) time.Time {
+		for i := 0; i < 60 && p.sched.Prev(t).Equal(t); i++ {
+			t = t.Add(time.Second)
+		}
+		return t
 	}
-	out := TriggerResult{Job: job, Slot: slot}
-	if p.sched.Prev(slot).Equal(slot) {
-		return out, slotstore.Claim{}, time.Time{}, fmt.Errorf("trigger: %s is scheduled every second of the next minute; no slot is free for a manual run", job)
+	slot := free(s.now().Truncate(time.Second))
+	out := TriggerResult{Job: job}
+	for tries := 0; ; tries++ {
+		out.Slot = slot
+		if p.sched.Prev(slot).Equal(slot) {
+			return out, slotstore.Claim{}, time.Time{}, fmt.Errorf("trigger: %s is scheduled every second of the next minute; no slot is free for a manual run", job)
+		}
+		sent := time.Now()
+		res, err := s.store.Claim(ctx, slotstore.ClaimParams{Replica: s.replica, Requests: []slotstore.ClaimRequest{{
+			Job: p.name, Slot: slot, Lease: p.lease, OnCrash: p.onCrash, MaxAttempts: p.maxAtt, Retain: p.history,
+			Overlap: slotstore.Overlap(p.overlap), Manual: true,
+		}}})
+		if err != nil {
+			return out, slotstore.Claim{}, sent, fmt.Errorf("trigger %s: claim: %w", job, err)
+		}
+		r := res[0]
+		switch {
+		case r.Status == slotstore.Won:
+			for _, ref := range r.Replaced {
+				s.log.Info("run replaced", "job", ref.Job, "slot", ref.Slot.UTC().Format(time.RFC3339), "fence", ref.Fence, "by", "manual trigger")
+			}
+			out.Fence = r.Claim.Fence
+			return out, r.Claim, sent, nil
+		case r.Status == slotstore.Skipped && r.Marker.Reason == slotstore.ReasonOverlap && r.Marker.Holder == s.replica &&
+			r.Marker.Manual:
+			return out, slotstore.Claim{}, sent, fmt.Errorf("%w: %s is running and its overlap is forbid", ErrBusy, job)
+		case tries < 5:
+			slot = free(slot.Add(time.Second)) // taken by another trigger this second
+		default:
+			return out, slotstore.Claim{}, sent, fmt.Errorf("trigger %s: slot %s is %s", job, slot.Format(time.RFC3339), r.Status)
+		}
 	}
-	sent := time.Now()
-	res, err := s.store.Claim(ctx, slotstore.ClaimParams{Replica: s.replica, Requests: []slotstore.ClaimRequest{{
-		Job: p.name, Slot: slot, Lease: p.lease, OnCrash: p.onCrash, MaxAttempts: p.maxAtt, Retain: p.history,
-		Overlap: slotstore.Overlap(p.overlap), Manual: true,
-	}}})
-	if err != nil {
-		return out, slotstore.Claim{}, sent, fmt.Errorf("trigger %s: claim: %w", job, err)
-	}
-	r := res[0]
-	switch r.Status {
-	case slotstore.Won:
-	case slotstore.Skipped:
-		return out, slotstore.Claim{}, sent, fmt.Errorf("%w: %s is running and its overlap is forbid", ErrBusy, job)
-	default:
-		return out, slotstore.Claim{}, sent, fmt.Errorf("trigger %s: slot %s is %s", job, slot.Format(time.RFC3339), r.Status)
-	}
-	for _, ref := range r.Replaced {
-		s.log.Info("run replaced", "job", ref.Job, "slot", ref.Slot.UTC().Format(time.RFC3339), "fence", ref.Fence, "by", "manual trigger")
-	}
-	out.Fence = r.Claim.Fence
-	return out, r.Claim, sent, nil
 }
