@@ -5,9 +5,12 @@ package deploy
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
+	"regexp"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -76,6 +79,35 @@ func TestAlertsParse(t *testing.T) {
 	for _, r := range rules.Groups[0].Rules {
 		if r.Alert == "" || !bytes.Contains([]byte(r.Expr), []byte("slotcron_")) {
 			t.Errorf("rule %+v", r)
+		}
+	}
+}
+
+// Every metric the dashboard and the alerts query is one slotcron exports.
+func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
+	known := map[string]bool{}
+	for _, name := range []string{
+		"claims_total", "runs_total", "run_duration_seconds", "dispatch_delay_seconds", "timer_lag_seconds",
+		"lease_renewal_seconds", "leases_lost_total", "takeovers_total", "slots_missed_total",
+		"next_run_timestamp_seconds", "last_success_timestamp_seconds", "store_up",
+		"leader", "leadership_changes_total", "leader_renewal_seconds", "fence_rejections_total",
+	} {
+		known["slotcron_"+name] = true
+	}
+	metric := regexp.MustCompile(`slotcron_[a-z_]+`)
+	for _, path := range []string{"grafana/slotcron.json", "prometheus/alerts.yaml"} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(path, ".json") && !json.Valid(data) {
+			t.Fatalf("%s is not valid JSON", path)
+		}
+		for _, m := range metric.FindAllString(string(data), -1) {
+			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(m, "_bucket"), "_count"), "_sum")
+			if !known[base] {
+				t.Errorf("%s queries %s, which slotcron does not export", path, m)
+			}
 		}
 	}
 }
