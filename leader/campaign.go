@@ -90,7 +90,7 @@ func (c *campaign) lead(ctx context.Context, s Session, fence int64, sent time.T
 		resigned = tctx.Err() == nil
 	}
 	cancel(ErrResigned)
-	k.stop()
+	k.Stop()
 	reason := endReason(context.Cause(tctx))
 
 	// Release even a term the store may have ended: the call is fenced, and

@@ -1,6 +1,10 @@
 package leader
 
-import "time"
+import (
+	"time"
+
+	"github.com/slotcron/slotcron/internal/lease"
+)
 
 // MinLease is the shortest lease Lead accepts. Production leases are
 // seconds long; shorter ones are for tests.
@@ -32,7 +36,7 @@ type Params struct {
 
 // DefaultMargin is the margin used when Params.Margin is zero: a tenth of
 // the lease, at least 10 ms, as the scheduler uses for slot leases.
-func DefaultMargin(lease time.Duration) time.Duration { return max(lease/10, 10*time.Millisecond) }
+func DefaultMargin(l time.Duration) time.Duration { return lease.DefaultMargin(l) }
 
 // withDefaults validates p and fills in its defaults.
 func (p Params) withDefaults() (Params, error) {

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/lease"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/slotstore"
 )
@@ -50,9 +51,8 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 		}
 	}
 
-	keeper := startLeaseKeeper(s.store, c.Ref, p.lease, p.timeout, sent, cancel, log,
-		m.renewLatency.WithLabelValues(p.name).Observe, m.leasesLost.WithLabelValues(p.name).Inc)
-	defer keeper.stop()
+	keeper := s.keepLease(p, c.Ref, sent, cancel, log)
+	defer keeper.Stop()
 
 	tctx, cancelTimeout := context.WithTimeoutCause(ctx, p.timeout, errTimeout)
 	start := time.Now()
@@ -65,12 +65,12 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 	timedOut := errors.Is(context.Cause(tctx), errTimeout)
 	cancelTimeout()
 
-	keeper.pause()
+	keeper.Pause()
 	if errors.Is(context.Cause(ctx), errReplaced) {
 		log.Info("run replaced; outcome not recorded", "duration", dur, "err", errString(err))
 		return count("replaced")
 	}
-	if !keeper.trusted() {
+	if !keeper.Trusted() {
 		log.Warn("run ended after lease lost; outcome not recorded", "duration", dur, "err", errString(err))
 		return count("lease_lost")
 	}
@@ -148,11 +148,11 @@ func (p *plan) retryUntil(slot time.Time) time.Time {
 }
 
 // finish records the outcome, retrying store errors for as long as the lease
-// is trusted (the keeper keeps renewing meanwhile). It reports whether the
+// is trusted (renewals are paused; the trust window still runs). It reports whether the
 // outcome was recorded.
-func (s *Scheduler) finish(k *leaseKeeper, p slotstore.FinishParams, log *slog.Logger) bool {
+func (s *Scheduler) finish(k *lease.Keeper, p slotstore.FinishParams, log *slog.Logger) bool {
 	for tries := 1; ; tries++ {
-		ctx, cancel := context.WithDeadline(context.Background(), k.trustedUntil())
+		ctx, cancel := context.WithDeadline(context.Background(), k.TrustedUntil())
 		err := s.store.Finish(ctx, p)
 		cancel()
 		switch {
@@ -164,7 +164,7 @@ func (s *Scheduler) finish(k *leaseKeeper, p slotstore.FinishParams, log *slog.L
 		}
 		log.Warn("recording the outcome failed", "err", err, "try", tries)
 		select {
-		case <-k.lost():
+		case <-k.Lost():
 			return false
 		case <-time.After(backoff(tries)):
 		}

@@ -1,0 +1,216 @@
+// Package lease keeps one lease alive and tells its holder when to stop
+// trusting it: the one mechanism behind slot runs (package scheduler) and
+// leadership terms (package leader).
+//
+// A Keeper renews every Lease/3 from its own goroutine. The holder trusts the
+// lease only until sent + Lease − Margin, where sent is when the last
+// successful renewal (or the acquiring call) was sent. The window runs on
+// both of the process's clocks: the monotonic one, immune to wall-clock
+// steps, and the wall clock, which unlike the monotonic one goes on while the
+// host is suspended; trust ends when either says so. When it ends without a
+// renewal, or a renewal says the lease is gone, OnLost is called once, with
+// the reason; the holder cancels its work there. A store error that is
+// neither is retried sooner, for as long as the window lasts.
+package lease
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Config describes one lease.
+type Config struct {
+	// Lease is the lease's length in the store; renewals go every Lease/3.
+	Lease time.Duration
+	// Margin is taken off the lease on the holder's side. Zero means
+	// DefaultMargin(Lease).
+	Margin time.Duration
+	// RenewUntil, when not zero, is when renewals stop for good: the lease
+	// then runs out and OnLost is called when trust ends.
+	RenewUntil time.Time
+	// Renew extends the lease to Lease from now, by the store's clock. ctx
+	// ends with the trust window.
+	Renew func(ctx context.Context) error
+	// Gone reports whether a Renew error means the store no longer holds
+	// the lease (no retry can help).
+	Gone func(error) bool
+	// OnLost is called once, from the Keeper's goroutines, when the lease
+	// is lost: expired is true when trust ran out, false when Renew said
+	// the lease is gone (err is then its error).
+	OnLost func(expired bool, err error)
+	// OnRenewed, when set, observes each renewal that succeeded: when it
+	// was sent, and how long its reply took.
+	OnRenewed func(sent time.Time, rtt time.Duration)
+	// OnRenewError, when set, is told of each renewal that failed and will
+	// be retried, with the time trust has left.
+	OnRenewError func(err error, trustedFor time.Duration)
+	// Done, when set, stops renewals when it is closed (the holder's work
+	// ended for another reason).
+	Done <-chan struct{}
+}
+
+// DefaultMargin is a tenth of the lease, at least 10 ms.
+func DefaultMargin(lease time.Duration) time.Duration { return max(lease/10, 10*time.Millisecond) }
+
+// Keeper keeps one lease; build it with Start.
+type Keeper struct {
+	c Config
+
+	mu      sync.Mutex
+	until   time.Time   // end of the trust window
+	timer   *time.Timer // fires at until
+	lostc   chan struct{}
+	stopped bool // Stop was called: OnLost must not be
+
+	stopc chan struct{}
+	done  chan struct{}
+}
+
+// Start begins keeping a lease acquired by a call sent at sent.
+func Start(sent time.Time, c Config) *Keeper {
+	if c.Margin == 0 {
+		c.Margin = DefaultMargin(c.Lease)
+	}
+	k := &Keeper{c: c, until: sent.Add(c.Lease - c.Margin), lostc: make(chan struct{}),
+		stopc: make(chan struct{}), done: make(chan struct{})}
+	k.mu.Lock()
+	k.timer = time.AfterFunc(time.Until(k.until), k.expire)
+	k.mu.Unlock()
+	go k.renewLoop()
+	return k
+}
+
+// Lost is closed once the lease is lost.
+func (k *Keeper) Lost() <-chan struct{} { return k.lostc }
+
+// TrustedUntil is the end of the current trust window.
+func (k *Keeper) TrustedUntil() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.until
+}
+
+// Trusted reports whether the lease is still trusted now, by both clocks.
+func (k *Keeper) Trusted() bool {
+	select {
+	case <-k.lostc:
+		return false
+	default:
+	}
+	return Within(time.Now(), k.TrustedUntil())
+}
+
+// Within reports whether now is before until on the monotonic clock and on
+// the wall clock (Round(0) strips the monotonic reading).
+func Within(now, until time.Time) bool {
+	return now.Before(until) && now.Round(0).Before(until.Round(0))
+}
+
+// Pause stops renewals and waits for the renewing goroutine; the trust
+// window keeps running. A holder calls it before its final write, so no
+// renewal races that write.
+func (k *Keeper) Pause() {
+	k.mu.Lock()
+	select {
+	case <-k.stopc:
+	default:
+		close(k.stopc)
+	}
+	k.mu.Unlock()
+	<-k.done
+}
+
+// Stop ends the Keeper: no renewal, no trust timer. OnLost is not called
+// after Stop returns.
+func (k *Keeper) Stop() {
+	k.Pause()
+	k.mu.Lock()
+	k.timer.Stop()
+	k.stopped = true
+	k.mu.Unlock()
+}
+
+func (k *Keeper) expire() {
+	k.mu.Lock()
+	moved := Within(time.Now(), k.until) // a renewal moved the window as the timer fired
+	k.mu.Unlock()
+	if !moved {
+		k.lose(true, nil)
+	}
+}
+
+func (k *Keeper) lose(expired bool, err error) {
+	k.mu.Lock()
+	select {
+	case <-k.lostc:
+		k.mu.Unlock()
+		return
+	default:
+	}
+	if k.stopped {
+		k.mu.Unlock()
+		return
+	}
+	close(k.lostc)
+	k.mu.Unlock()
+	k.c.OnLost(expired, err)
+}
+
+func (k *Keeper) extend(sent time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	select {
+	case <-k.lostc:
+		return
+	default:
+	}
+	k.until = sent.Add(k.c.Lease - k.c.Margin)
+	k.timer.Reset(time.Until(k.until))
+}
+
+func (k *Keeper) renewLoop() {
+	defer close(k.done)
+	interval := k.c.Lease / 3
+	t := time.NewTimer(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-k.stopc:
+			return
+		case <-k.lostc:
+			return
+		case <-k.c.Done:
+			return
+		case <-t.C:
+		}
+		until := k.TrustedUntil()
+		if !Within(time.Now(), until) {
+			k.lose(true, nil)
+			return
+		}
+		if !k.c.RenewUntil.IsZero() && !time.Now().Before(k.c.RenewUntil) {
+			return // the lease runs out; expire reports it
+		}
+		sent := time.Now()
+		ctx, cancel := context.WithDeadline(context.Background(), until)
+		err := k.c.Renew(ctx)
+		cancel()
+		switch {
+		case err == nil:
+			if k.c.OnRenewed != nil {
+				k.c.OnRenewed(sent, time.Since(sent))
+			}
+			k.extend(sent)
+			t.Reset(interval)
+		case k.c.Gone(err):
+			k.lose(false, err)
+			return
+		default:
+			if k.c.OnRenewError != nil {
+				k.c.OnRenewError(err, time.Until(until))
+			}
+			t.Reset(max(interval/4, 10*time.Millisecond))
+		}
+	}
+}

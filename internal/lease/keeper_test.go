@@ -1,0 +1,127 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+var errGone = errors.New("gone")
+
+// fakeStore renews until told to fail, recording when.
+type fakeStore struct {
+	mu   sync.Mutex
+	fail error // returned by Renew when set
+	n    int
+}
+
+func (f *fakeStore) renew(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	return f.fail
+}
+
+func (f *fakeStore) set(err error) {
+	f.mu.Lock()
+	f.fail = err
+	f.mu.Unlock()
+}
+
+type lostCall struct {
+	at      time.Time
+	expired bool
+	err     error
+}
+
+func start(f *fakeStore, lease time.Duration, lost chan<- lostCall, renewUntil time.Time) *Keeper {
+	return Start(time.Now(), Config{
+		Lease: lease, RenewUntil: renewUntil, Renew: f.renew,
+		Gone:   func(err error) bool { return errors.Is(err, errGone) },
+		OnLost: func(expired bool, err error) { lost <- lostCall{time.Now(), expired, err} },
+	})
+}
+
+// Renewals keep the lease; when they fail, trust ends at the last successful
+// renewal's send time + lease − margin, exactly.
+func TestTrustEndsAtLastRenewalPlusLeaseMinusMargin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeStore{}
+		lost := make(chan lostCall, 1)
+		k := start(f, 3*time.Second, lost, time.Time{})
+		defer k.Stop()
+		t0 := time.Now()
+		time.Sleep(10500 * time.Millisecond)
+		if !k.Trusted() {
+			t.Fatal("a renewed lease is not trusted")
+		}
+		lastOK := t0.Add(10 * time.Second) // renewals every 1 s; the last sent at 10 s
+		f.set(errors.New("store down"))
+		got := <-lost
+		want := lastOK.Add(3*time.Second - DefaultMargin(3*time.Second))
+		if !got.expired || !got.at.Equal(want) {
+			t.Errorf("lost at %v (expired %v), want %v", got.at, got.expired, want)
+		}
+		if k.Trusted() {
+			t.Error("still trusted after the loss")
+		}
+	})
+}
+
+// A renewal that says the lease is gone ends trust at once.
+func TestGoneEndsTrustAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeStore{fail: errGone}
+		lost := make(chan lostCall, 1)
+		k := start(f, 3*time.Second, lost, time.Time{})
+		defer k.Stop()
+		got := <-lost
+		if got.expired || !errors.Is(got.err, errGone) || got.at.Sub(time.Unix(946684800, 0)) != time.Second {
+			t.Errorf("lost %+v, want gone at the first renewal (1 s)", got)
+		}
+	})
+}
+
+// Renewals stop at RenewUntil; the lease then runs out.
+func TestRenewUntilLetsTheLeaseRunOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeStore{}
+		lost := make(chan lostCall, 1)
+		t0 := time.Now()
+		k := start(f, 3*time.Second, lost, t0.Add(5*time.Second))
+		defer k.Stop()
+		got := <-lost
+		// Renewals at 1, 2, 3, 4 s; the one due at 5 s is not sent.
+		if want := t0.Add(4*time.Second + 3*time.Second - DefaultMargin(3*time.Second)); !got.expired || !got.at.Equal(want) {
+			t.Errorf("lost at %v, want %v", got.at, want)
+		}
+	})
+}
+
+// Pause stops renewals but not the trust window; Stop silences OnLost.
+func TestPauseAndStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeStore{}
+		lost := make(chan lostCall, 1)
+		k := start(f, 3*time.Second, lost, time.Time{})
+		time.Sleep(1500 * time.Millisecond)
+		k.Pause()
+		got := <-lost // trust ends 2.7 s after the renewal sent at 1 s
+		if got.at.Sub(time.Unix(946684800, 0)) != 3700*time.Millisecond {
+			t.Errorf("lost at %v after pause", got.at)
+		}
+		k.Stop()
+
+		k2 := start(f, 3*time.Second, lost, time.Time{})
+		k2.Stop()
+		time.Sleep(10 * time.Second)
+		select {
+		case c := <-lost:
+			t.Errorf("OnLost after Stop: %+v", c)
+		default:
+		}
+	})
+}
