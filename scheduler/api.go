@@ -5,7 +5,9 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,26 +44,32 @@ type jobView struct {
 }
 
 func (a *api) jobs(w http.ResponseWriter, r *http.Request) {
-	ps, err := a.s.store.Pauses(r.Context())
+	views, _, err := a.jobViews(r.Context())
 	if err != nil {
-		httpError(w, http.StatusServiceUnavailable, "read pauses: "+err.Error())
+		httpError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	paused := map[string]bool{}
-	for _, j := range ps.Jobs {
-		paused[j] = true
+	writeJSON(w, http.StatusOK, views)
+}
+
+// jobViews describes every job as the API and the dashboard show it, with
+// the pauses read from the store.
+func (a *api) jobViews(ctx context.Context) ([]jobView, slotstore.Pauses, error) {
+	ps, err := a.s.store.Pauses(ctx)
+	if err != nil {
+		return nil, ps, fmt.Errorf("read pauses: %w", err)
 	}
 	now := a.s.now()
 	out := make([]jobView, 0, len(a.s.plans))
 	for _, p := range a.s.plans {
 		v := jobView{Name: p.name, Schedule: p.sched.String(), Timezone: p.sched.Location().String(), Overlap: p.overlap,
-			Lease: p.lease.String(), Timeout: p.timeout.String(), Paused: ps.All || paused[p.name]}
+			Lease: p.lease.String(), Timeout: p.timeout.String(), Paused: ps.All || slices.Contains(ps.Jobs, p.name)}
 		if next := p.sched.Next(now); !next.IsZero() {
 			v.Next = next.UTC().Format(time.RFC3339)
 		}
 		out = append(out, v)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, ps, nil
 }
 
 func (a *api) history(w http.ResponseWriter, r *http.Request) {

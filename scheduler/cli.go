@@ -118,12 +118,10 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
 	return fs, fs.String("config", def, "configuration file")
 }
 
+// parseFlags parses a command's flags and refuses positional arguments.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{msg: err.Error()}
+	if err := parseFlagsArgs(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{msg: fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
@@ -168,4 +166,14 @@ func cmdValidate(args []string, stdout, stderr io.Writer, reg *jobs.Registry) er
 	return nil
 }
 
-var flagErrHelp = flag.ErrHelp
+// parseFlagsArgs parses a command's flags and leaves its positional
+// arguments in fs.Args.
+func parseFlagsArgs(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{msg: err.Error()}
+	}
+	return nil
+}

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -16,11 +15,8 @@ import (
 // the whole cluster, in the store: every replica obeys within a second.
 func cmdPause(ctx context.Context, name string, paused bool, args []string, stdout, stderr io.Writer, reg *jobs.Registry) error {
 	fs, path := newFlags(name, stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flagErrHelp) {
-			return err
-		}
-		return usageError{msg: err.Error()}
+	if err := parseFlagsArgs(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 1 {
 		return usageError{msg: fmt.Sprintf("%s: at most one job, not %q", name, strings.Join(fs.Args(), " "))}
@@ -57,11 +53,8 @@ func cmdPause(ctx context.Context, name string, paused bool, args []string, stdo
 // how it ended; exit 1 unless it succeeded.
 func cmdTrigger(ctx context.Context, args []string, stdout, stderr io.Writer, reg *jobs.Registry) error {
 	fs, path := newFlags("trigger", stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flagErrHelp) {
-			return err
-		}
-		return usageError{msg: err.Error()}
+	if err := parseFlagsArgs(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
 		return usageError{msg: "trigger: name exactly one job"}

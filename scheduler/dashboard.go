@@ -34,7 +34,7 @@ th{background:#f4f4f4}
 // refreshes itself; it shows what /api/jobs and /api/history return.
 func (a *api) dashboard(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	ps, err := a.s.store.Pauses(ctx)
+	views, ps, err := a.jobViews(ctx)
 	if err != nil {
 		http.Error(w, "store unreachable: "+err.Error(), http.StatusServiceUnavailable)
 		return
@@ -44,24 +44,12 @@ func (a *api) dashboard(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "store unreachable: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	paused := map[string]bool{}
-	for _, j := range ps.Jobs {
-		paused[j] = true
-	}
-	now := a.s.now()
 	data := struct {
 		Replica string
 		Paused  slotstore.Pauses
 		Jobs    []jobView
 		History []markerView
-	}{Replica: a.s.replica, Paused: ps}
-	for _, p := range a.s.plans {
-		v := jobView{Name: p.name, Schedule: p.sched.String(), Timezone: p.sched.Location().String(), Overlap: p.overlap, Paused: ps.All || paused[p.name]}
-		if next := p.sched.Next(now); !next.IsZero() {
-			v.Next = next.UTC().Format("2006-01-02 15:04:05")
-		}
-		data.Jobs = append(data.Jobs, v)
-	}
+	}{Replica: a.s.replica, Paused: ps, Jobs: views}
 	for _, m := range ms {
 		data.History = append(data.History, markerJSON(m))
 	}
