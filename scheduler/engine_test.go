@@ -21,10 +21,7 @@ import (
 func TestReplicasRunEverySlotOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		st := memstore.New()
-		rec := &recorder{sleep: 300 * time.Millisecond}
-		reg := jobs.NewRegistry()
-		reg.Register("tick", rec.fn)
+		st, rec, reg := rig(&recorder{sleep: 300 * time.Millisecond}, "tick")
 		conf := `jobs: {tick: {schedule: "*/1 * * * * *", lease: 2s}}`
 
 		var stops []func()
@@ -77,10 +74,7 @@ func TestReplicasRunEverySlotOnce(t *testing.T) {
 // ends, before the other replica takes the slot over with a higher fence.
 func TestTakeoverAfterHolderCutOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New()
-		rec := &recorder{sleep: 10 * time.Second}
-		reg := jobs.NewRegistry()
-		reg.Register("long", rec.fn)
+		st, rec, reg := rig(&recorder{sleep: 10 * time.Second}, "long")
 		conf := `jobs: {long: {schedule: "@every 1h", lease: 3s}}`
 		cutoff := &flaky{Store: st}
 		stopA := start(t, replica(t, cutoff, "a", conf, reg))
@@ -127,10 +121,7 @@ func TestTakeoverAfterHolderCutOff(t *testing.T) {
 // A job far longer than its lease keeps the slot as long as renewals work.
 func TestRenewalKeepsLongRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New()
-		rec := &recorder{sleep: 20 * time.Second}
-		reg := jobs.NewRegistry()
-		reg.Register("long", rec.fn)
+		st, rec, reg := rig(&recorder{sleep: 20 * time.Second}, "long")
 		conf := `jobs: {long: {schedule: "@every 1h", lease: 1s}}`
 		stopA := start(t, replica(t, st, "a", conf, reg))
 		synctest.Wait()
@@ -150,10 +141,7 @@ func TestRenewalKeepsLongRun(t *testing.T) {
 // not a whole lease.
 func TestShutdownReleasesRunningSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New()
-		rec := &recorder{sleep: time.Minute}
-		reg := jobs.NewRegistry()
-		reg.Register("long", rec.fn)
+		st, rec, reg := rig(&recorder{sleep: time.Minute}, "long")
 		conf := "shutdown_grace: 1s\njobs: {long: {schedule: \"@every 1h\", lease: 30s}}"
 		stopA := start(t, replica(t, st, "a", conf, reg))
 		synctest.Wait()
@@ -309,10 +297,7 @@ func TestStoreOutageMissesThenRecovers(t *testing.T) {
 // marker by reading the store, not by having watched the claim.
 func TestLateReplicaTakesOverDeadHoldersSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New()
-		rec := &recorder{sleep: 10 * time.Minute}
-		reg := jobs.NewRegistry()
-		reg.Register("long", rec.fn)
+		st, rec, reg := rig(&recorder{sleep: 10 * time.Minute}, "long")
 		conf := `jobs: {long: {schedule: "@every 24h", lease: 3s}}`
 		holder := &flaky{Store: st}
 		stopA := start(t, replica(t, holder, "a", conf, reg))
@@ -333,10 +318,7 @@ func TestLateReplicaTakesOverDeadHoldersSlot(t *testing.T) {
 // A watched slot whose marker disappeared (pruned) is never claimed as new.
 func TestWatchNeverRecreatesMarker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New()
-		rec := &recorder{}
-		reg := jobs.NewRegistry()
-		reg.Register("j", rec.fn)
+		st, rec, _ := rig(&recorder{}, "j")
 		p := &plan{name: "j", fn: rec.fn, lease: 3 * time.Second, deadline: time.Minute, history: time.Hour}
 		s := &Scheduler{store: st, replica: "a", log: testLogger(), now: time.Now, metrics: newMetrics()}
 		var runs sync.WaitGroup
@@ -357,10 +339,7 @@ func TestWatchNeverRecreatesMarker(t *testing.T) {
 func TestClockSkewRunsEachSlotOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		st := memstore.New()
-		rec := &recorder{sleep: 200 * time.Millisecond}
-		reg := jobs.NewRegistry()
-		reg.Register("tick", rec.fn)
+		st, rec, reg := rig(&recorder{sleep: 200 * time.Millisecond}, "tick")
 		conf := `jobs: {tick: {schedule: "*/5 * * * * *", starting_deadline: 20s, lease: 2s}}`
 		var stops []func()
 		for i, skew := range []time.Duration{0, 19 * time.Second, -19 * time.Second, 7 * time.Second} {
@@ -452,10 +431,7 @@ func (s *lossy) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 // left to expire and be taken over a lease late.
 func TestLostClaimReplyIsAdopted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New()
-		rec := &recorder{}
-		reg := jobs.NewRegistry()
-		reg.Register("j", rec.fn)
+		st, rec, reg := rig(&recorder{}, "j")
 		stop := start(t, replica(t, &lossy{Store: st}, "a", `jobs: {j: {schedule: "@every 1h", lease: 30s, on_crash: skip}}`, reg))
 		time.Sleep(5 * time.Second)
 		stop()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/memstore"
 )
 
 func TestMain(m *testing.M) {
@@ -158,4 +159,14 @@ func (f *flaky) Release(ctx context.Context, r slotstore.Ref) error {
 		return errCut
 	}
 	return f.Store.Release(ctx, r)
+}
+
+// rig is the usual set-up of an engine test: a memory store, and a registry
+// in which every named job is the recorder.
+func rig(rec *recorder, names ...string) (*memstore.Store, *recorder, *jobs.Registry) {
+	reg := jobs.NewRegistry()
+	for _, name := range names {
+		reg.Register(name, rec.fn)
+	}
+	return memstore.New(), rec, reg
 }

@@ -31,10 +31,7 @@ func TestOverlap(t *testing.T) {
 	for _, policy := range []string{"allow", "forbid", "replace"} {
 		t.Run(policy, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				st := memstore.New()
-				rec := &recorder{sleep: 25 * time.Second}
-				reg := jobs.NewRegistry()
-				reg.Register("slow", rec.fn)
+				st, rec, reg := rig(&recorder{sleep: 25 * time.Second}, "slow")
 				conf := "shutdown_grace: 1s\njobs: {slow: {schedule: '*/10 * * * * *', catch_up: none, lease: 3s, overlap: " + policy + "}}"
 				stopA := start(t, replica(t, st, "a", conf, reg))
 				stopB := func() {}
@@ -130,10 +127,7 @@ func TestRetries(t *testing.T) {
 // (recorded as skipped, reason paused); resuming starts them again.
 func TestPauseAndResume(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New()
-		rec := &recorder{}
-		reg := jobs.NewRegistry()
-		reg.Register("tick", rec.fn)
+		st, rec, reg := rig(&recorder{}, "tick")
 		conf := "jobs: {tick: {schedule: '*/1 * * * * *', catch_up: none}}"
 		stopA := start(t, replica(t, st, "a", conf, reg))
 		stopB := start(t, replica(t, st, "b", conf, reg))
@@ -180,10 +174,7 @@ func TestOutageCatchUpHistory(t *testing.T) {
 	} {
 		t.Run(tc.policy, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				st := memstore.New()
-				rec := &recorder{}
-				reg := jobs.NewRegistry()
-				reg.Register("j", rec.fn)
+				st, rec, reg := rig(&recorder{}, "j")
 				conf := fmt.Sprintf("jobs: {j: {schedule: '@every 10s', starting_deadline: 1m, catch_up: %s}}", tc.policy)
 				t0 := time.Now()
 				stop := start(t, replica(t, st, "a", conf, reg))
@@ -220,10 +211,7 @@ func TestOutageCatchUpHistory(t *testing.T) {
 // manual; a forbid job that is running answers busy.
 func TestTrigger(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New()
-		rec := &recorder{sleep: 5 * time.Second}
-		reg := jobs.NewRegistry()
-		reg.Register("report", rec.fn)
+		st, _, reg := rig(&recorder{sleep: 5 * time.Second}, "report")
 		conf := "jobs: {report: {schedule: '@daily', catch_up: none, overlap: forbid}}"
 		s := replica(t, st, "cli", conf, reg)
 		res, err := s.Trigger(context.Background(), "report")
@@ -262,10 +250,7 @@ func mustSchedule(t *testing.T, spec string) *schedule.Schedule {
 // no longer run; the first replica back records each as missed.
 func TestOutageRecordsMissedSlots(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New()
-		rec := &recorder{}
-		reg := jobs.NewRegistry()
-		reg.Register("j", rec.fn)
+		st, _, reg := rig(&recorder{}, "j")
 		conf := "jobs: {j: {schedule: '@every 10s', starting_deadline: 15s, catch_up: latest}}"
 		stop := start(t, replica(t, st, "a", conf, reg))
 		time.Sleep(5 * time.Second)
@@ -296,10 +281,7 @@ func TestOutageRecordsMissedSlots(t *testing.T) {
 func TestCatchUpLeavesLiveSlotsAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		st := memstore.New()
-		rec := &recorder{}
-		reg := jobs.NewRegistry()
-		reg.Register("b", rec.fn)
+		st, rec, reg := rig(&recorder{}, "b")
 		if j := jitterFor("b", 8*time.Second); j < 2*time.Second {
 			t.Fatalf("jitter of b is %v; the test needs one of at least 2s", j)
 		}
@@ -351,10 +333,7 @@ func TestStaleRetryIsNotRun(t *testing.T) {
 // Two triggers in the same second each get a manual slot of their own.
 func TestTriggersInOneSecond(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New()
-		rec := &recorder{sleep: 2 * time.Second}
-		reg := jobs.NewRegistry()
-		reg.Register("report", rec.fn)
+		st, _, reg := rig(&recorder{sleep: 2 * time.Second}, "report")
 		conf := "jobs: {report: {schedule: '@daily', catch_up: none}}"
 		results := make(chan TriggerResult, 2)
 		for _, name := range []string{"cli1", "cli2"} {
