@@ -289,7 +289,6 @@ func TestPausedHolderStopsBeforeFinishing(t *testing.T) {
 	lost := a.waitFor(t, "lease lost", 5*time.Second)
 	a.waitFor(t, "run ended after lease lost; outcome not recorded", 5*time.Second)
 	done := b.waitFor(t, "run finished", 15*time.Second)
-	time.Sleep(500 * time.Millisecond)
 	a.stop(t)
 	b.stop(t)
 
