@@ -11,12 +11,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/slotcron/slotcron/fence"
 	"github.com/slotcron/slotcron/internal/testserver"
+	"github.com/slotcron/slotcron/jobs"
 )
 
 // TestMain stops the package's shared PostgreSQL after the tests and then
@@ -68,6 +70,18 @@ func (l *logs) lines(t testing.TB, msg string) []map[string]any {
 // gathers it.
 func rejected(t testing.TB, resource string) float64 {
 	t.Helper()
+	return counter(t, "slotcron_fence_rejections_total", resource)
+}
+
+// repeated returns slotcron_fence_repeats_total{resource} as a registry
+// gathers it.
+func repeated(t testing.TB, resource string) float64 {
+	t.Helper()
+	return counter(t, "slotcron_fence_repeats_total", resource)
+}
+
+func counter(t testing.TB, name, resource string) float64 {
+	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	if err := fence.Register(reg); err != nil {
 		t.Fatal(err)
@@ -77,7 +91,7 @@ func rejected(t testing.TB, resource string) float64 {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "slotcron_fence_rejections_total" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
@@ -109,4 +123,29 @@ func wantStale(t testing.TB, err error, resource string, token, highest int64) {
 	if se.Resource != resource || se.Fence != token || se.Highest != highest {
 		t.Fatalf("stale error %+v, want resource %q fence %d highest %d", *se, resource, token, highest)
 	}
+}
+
+// wantApplied fails t unless err is an *AppliedError for resource and run
+// key with the given fences, wrapping ErrApplied, and wrapping ErrStale
+// exactly when applied is above token.
+func wantApplied(t testing.TB, err error, resource, key string, token, applied int64) {
+	t.Helper()
+	var ae *fence.AppliedError
+	if !errors.As(err, &ae) || !errors.Is(err, fence.ErrApplied) {
+		t.Fatalf("err = %v, want a *fence.AppliedError", err)
+	}
+	if ae.Resource != resource || ae.Key != key || ae.Fence != token || ae.Applied != applied {
+		t.Fatalf("applied error %+v, want resource %q run %s fence %d applied %d", *ae, resource, key, token, applied)
+	}
+	if stale := applied > token; errors.Is(err, fence.ErrStale) != stale {
+		t.Fatalf("errors.Is(%v, ErrStale) = %v, want %v", err, !stale, stale)
+	}
+	if applied > token {
+		wantStale(t, err, resource, token, applied)
+	}
+}
+
+// runOf returns the run of job's slot at slot with fence token.
+func runOf(job string, slot time.Time, token int64, attempt int) jobs.Run {
+	return jobs.Run{Job: job, Slot: slot, Fence: token, Attempt: attempt, Replica: fmt.Sprintf("r%d", attempt)}
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/slotcron/slotcron/jobs"
 )
 
 // KV is a fenced key-value resource: Redis and *Memory implement it, so
@@ -15,6 +17,10 @@ type KV interface {
 	// key has seen; otherwise it returns a *StaleError wrapping ErrStale.
 	// A positive ttl makes the value expire; the fence record stays.
 	Set(ctx context.Context, key string, token int64, value []byte, ttl time.Duration) error
+	// SetOnce stores value under key as Set does, at most once per slot:
+	// a later SetOnce of key for run's slot returns an *AppliedError
+	// wrapping ErrApplied (see Redis.SetOnce).
+	SetOnce(ctx context.Context, key string, run jobs.Run, value []byte, ttl time.Duration) error
 	// Get returns the live value of key and the highest fence it has
 	// seen, or an error wrapping ErrNotFound (fence still the highest).
 	Get(ctx context.Context, key string) (value []byte, fence int64, err error)
@@ -26,17 +32,23 @@ var (
 )
 
 // Memory is a fenced resource in the memory of one process: the highest
-// fence per resource name, and optionally a value per name. It is for tests
-// and for a single process; it fences nothing shared between processes.
-// Its zero value is ready to use; it is safe for concurrent use and must
-// not be copied after first use.
+// fence per resource name, optionally a value per name, and the records of
+// SetOnce. It is for tests and for a single process; it fences nothing
+// shared between processes. Its zero value is ready to use; it is safe for
+// concurrent use and must not be copied after first use.
 type Memory struct {
-	// Logger receives a line for each rejection. Nil means slog.Default().
+	// Logger receives a line for each rejection and each refused repeat.
+	// Nil means slog.Default().
 	Logger *slog.Logger
+	// Retain is how long SetOnce keeps the record of a slot's write, on
+	// this process's clock. Zero means DefaultRetain; a negative value is
+	// an error (ErrInvalid).
+	Retain time.Duration
 
 	mu      sync.Mutex
 	highest map[string]int64
 	values  map[string]memValue
+	once    memOnce
 }
 
 type memValue struct {
@@ -77,6 +89,10 @@ func (m *Memory) Set(ctx context.Context, key string, token int64, value []byte,
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.setLocked(key, token, value, ttl)
+}
+
+func (m *Memory) setLocked(key string, token int64, value []byte, ttl time.Duration) error {
 	if err := m.checkLocked(key, token); err != nil {
 		return err
 	}

@@ -13,22 +13,34 @@ var rejections = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Writes rejected because their fence was below the highest the resource had seen, by resource.",
 }, []string{"resource"})
 
+// repeats counts the once-per-slot writes every helper of this process
+// refused because the slot's effect was already committed.
+var repeats = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "slotcron_fence_repeats_total",
+	Help: "Once-per-slot writes refused because the slot's effect was already committed (a repeat after commit-then-crash, or a retry), by resource.",
+}, []string{"resource"})
+
 // Register adds the package's metrics to r:
 //
-//	slotcron_fence_rejections_total{resource}  counter
+//	slotcron_fence_rejections_total{resource}  counter: stale writers refused
+//	slotcron_fence_repeats_total{resource}     counter: repeats of a slot's committed effect refused
 //
-// The counter is package-wide: every PG, Redis and Memory of the process
-// counts into it, and its label is the resource name (for Redis, the key
-// without the prefix), so keep names to a bounded set. Nothing is
-// registered until Register is called; registering twice on one registry
-// returns nil.
+// The counters are package-wide: every PG, Redis and Memory of the process
+// counts into them. Their label is the resource name: for Redis and
+// Memory, the key without the prefix; for PG.Check, the resource; for
+// PG.Once, the job's name (not the run key, so the label set stays
+// bounded). Keep names to a bounded set. A stale writer refused by a once
+// helper counts as a rejection, not a repeat. Nothing is registered until
+// Register is called; registering twice on one registry returns nil.
 func Register(r prometheus.Registerer) error {
-	if err := r.Register(rejections); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) && are.ExistingCollector == rejections {
-			return nil
+	for _, c := range []*prometheus.CounterVec{rejections, repeats} {
+		if err := r.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) && are.ExistingCollector == c {
+				continue
+			}
+			return err
 		}
-		return err
 	}
 	return nil
 }

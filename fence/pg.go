@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -17,24 +18,36 @@ import (
 // DefaultSchema holds the table and function of PG when PG.Schema is empty.
 const DefaultSchema = "slotcron"
 
-// staleCode is the SQLSTATE fence_check raises for a stale fence.
-const staleCode = "SCF01"
+// The SQLSTATEs the functions raise: fence_check for a stale fence,
+// fence_once for a slot whose effect was already committed.
+const (
+	staleCode   = "SCF01"
+	appliedCode = "SCF02"
+)
 
 //go:embed sql/ensure.sql
 var ensureSQL string
 
-// PG fences resources kept in PostgreSQL: Check, inside the caller's
-// transaction, records the highest fence seen per resource name and
-// rejects a lower one, so the caller's writes and the check commit or roll
-// back together. Its zero value uses DefaultSchema and slog.Default; call
-// Ensure once before the first Check. A PG is a value with no state of its
-// own, safe for concurrent use.
+// PG fences resources kept in PostgreSQL, inside the caller's transaction,
+// so the caller's writes and the check commit or roll back together: Check
+// records the highest fence seen per resource name and rejects a lower one;
+// Once records a slot's effect and refuses it a second time. Its zero value
+// uses DefaultSchema, DefaultRetain and slog.Default; call Ensure once
+// before the first Check or Once. A PG is a value with no state of its own,
+// safe for concurrent use.
 type PG struct {
-	// Schema holds the table fence_highest and the function fence_check.
-	// Empty means DefaultSchema.
+	// Schema holds the tables fence_highest and fence_applied and the
+	// functions fence_check and fence_once. Empty means DefaultSchema.
 	Schema string
-	// Logger receives a line for each rejection. Nil means slog.Default().
+	// Logger receives a line for each rejection and each refused repeat.
+	// Nil means slog.Default().
 	Logger *slog.Logger
+	// Retain is how long Once keeps the record of a slot's effect, at
+	// least, counted from the later of the call and the slot, by the
+	// database's clock; Prune and later calls of Once delete it after.
+	// Set it to at least the job's history. Zero means DefaultRetain
+	// (7 days); a negative value is an error (ErrInvalid).
+	Retain time.Duration
 }
 
 // Execer runs SQL: a *pgx.Conn, a *pgxpool.Pool or a pgx.Tx.
@@ -42,9 +55,11 @@ type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// Ensure creates the schema, its table fence_highest and its function
-// fence_check if they do not exist. It is safe to call from many replicas
-// at once, and again at every start.
+// Ensure creates the schema, its tables fence_highest and fence_applied
+// and its functions fence_check and fence_once if they do not exist, and
+// replaces the functions, so a schema ensured by an older version gains
+// what Once needs. It is safe to call from many replicas at once, and
+// again at every start.
 func (p PG) Ensure(ctx context.Context, db Execer) error {
 	schema := p.schema()
 	h := fnv.New64a()
@@ -93,10 +108,16 @@ func (p PG) Check(ctx context.Context, tx pgx.Tx, resource string, token int64) 
 			}
 			return reject(p.Logger, resource, token, highest)
 		case "42883", "42P01", "3F000": // undefined function, table, schema
-			return fmt.Errorf("fence: check %q fence %d: schema %q not set up (call PG.Ensure first): %w", resource, token, p.schema(), err)
+			return p.notEnsured(fmt.Sprintf("check %q fence %d", resource, token), err)
 		}
 	}
 	return fmt.Errorf("fence: check %q fence %d: %w", resource, token, err)
+}
+
+// notEnsured is the error of an operation that found no function, table or
+// schema (SQLSTATE 42883, 42P01, 3F000).
+func (p PG) notEnsured(op string, err error) error {
+	return fmt.Errorf("fence: %s: schema %q not set up (call PG.Ensure first): %w", op, p.schema(), err)
 }
 
 // CheckPG is PG{}.Check: it checks token against resource in

@@ -28,7 +28,9 @@ var (
 // its fence is at least the highest the key has seen, in one Lua script, so
 // the check and the write are one atomic step. Each key is one hash,
 // <Prefix><key>, holding the value, its expiry and the highest fence, so it
-// works unchanged on a Redis Cluster.
+// works unchanged on a Redis Cluster. SetOnce also records, in the same
+// script and the same hash slot, that a slot wrote the key, and refuses a
+// second write of it for that slot.
 //
 // The hash never expires, whatever the TTL of its value: the highest fence
 // must outlive every holder. A Redis without persistence that restarts
@@ -42,8 +44,14 @@ type Redis struct {
 	Client redis.Scripter
 	// Prefix starts every key. Empty means DefaultPrefix.
 	Prefix string
-	// Logger receives a line for each rejection. Nil means slog.Default().
+	// Logger receives a line for each rejection and each refused repeat.
+	// Nil means slog.Default().
 	Logger *slog.Logger
+	// Retain is how long SetOnce keeps the record of a slot's write, at
+	// least, counted from the later of the write and the slot, by Redis's
+	// clock. Set it to at least the job's history. Zero means
+	// DefaultRetain (7 days); a negative value is an error (ErrInvalid).
+	Retain time.Duration
 }
 
 // Set stores value under key if token is at least the highest fence key has
@@ -116,17 +124,30 @@ func reply(res []any) (bool, int64, error) {
 	if len(res) != 2 {
 		return false, 0, fmt.Errorf("unexpected reply %v", res)
 	}
-	flag, ok1 := res[0].(int64)
-	text, ok2 := res[1].(string)
-	if !ok1 || !ok2 {
+	flag, ok := res[0].(int64)
+	if !ok {
 		return false, 0, fmt.Errorf("unexpected reply %v", res)
 	}
+	f, err := parseFence(res[1])
+	if err != nil {
+		return false, 0, err
+	}
+	return flag == 1, f, nil
+}
+
+// parseFence reads a fence a script returned: a decimal string, empty for
+// none (0).
+func parseFence(v any) (int64, error) {
+	text, ok := v.(string)
+	if !ok {
+		return 0, fmt.Errorf("unexpected fence %v", v)
+	}
 	if text == "" {
-		return flag == 1, 0, nil
+		return 0, nil
 	}
 	f, err := strconv.ParseInt(text, 10, 64)
 	if err != nil {
-		return false, 0, fmt.Errorf("unexpected fence %q", text)
+		return 0, fmt.Errorf("unexpected fence %q", text)
 	}
-	return flag == 1, f, nil
+	return f, nil
 }

@@ -24,6 +24,11 @@ const (
 	scenarioPause = 400 * time.Millisecond
 )
 
+// nextMinute returns the start of the next minute: a slot no older than
+// the job's generation in a store that first sees the job now, so its
+// first claim wins (an older one would be refused as possibly lost).
+func nextMinute() time.Time { return time.Now().UTC().Truncate(time.Minute).Add(time.Minute) }
+
 // holders plays A and B against store: claim is A's first claim, and
 // takeover is B's, made after A's pause.
 type holders struct {
@@ -89,7 +94,7 @@ func TestScenarioRedis(t *testing.T) {
 	res := fence.Redis{Client: c, Prefix: "scenario:fence:", Logger: l.logger()}
 	key := unique("report")
 
-	h := holders{t: t, store: store, slot: time.Now().UTC().Truncate(time.Minute), resource: key}
+	h := holders{t: t, store: store, slot: nextMinute(), resource: key}
 	_, b, _ := h.play(func(who string, token int64) error {
 		return res.Set(t.Context(), key, token, []byte("written by "+who), 0)
 	})
@@ -114,7 +119,7 @@ func TestScenarioPG(t *testing.T) {
 		t.Fatal(err)
 	}
 	resource := unique("report")
-	h := holders{t: t, store: memstore.New(), slot: time.Now().UTC().Truncate(time.Minute), resource: resource}
+	h := holders{t: t, store: memstore.New(), slot: nextMinute(), resource: resource}
 	_, b, _ := h.play(func(who string, token int64) error {
 		return pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
 			if err := fence.CheckPG(t.Context(), tx, resource, token); err != nil {

@@ -35,3 +35,51 @@ BEGIN
   RETURN seen;
 END
 $$;
+
+-- One row per slot whose effect fence_once committed: the run key
+-- (job@slot), the fence it was committed with, and until when the row is
+-- kept. The primary key is what makes the effect once per slot: a second
+-- insert of the same key waits for the first transaction and then
+-- conflicts with its row, or takes its place if it rolled back.
+CREATE TABLE IF NOT EXISTS {schema}.fence_applied (
+  run_key    text PRIMARY KEY,
+  fence      bigint NOT NULL CHECK (fence > 0),
+  applied_at timestamptz NOT NULL,
+  keep_until timestamptz NOT NULL
+);
+
+CREATE INDEX IF NOT EXISTS fence_applied_keep_until ON {schema}.fence_applied (keep_until);
+
+-- Records the effect of slot p_key as committed with p_fence, kept until
+-- p_retain_us microseconds after the later of now and p_slot; or, when the
+-- slot already has a row, raises SQLSTATE SCF02 with that row's fence in
+-- DETAIL (empty if the row was pruned meanwhile). The error aborts the
+-- caller's transaction, so nothing it wrote can commit.
+--
+-- Under READ COMMITTED it then deletes up to 16 expired rows that no other
+-- transaction holds, so the table prunes itself as it is used; under
+-- REPEATABLE READ or SERIALIZABLE it leaves them to PG.Prune, since a
+-- row deleted by a concurrent transaction would fail the caller's with a
+-- serialization error.
+CREATE OR REPLACE FUNCTION {schema}.fence_once(p_key text, p_fence bigint, p_slot timestamptz, p_retain_us bigint)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  at   timestamptz := clock_timestamp();
+  seen bigint;
+BEGIN
+  INSERT INTO {schema}.fence_applied (run_key, fence, applied_at, keep_until)
+  VALUES (p_key, p_fence, at, greatest(at, p_slot) + p_retain_us * interval '1 microsecond')
+  ON CONFLICT (run_key) DO NOTHING;
+  IF NOT FOUND THEN
+    SELECT a.fence INTO seen FROM {schema}.fence_applied a WHERE a.run_key = p_key;
+    RAISE EXCEPTION USING ERRCODE = 'SCF02', MESSAGE = 'effect already applied', DETAIL = coalesce(seen::text, '');
+  END IF;
+  IF current_setting('transaction_isolation') = 'read committed' THEN
+    DELETE FROM {schema}.fence_applied a WHERE a.run_key IN (
+      SELECT e.run_key FROM {schema}.fence_applied e
+      WHERE e.keep_until < at
+      ORDER BY e.keep_until LIMIT 16
+      FOR UPDATE SKIP LOCKED);
+  END IF;
+END
+$$;

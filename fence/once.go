@@ -1,0 +1,45 @@
+package fence
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// DefaultRetain is how long PG.Once, Redis.SetOnce and Memory.SetOnce keep
+// the record of a slot's effect when their Retain is zero: the default
+// history of a job, for which the store keeps the slot's marker
+// (slotstore.DefaultRetain). A slot can run again only while its marker is
+// kept, so a record kept as long refuses every repeat. A job whose history
+// is longer needs a Retain at least as long.
+const DefaultRetain = 7 * 24 * time.Hour
+
+// retention returns the retention a helper's Retain field asks for.
+func retention(d time.Duration) (time.Duration, error) {
+	switch {
+	case d < 0:
+		return 0, fmt.Errorf("%w: negative retention %v", ErrInvalid, d)
+	case d == 0:
+		return DefaultRetain, nil
+	}
+	return d, nil
+}
+
+// refuse counts and logs a refused once-per-slot write and returns its
+// error. label is the metric's resource label, a bounded name. A writer a
+// newer holder superseded is a fence rejection, logged and counted as
+// reject does; a repeat is counted in slotcron_fence_repeats_total and
+// logged at INFO: the effect exists, nothing is wrong.
+func refuse(log *slog.Logger, label string, e *AppliedError) error {
+	if log == nil {
+		log = slog.Default()
+	}
+	if e.stale() {
+		rejections.WithLabelValues(label).Inc()
+		log.Warn("fence rejected", "resource", e.Resource, "run", e.Key, "fence", e.Fence, "highest", e.Applied)
+		return e
+	}
+	repeats.WithLabelValues(label).Inc()
+	log.Info("effect already applied", "resource", e.Resource, "run", e.Key, "fence", e.Fence, "applied", e.Applied)
+	return e
+}
