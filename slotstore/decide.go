@@ -45,6 +45,16 @@ func (r ClaimRequest) Normalize() (ClaimRequest, error) {
 	return r, nil
 }
 
+// NormalizeJobs validates the jobs of an Enroll: none may be empty.
+func (p EnrollParams) NormalizeJobs() ([]string, error) {
+	for _, j := range p.Jobs {
+		if j == "" {
+			return nil, invalid("enroll: empty job")
+		}
+	}
+	return p.Jobs, nil
+}
+
 // ChecksOverlap reports whether Decide needs the job's running markers for
 // r: it does only for a claim with OverlapForbid or OverlapReplace that may
 // create the slot's first marker.
@@ -83,6 +93,9 @@ func (r SkipRequest) Normalize() (SkipRequest, error) {
 		r.Retain = DefaultRetain
 	}
 	r.Slot = r.Slot.UTC().Truncate(time.Second)
+	if !r.NotBefore.IsZero() {
+		r.NotBefore = r.NotBefore.UTC()
+	}
 	return r, nil
 }
 
@@ -151,10 +164,15 @@ const (
 	// Claim the slot, which has no marker, as DecideWin does, and supersede
 	// the job's other running slots (Supersede). Needs a new fence.
 	DecideReplace
+	// Record the slot, which has no marker and is older than its job's
+	// generation, skipped with Reason ReasonDataLoss. No fence.
+	DecideDataLoss
 )
 
 // Decide applies the claim rules to the slot's current marker (nil when the
-// slot has none) at the store's time now. running holds the markers of the
+// slot has none) at the store's time now; born is when the job's generation
+// began (Generation.Born): a slot older than it gets no first marker but a
+// skipped one. running holds the markers of the
 // job's running slots as the store has them at that moment, including
 // changes made earlier in the same batch; Decide reads it only when
 // r.ChecksOverlap() and m is nil, so callers may pass nil otherwise, and it
@@ -162,10 +180,13 @@ const (
 // Backends that keep their logic in Go (memory, SQLite) call it inside their
 // atomic section; the others encode the same table in their own language,
 // and storetest checks them alike.
-func Decide(m *Marker, r ClaimRequest, now time.Time, running []Marker) Decision {
+func Decide(m *Marker, r ClaimRequest, now, born time.Time, running []Marker) Decision {
 	if m == nil {
 		if r.TakeoverOnly {
 			return DecideLose
+		}
+		if BeforeGeneration(r.Slot, born) && !r.Term {
+			return DecideDataLoss
 		}
 		switch r.Overlap {
 		case OverlapForbid:
@@ -201,6 +222,13 @@ func Decide(m *Marker, r ClaimRequest, now time.Time, running []Marker) Decision
 	return DecideLose
 }
 
+// BeforeGeneration reports whether slot is older than a generation born at
+// born: its first marker could have been created, and lost, before. A slot
+// of the generation's very instant is not: a claim of it before the loss
+// would have been made at or after that instant, and the loss and the new
+// generation came later still, by a store clock that does not step back.
+func BeforeGeneration(slot, born time.Time) bool { return slot.Before(born) }
+
 // others returns the running markers of job's slots other than slot.
 func others(running []Marker, job string, slot time.Time) []Marker {
 	var out []Marker
@@ -213,11 +241,12 @@ func others(running []Marker, job string, slot time.Time) []Marker {
 }
 
 // Apply changes m (a copy of the current marker, or a new zero marker) as the
-// decision says and returns the result the claim reports. fence is used only
-// for DecideWin and DecideReplace and must come from the job's fence source.
+// decision says and returns the result the claim reports. replica and
+// incarnation are the claimant's (ClaimParams). fence is used only for
+// DecideWin and DecideReplace and must come from the job's fence source.
 // For DecideReplace the caller also stores what Supersede returns and lists
 // it in ClaimResult.Replaced.
-func Apply(d Decision, m Marker, r ClaimRequest, replica string, fence int64, now time.Time) (Marker, ClaimResult) {
+func Apply(d Decision, m Marker, r ClaimRequest, replica, incarnation string, fence int64, now time.Time) (Marker, ClaimResult) {
 	switch d {
 	case DecideWin, DecideReplace:
 		prev, manual := "", r.Manual
@@ -228,7 +257,7 @@ func Apply(d Decision, m Marker, r ClaimRequest, replica string, fence int64, no
 		m = Marker{
 			Job: r.Job, Slot: r.Slot, State: StateRunning, Holder: replica, Fence: fence,
 			Attempt: m.Attempt + 1, ClaimedAt: now, LeaseEnd: now.Add(r.Lease),
-			KeepUntil: r.Slot.Add(r.Retain), Manual: manual,
+			KeepUntil: r.Slot.Add(r.Retain), Manual: manual, Incarnation: incarnation,
 		}
 		return m, ClaimResult{Status: Won, Marker: m, Claim: Claim{
 			Ref: m.Ref(), Attempt: m.Attempt, PrevHolder: prev, Retry: retry,
@@ -243,6 +272,9 @@ func Apply(d Decision, m Marker, r ClaimRequest, replica string, fence int64, no
 		return m, ClaimResult{Status: Abandoned, Marker: m}
 	case DecideSkip:
 		m = skipped(r.Job, r.Slot, r.Slot.Add(r.Retain), ReasonOverlap, replica, r.Manual, now)
+		return m, ClaimResult{Status: Skipped, Marker: m}
+	case DecideDataLoss:
+		m = skipped(r.Job, r.Slot, r.Slot.Add(r.Retain), ReasonDataLoss, replica, r.Manual, now)
 		return m, ClaimResult{Status: Skipped, Marker: m}
 	}
 	res := ClaimResult{Marker: m}
@@ -283,14 +315,18 @@ func Supersede(running []Marker, won Marker, now time.Time) []Marker {
 }
 
 // ApplySkip is Skip's decision table: a slot with no marker (m nil) is
-// recorded skipped with r's reason, and changed reports true; a slot with a
-// marker is left alone, and the result is what a losing claim reports.
+// recorded skipped with r's reason, and changed reports true, unless the
+// store's time now is before r.NotBefore, which answers NotYet; a slot with
+// a marker is left alone, and the result is what a losing claim reports.
 func ApplySkip(m *Marker, r SkipRequest, replica string, now time.Time) (Marker, ClaimResult, bool) {
 	if m == nil {
+		if now.Before(r.NotBefore) {
+			return Marker{}, ClaimResult{Status: NotYet, Remaining: r.NotBefore.Sub(now)}, false
+		}
 		s := skipped(r.Job, r.Slot, r.Slot.Add(r.Retain), r.Reason, replica, false, now)
 		return s, ClaimResult{Status: Skipped, Marker: s}, true
 	}
-	s, res := Apply(DecideLose, *m, ClaimRequest{Job: r.Job, Slot: r.Slot}, replica, 0, now)
+	s, res := Apply(DecideLose, *m, ClaimRequest{Job: r.Job, Slot: r.Slot}, replica, "", 0, now)
 	return s, res, false
 }
 

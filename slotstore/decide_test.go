@@ -89,7 +89,7 @@ func TestDecide(t *testing.T) {
 		{"abandoned", m(slotstore.StateAbandoned, expired, 1), req(nil), nil, slotstore.DecideLose, slotstore.Abandoned},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := slotstore.Decide(tc.marker, tc.req, now, tc.running)
+			d := slotstore.Decide(tc.marker, tc.req, now, time.Time{}, tc.running)
 			if d != tc.want {
 				t.Fatalf("Decide = %v, want %v", d, tc.want)
 			}
@@ -97,7 +97,7 @@ func TestDecide(t *testing.T) {
 			if tc.marker != nil {
 				cur = *tc.marker
 			}
-			got, res := slotstore.Apply(d, cur, tc.req, "b", 8, now)
+			got, res := slotstore.Apply(d, cur, tc.req, "b", "", 8, now)
 			if res.Status != tc.status {
 				t.Errorf("status %v, want %v", res.Status, tc.status)
 			}

@@ -49,6 +49,42 @@
 // every replica reads the same ones. A manual trigger's claim sets
 // ClaimRequest.Manual, which the marker keeps (Marker.Manual).
 //
+// # Generations: what a store that lost its data may not do
+//
+// A store can lose what it knew: a Redis restarted with no persistence, or
+// flushed; a failover to a replica that missed the last writes; a database
+// file deleted or replaced by an older copy; a schema dropped. Its markers
+// are gone, and a claim of a slot that already ran would find no marker and
+// win it again. So every store keeps, per job, a Generation: when its record
+// of the job began. Replicas Enroll their jobs at start-up, which begins the
+// generation of a job the store has never seen; a claim of a job with no
+// generation begins one at the store's time then — which, for a job a
+// replica enrolled before, means the store lost it. The check is in the same
+// atomic step as the claim: a claim that would create the first marker of a
+// slot older than the generation (Decide: DecideDataLoss) does not win; the
+// slot is recorded skipped with ReasonDataLoss, because the store cannot
+// know whether it ran. Claims of slots that still have a marker, and
+// takeover-only claims, are unaffected; so is a Term claim (a duty's
+// standing lease), which a new generation must be able to win. A brand-new
+// store or job therefore never runs a slot from before it was first
+// enrolled: catch-up has nothing to catch up for a job the cluster never
+// ran.
+//
+// What a generation cannot see is a loss the store does not notice: a
+// failover that keeps a job's generation record but loses a few of its
+// newest markers (Redis replicates asynchronously; see redisstore's
+// wait_replicas), or a database restored from an older copy by a process
+// that never had the newer one open. Each backend's doc says what it
+// detects.
+//
+// # Misses are judged by the store's clock
+//
+// A replica records a slot missed (Skip with a reason) when its own clock
+// says the slot's starting deadline has passed. It sets
+// SkipRequest.NotBefore to that instant, and the store records nothing
+// before its own clock passes it (Status NotYet): a replica whose clock
+// runs fast cannot record as missed a slot the others may still run.
+//
 // Decide, Apply, Supersede and ApplySkip are the decision table in Go;
 // backends that cannot run Go encode the same table, and storetest checks
 // every backend against it.
@@ -61,18 +97,25 @@
 //     or takeover, returns a fence greater than every fence issued before for
 //     that job, across restarts of the store.
 //  3. A finished slot never runs again: Claim never wins a slot whose marker
-//     is done, abandoned, skipped or replaced.
+//     is done, abandoned, skipped or replaced, nor creates the first marker
+//     of a slot older than its job's generation (the store may have lost
+//     its marker).
 //  4. A dead holder's slot is not lost: once the lease of a running slot has
 //     expired, the next Claim takes it over (attempt+1, higher fence) or,
 //     with OnCrash skip or no attempts left, marks it abandoned.
+//  5. Misses are judged by the store's clock: Skip records nothing before
+//     the request's NotBefore by the store's clock.
 //
 // # Fenced mutations
 //
 // Renew, Finish and Release present the Ref the claim returned. Each succeeds
 // only while the slot is running and its fence is the presented one;
-// otherwise it returns ErrLeaseLost and changes nothing. The one exception:
-// Finish of a slot already done or retrying under the presented fence
-// returns nil and changes nothing, so a retried Finish is safe. A renewal that
+// otherwise it returns ErrLeaseLost and changes nothing. The exceptions, for
+// a slot already done or retrying under the presented fence: Finish returns
+// nil and changes nothing, so a retried Finish is safe; Renew returns
+// ErrFinished, so a holder whose job completed the slot in its own
+// transaction (pgstore.CompleteTx) learns that its lease is no longer
+// needed rather than lost. A renewal that
 // arrives after the lease expired but before any other claim still succeeds:
 // no other holder exists, so guarantee 1 holds.
 //

@@ -14,6 +14,11 @@ var (
 	// longer the slot's current fence, or whose slot is no longer running
 	// (taken over, replaced, abandoned...). Nothing was changed.
 	ErrLeaseLost = errors.New("slotstore: lease lost")
+	// ErrFinished reports a renew whose slot is done or retrying under the
+	// presented fence: the claim's own run recorded its end (in its own
+	// transaction, with CompleteTx), so there is no lease left to keep, and
+	// none was lost. Nothing was changed.
+	ErrFinished = errors.New("slotstore: slot finished under this claim")
 	// ErrOutcomeUnknown reports a mutation whose request may have reached
 	// the store but whose reply did not arrive. Test with IsOutcomeUnknown.
 	ErrOutcomeUnknown = errors.New("slotstore: outcome unknown")

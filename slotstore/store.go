@@ -14,7 +14,10 @@ type Store interface {
 	// with IsOutcomeUnknown(err) some claims may have won.
 	Claim(ctx context.Context, p ClaimParams) ([]ClaimResult, error)
 	// Renew extends the lease of a running slot to Lease from now (store
-	// clock). ErrLeaseLost if p.Ref is no longer the slot's current claim.
+	// clock). ErrLeaseLost if p.Ref is no longer the slot's current claim;
+	// ErrFinished if the slot is done or retrying under p.Ref's own fence
+	// (its run recorded its end, as CompleteTx does): the lease is no longer
+	// needed, and it was not lost.
 	Renew(ctx context.Context, p RenewParams) error
 	// Finish records the outcome of a run and makes the slot final, or,
 	// with p.RetryAt set, puts it in state retrying until then.
@@ -31,10 +34,18 @@ type Store interface {
 	// Skip records every slot of the batch that has no marker as skipped,
 	// with the request's reason, and returns one result per request, in
 	// request order: Skipped for those, and for a slot that has a marker,
-	// which Skip leaves alone, its status as a losing claim reports it.
-	// Like Claim, a batch is one round trip, and a batch with an invalid
-	// request fails with ErrInvalid and changes nothing.
+	// which Skip leaves alone, its status as a losing claim reports it. A
+	// request whose NotBefore the store's clock has not reached records
+	// nothing and answers NotYet. Like Claim, a batch is one round trip,
+	// and a batch with an invalid request fails with ErrInvalid and changes
+	// nothing.
 	Skip(ctx context.Context, p SkipParams) ([]ClaimResult, error)
+	// Enroll begins the generation of every job of p that has none, at the
+	// store's time now, and returns each job's generation, in request
+	// order. A replica enrolls its jobs before it claims their slots: a
+	// claim never creates the first marker of a slot older than its job's
+	// generation (see Generation). Enrolling a job again changes nothing.
+	Enroll(ctx context.Context, p EnrollParams) ([]Generation, error)
 	// SetPause pauses or resumes one job, or the whole cluster when p.Job
 	// is empty. It is idempotent, and durable as the markers are.
 	SetPause(ctx context.Context, p PauseParams) error
@@ -89,6 +100,11 @@ type ClaimRequest struct {
 	// OverlapAllow. Takeovers, claims of released slots and retries are
 	// never checked.
 	Overlap Overlap
+	// Term marks a slot that is not a run but a standing lease, such as a
+	// duty's leadership term: it never finishes, so a claim of it that
+	// creates its marker wins whatever the job's generation (a new term
+	// after the store lost the old one is what must happen).
+	Term bool
 	// Manual marks the slot as a manual trigger's: a claim that creates
 	// the slot's marker (won, or skipped for overlap) records it in
 	// Marker.Manual; later claims of the slot keep the marker's own.
@@ -116,8 +132,13 @@ const (
 
 // ClaimParams is one batch of claims made by one replica.
 type ClaimParams struct {
-	Replica  string
-	Requests []ClaimRequest
+	Replica string
+	// Incarnation names the claiming process among those that share the
+	// replica name (a random value chosen at start-up); the marker keeps
+	// it, so a process that lost a claim's reply can tell its own claim
+	// from that of another process started with the same name. Optional.
+	Incarnation string
+	Requests    []ClaimRequest
 }
 
 // Status is the result of one claim.
@@ -142,6 +163,10 @@ const (
 	// Waiting: the slot failed and its retry is due later; Remaining says
 	// when, by the store's clock. Nothing was changed.
 	Waiting
+	// NotYet: a Skip came before its NotBefore by the store's clock;
+	// Remaining says how long until it may be recorded. Nothing was
+	// changed.
+	NotYet
 )
 
 func (s Status) String() string {
@@ -160,6 +185,8 @@ func (s Status) String() string {
 		return "skipped"
 	case Waiting:
 		return "waiting"
+	case NotYet:
+		return "not yet"
 	}
 	return fmt.Sprintf("Status(%d)", int(s))
 }
@@ -194,8 +221,9 @@ type ClaimResult struct {
 	Claim Claim
 	// Marker is the slot's marker as the claim left it.
 	Marker Marker
-	// Remaining is the holder's remaining lease when Status is Held, and
-	// the time until the retry is due when Status is Waiting.
+	// Remaining is the holder's remaining lease when Status is Held, the
+	// time until the retry is due when Status is Waiting, and the time
+	// until the skip may be recorded when Status is NotYet.
 	Remaining time.Duration
 	// Replaced lists the claims a winning claim with OverlapReplace
 	// superseded, oldest slot first; empty otherwise.
@@ -261,6 +289,31 @@ type SkipRequest struct {
 	Reason string
 	// Retain is as ClaimRequest.Retain.
 	Retain time.Duration
+	// NotBefore, when not zero, is the earliest instant by the store's
+	// clock at which the slot may be recorded skipped: a request that
+	// comes earlier records nothing and answers NotYet. A replica sets it
+	// to slot + starting deadline for a slot it judges missed, so a
+	// replica whose clock runs fast cannot record as missed a slot the
+	// others may still run (guarantee 7).
+	NotBefore time.Time
+}
+
+// EnrollParams names the jobs a replica is about to claim slots of.
+type EnrollParams struct {
+	Jobs []string
+}
+
+// Generation is the store's record of how far back its knowledge of a job
+// goes. It begins when a replica first enrolls or claims the job, and
+// begins anew, at the store's time then, when the store has lost what it
+// knew (a Redis restarted empty or flushed, a database file or schema
+// replaced): every marker of the job from before may be gone. A claim that
+// would create the first marker of a slot older than Born does not win:
+// the slot is recorded skipped with ReasonDataLoss, because it may have run
+// before the loss, and a finished slot must never run again (guarantee 3).
+type Generation struct {
+	Job  string
+	Born time.Time // by the store's clock
 }
 
 // PauseParams pauses or resumes.
@@ -313,6 +366,9 @@ const (
 	// ReasonReplacedBy starts the reason of a replaced marker; the RFC 3339
 	// slot of the winning claim follows.
 	ReasonReplacedBy = "replaced by "
+	// ReasonDataLoss: skipped because the slot is older than its job's
+	// generation, so the store cannot know whether it ran (Generation).
+	ReasonDataLoss = "data loss: the slot predates the store's record of the job"
 )
 
 // Marker is the store's record of a slot.
@@ -338,6 +394,8 @@ type Marker struct {
 	Reason string
 	// Manual is true for the slot of a manual trigger.
 	Manual bool
+	// Incarnation is ClaimParams.Incarnation of the current or last claim.
+	Incarnation string
 }
 
 // Ref returns the claim the marker records.

@@ -30,7 +30,8 @@ type Store struct {
 	markers map[key]slotstore.Marker
 	running map[string]map[int64]bool // job -> slots (Unix seconds) in state running
 	fences  map[string]int64
-	pauses  map[string]bool // job -> paused; "" is the whole cluster
+	born    map[string]time.Time // job -> when its generation began
+	pauses  map[string]bool      // job -> paused; "" is the whole cluster
 }
 
 // Option configures a Store.
@@ -43,7 +44,7 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 func New(opts ...Option) *Store {
 	s := &Store{
 		now: time.Now, markers: make(map[key]slotstore.Marker), running: make(map[string]map[int64]bool),
-		fences: make(map[string]int64), pauses: make(map[string]bool),
+		fences: make(map[string]int64), born: make(map[string]time.Time), pauses: make(map[string]bool),
 	}
 	for _, o := range opts {
 		o(s)
@@ -73,6 +74,40 @@ func (s *Store) drop(k key) {
 	if len(s.running[k.job]) == 0 {
 		delete(s.running, k.job)
 	}
+}
+
+// bornOf returns when job's generation began, beginning it at now if it
+// has none.
+func (s *Store) bornOf(job string, now time.Time) time.Time {
+	b, ok := s.born[job]
+	if !ok {
+		b = now
+		s.born[job] = b
+	}
+	return b
+}
+
+// Enroll implements slotstore.Store. A memory store never loses what it
+// knows while it lives, so a job's generation begins once.
+func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotstore.Generation, error) {
+	jobs, err := p.NormalizeJobs()
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, slotstore.ErrClosed
+	}
+	now := s.now()
+	out := make([]slotstore.Generation, len(jobs))
+	for i, j := range jobs {
+		out[i] = slotstore.Generation{Job: j, Born: s.bornOf(j, now)}
+	}
+	return out, nil
 }
 
 // runningOf returns the markers of job's running slots.
@@ -111,13 +146,13 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 		} else if r.ChecksOverlap() {
 			running = s.runningOf(r.Job)
 		}
-		d := slotstore.Decide(curp, r, now, running)
+		d := slotstore.Decide(curp, r, now, s.bornOf(r.Job, now), running)
 		var fence int64
 		if d == slotstore.DecideWin || d == slotstore.DecideReplace {
 			s.fences[r.Job]++
 			fence = s.fences[r.Job]
 		}
-		m, res := slotstore.Apply(d, cur, r, p.Replica, fence, now)
+		m, res := slotstore.Apply(d, cur, r, p.Replica, p.Incarnation, fence, now)
 		if d != slotstore.DecideLose {
 			s.put(m)
 		}
@@ -197,18 +232,26 @@ func (s *Store) Pauses(ctx context.Context) (slotstore.Pauses, error) {
 }
 
 // mutate applies change to the marker that ref names, if ref is its running
-// claim; otherwise it returns ErrLeaseLost and changes nothing. Finish also
-// accepts a marker already done or retrying under ref's fence.
-func (s *Store) mutate(ref slotstore.Ref, finishing bool, change func(m *slotstore.Marker, now time.Time)) error {
+// claim; otherwise it returns ErrLeaseLost and changes nothing. A marker
+// already done or retrying under ref's fence is accepted by Finish and
+// answered ErrFinished by Renew.
+func (s *Store) mutate(ref slotstore.Ref, op string, change func(m *slotstore.Marker, now time.Time)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return slotstore.ErrClosed
 	}
 	m, ok := s.markers[keyOf(ref.Job, ref.Slot)]
-	settled := m.State == slotstore.StateDone || m.State == slotstore.StateRetrying
-	if !ok || m.Fence != ref.Fence || (m.State != slotstore.StateRunning && !(settled && finishing)) {
+	if !ok || m.Fence != ref.Fence {
 		return slotstore.ErrLeaseLost
+	}
+	if settled := m.State == slotstore.StateDone || m.State == slotstore.StateRetrying; m.State != slotstore.StateRunning {
+		switch {
+		case settled && op == "renew":
+			return slotstore.ErrFinished
+		case !settled || op != "finish":
+			return slotstore.ErrLeaseLost
+		}
 	}
 	change(&m, s.now())
 	s.put(m)
@@ -220,7 +263,7 @@ func (s *Store) Renew(ctx context.Context, p slotstore.RenewParams) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	return s.mutate(p.Ref, false, func(m *slotstore.Marker, now time.Time) { m.LeaseEnd = now.Add(p.Lease) })
+	return s.mutate(p.Ref, "renew", func(m *slotstore.Marker, now time.Time) { m.LeaseEnd = now.Add(p.Lease) })
 }
 
 // Finish implements slotstore.Store.
@@ -228,7 +271,7 @@ func (s *Store) Finish(ctx context.Context, p slotstore.FinishParams) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	return s.mutate(p.Ref, true, func(m *slotstore.Marker, now time.Time) {
+	return s.mutate(p.Ref, "finish", func(m *slotstore.Marker, now time.Time) {
 		if m.State != slotstore.StateRunning {
 			return // already finished by this claim
 		}
@@ -245,7 +288,7 @@ func (s *Store) Release(ctx context.Context, ref slotstore.Ref) error {
 	if err := ref.Validate(); err != nil {
 		return err
 	}
-	return s.mutate(ref, false, func(m *slotstore.Marker, now time.Time) {
+	return s.mutate(ref, "release", func(m *slotstore.Marker, now time.Time) {
 		m.State, m.LeaseEnd = slotstore.StateReleased, now
 	})
 }

@@ -117,8 +117,8 @@ func TestCompleteTx(t *testing.T) {
 	if m := findMarker(t, s, r.Job, r.Slot); m.Outcome != slotstore.Succeeded || m.Error != "" || !m.FinishedAt.Equal(done.FinishedAt) {
 		t.Errorf("Finish after CompleteTx changed the marker: %+v", m)
 	}
-	if err := s.Renew(ctx, slotstore.RenewParams{Ref: current.Claim.Ref, Lease: time.Minute}); !errors.Is(err, slotstore.ErrLeaseLost) {
-		t.Errorf("renew after CompleteTx: %v, want ErrLeaseLost", err)
+	if err := s.Renew(ctx, slotstore.RenewParams{Ref: current.Claim.Ref, Lease: time.Minute}); !errors.Is(err, slotstore.ErrFinished) {
+		t.Errorf("renew after CompleteTx: %v, want ErrFinished", err)
 	}
 	// A second completion would apply the effect twice: it fails.
 	if err := doJob(t, pool, table, s, runOf(current)); !errors.Is(err, slotstore.ErrLeaseLost) {
@@ -129,9 +129,12 @@ func TestCompleteTx(t *testing.T) {
 	}
 }
 
-// TestCompleteTxHoldsOffTakeover: a takeover that starts while the job's
+// TestCompleteTxHoldsOffTakeover: a claim that starts while the job's
 // transaction holds the completed marker waits for that transaction, then
-// finds the slot done if it committed, or takes it over if it rolled back.
+// finds the slot done if it committed, or running under the old fence if
+// it rolled back, and takes it over once the lease has expired. (The
+// transaction cannot stay open past the lease: see
+// TestCompleteTxFrozenHolder.)
 func TestCompleteTxHoldsOffTakeover(t *testing.T) {
 	for _, commit := range []bool{true, false} {
 		name := map[bool]string{true: "commit", false: "rollback"}[commit]
@@ -140,7 +143,7 @@ func TestCompleteTxHoldsOffTakeover(t *testing.T) {
 			ctx := t.Context()
 			s := newStore(t)
 			pool := newPool(t, testserver.SharedPostgres(t).DSN())
-			r := slotstore.ClaimRequest{Job: "j", Slot: slot(0), Lease: 100 * time.Millisecond}
+			r := slotstore.ClaimRequest{Job: "j", Slot: slot(0), Lease: 3 * time.Second}
 			won := claimOne(t, s, "r1", r)
 
 			tx, err := pool.Begin(ctx)
@@ -151,8 +154,6 @@ func TestCompleteTxHoldsOffTakeover(t *testing.T) {
 			if err := pgstore.CompleteTx(ctx, tx, runOf(won), pgstore.InSchema(s.Schema())); err != nil {
 				t.Fatalf("CompleteTx: %v", err)
 			}
-			time.Sleep(time.Until(won.Marker.LeaseEnd) + 20*time.Millisecond) // the lease ends; the transaction is still open
-
 			type claimed struct {
 				res slotstore.ClaimResult
 				err error
@@ -179,11 +180,22 @@ func TestCompleteTxHoldsOffTakeover(t *testing.T) {
 			if got.err != nil {
 				t.Fatalf("claim: %v", got.err)
 			}
-			switch {
-			case commit && got.res.Status != slotstore.Finished:
-				t.Errorf("takeover after the job's transaction committed: %v, want finished", got.res.Status)
-			case !commit && (got.res.Status != slotstore.Won || got.res.Claim.Attempt != 2):
-				t.Errorf("takeover after the job's transaction rolled back: %+v, want won, attempt 2", got.res)
+			if commit {
+				if got.res.Status != slotstore.Finished {
+					t.Errorf("claim after the job's transaction committed: %v, want finished", got.res.Status)
+				}
+				return
+			}
+			res := got.res
+			if res.Status != slotstore.Held || res.Marker.Fence != won.Claim.Fence || res.Marker.Attempt != 1 {
+				t.Fatalf("claim after the job's transaction rolled back: %+v, want held under the old fence", res)
+			}
+			for res.Status == slotstore.Held {
+				time.Sleep(res.Remaining + 5*time.Millisecond)
+				res = claimOne(t, s, "r2", r)
+			}
+			if res.Status != slotstore.Won || res.Claim.Attempt != 2 {
+				t.Errorf("takeover after the job's transaction rolled back: %+v, want won, attempt 2", res)
 			}
 		})
 	}

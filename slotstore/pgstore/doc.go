@@ -9,49 +9,119 @@
 // A claim batch is one statement and one round trip: a call of the
 // schema's claim function, which runs in one transaction. The function
 // first locks the fence row of every job of the batch, in job order,
-// creating rows for new jobs; every claim and skip does this before it
-// reads a marker, so claims of one job take turns, no other transaction
-// creates a marker of the job meanwhile, fences grow in claim order, and
-// two batches cannot deadlock: both take their locks in one global order,
-// and the only other locks on markers are taken by single-row statements
-// that wait for nothing else. It then reads the database clock
-// (clock_timestamp) and decides the requests in order, each as
-// slotstore.Decide and slotstore.Apply do: it locks the slot's marker row
-// (SELECT ... FOR UPDATE, which under READ COMMITTED waits for a fenced
-// mutation or a prune in progress and reads the row it left), decides, and
-// writes: an INSERT for a slot without a marker, an UPDATE for a takeover,
-// a claim of a released slot or a due retry, or an abandonment. A claim
-// with an overlap policy that would create a slot's first marker reads the
-// job's running markers (the partial index markers_running), which include
-// those won earlier in the batch: forbid records the slot skipped if one
-// runs under a live lease; replace makes them all replaced in one UPDATE,
-// which locks each row and checks again that it is still running. Skip
-// uses the same function, recording slots without a marker as skipped.
-// The fence rows are raised at the end.
+// creating rows for new jobs; every claim and skip does this before it reads
+// a marker, so claims of one job take turns, no other transaction creates
+// a marker of the job meanwhile, fences grow in claim order, and two
+// batches cannot deadlock: both take their locks in one global order, and
+// the only other locks on markers are taken by single-row statements that
+// wait for nothing else. It then reads the database clock
+// (clock_timestamp), begins the generations of the batch's claimed jobs
+// that have none (see Generations), and decides the requests in order,
+// each as slotstore.Decide and slotstore.Apply do: it locks the slot's
+// marker row (SELECT ... FOR UPDATE, which under READ COMMITTED waits for
+// a fenced mutation, a prune or a job's transaction after CompleteTx in
+// progress, and reads the row it left), decides, and writes: an INSERT for
+// a slot without a marker, an UPDATE for a takeover, a claim of a released
+// slot or a due retry, or an abandonment. A batch that waits for no
+// marker's lock is decided at that one instant; after a wait, the claim
+// reads the clock again, so a lease that ended while it waited counts as
+// ended. A claim that would create the first marker of a slot older than
+// its job's generation records it skipped with slotstore.ReasonDataLoss.
+// A claim with an overlap policy that would create a slot's first marker
+// reads the job's running markers (the partial index markers_running),
+// which include those won earlier in the batch: forbid records the slot
+// skipped if one runs under a live lease; replace makes them all replaced
+// in one UPDATE, which locks each row and checks again that it is still
+// running. Skip uses the same function, recording slots without a marker
+// as skipped, or nothing before the request's NotBefore by the database's
+// clock (slotstore.NotYet). A winning claim stores the claimant's
+// incarnation in the marker. The fence rows are raised at the end.
 //
 // Each job's winners take, in request order, the fences after the larger
 // of the job's last fence and the database clock in microseconds since
 // the Unix epoch. The counter is committed with the markers it fences, so
 // fences survive restarts; the clock floor keeps them growing even if the
 // counter falls back, as after a failover to a replica that had not yet
-// received the latest commits (provided the new server's clock is not
-// behind the old one's). Fences are therefore large numbers, and only
-// their order means anything.
+// received the latest commits, or a restore (provided the new server's
+// clock is not behind the old one's). Fences are therefore large numbers,
+// and only their order means anything.
 //
-// Leases are judged by the database's clock only. Renew, Finish and Release
-// are one conditional UPDATE each, matching only the running marker with
-// the presented fence (Finish also matches one already done or retrying
-// under that fence, and then writes back what it holds, as the contract
-// requires). SetPause is one INSERT or DELETE in the pauses table.
-// Under READ COMMITTED an UPDATE that waited for another transaction's row
-// lock checks its condition again on the row that transaction left, so a
-// check and its change are one atomic step.
+// Leases are judged by the database's clock only. Renew is one call of the
+// schema's renew function: an UPDATE of the running marker with the
+// presented fence that sets its lease end to the lease after the time the
+// server received the request (statement_timestamp), so a renewal that
+// waited for the marker's lock extends the lease by no more than a lease
+// from when it was sent; and, when it matched nothing, a second statement,
+// on a snapshot taken after whatever the UPDATE waited for had ended, that
+// tells a slot done or retrying under the fence (slotstore.ErrFinished)
+// from a lost lease. Finish and Release are one conditional UPDATE each,
+// matching only the running marker with the presented fence (Finish also
+// matches one already done or retrying under that fence, and then writes
+// back what it holds, as the contract requires). SetPause is one INSERT or
+// DELETE in the pauses table. Under READ COMMITTED an UPDATE that waited
+// for another transaction's row lock checks its condition again on the row
+// that transaction left, so a check and its change are one atomic step.
 //
 // History and Pauses read without locks. Prune is one DELETE of the markers
 // slotstore.Marker.Prunable allows, run only by the store holding the
 // schema's transaction-scoped prune advisory lock (the others return 0 at
 // once); it skips rows other transactions have locked, so it never waits
-// for a claim or a job's transaction.
+// for a claim or a job's transaction. Generations are never pruned.
+//
+// # Generations
+//
+// The generations table holds, per job, when the schema's knowledge of the
+// job began (slotstore.Generation). Enroll is one call of the schema's
+// enroll function, which inserts the rows of jobs that have none at the
+// database's clock and returns every job's row; the claim function does the
+// same for the jobs it claims, in the same transaction and after the fence
+// locks, so a claim never decides on a generation another transaction is
+// still writing. Both lock the rows in job order, so they never wait for
+// each other in a cycle.
+//
+// Each row also records who wrote it: the writing transaction's id
+// (pg_current_xact_id, 64 bits) and the cluster's system identifier
+// (pg_control_system). A row this cluster's own enroll or claim wrote has a
+// raw xmin equal to the low 32 bits of that id and the cluster's system
+// identifier, for as long as it lives: VACUUM FREEZE, VACUUM FULL and
+// CLUSTER keep a tuple's raw xmin (PostgreSQL 9.4 and later mark frozen
+// tuples with flags instead of overwriting xmin), and comparing 32 bits
+// ignores the epoch, which an xid wraparound advances. Any other row is
+// taken as written by someone else, and the next enroll or claim of the job
+// begins its generation anew at the database's time then, so the claims of
+// slots older than that which have no marker are recorded skipped for data
+// loss instead of run. What this detects, and what it does not:
+//
+//   - A schema dropped (or its generations rows deleted) and created again
+//     by the migrations: detected; every job's generation begins at its
+//     first enroll or claim after.
+//   - A logical backup restored over the schema, or into another database
+//     or cluster (pg_dump, then pg_restore or psql; COPY or INSERT): the
+//     restored rows have the restoring transaction's xmin, and, in another
+//     cluster, another system identifier: detected. Missed only when the
+//     restoring transaction's 32-bit id equals the recorded one's in a
+//     cluster with the same system identifier: in this cluster that takes a
+//     multiple of 2^32 transactions between the two; in a physical copy of
+//     it (which keeps the identifier), a coincidence of the two counters
+//     after the copy was made.
+//   - Anything else that writes a generations row (an operator's UPDATE):
+//     taken as a restore, and begins the generation anew. So does a major
+//     version upgrade, by dump and restore or by pg_upgrade (which keeps
+//     xmin but gives the cluster a new system identifier): slots of the
+//     jobs' past that have no marker when the upgraded store is first used
+//     are recorded skipped for data loss, not caught up.
+//   - Not detected: a physical backup (pg_basebackup, a file-system
+//     snapshot) or point-in-time recovery restored to an earlier moment, a
+//     failover to an asynchronous standby that had not received the latest
+//     commits, and a restore, or a deletion, of the markers table alone:
+//     the generations rows are the ones this cluster wrote, and markers
+//     committed after the restored moment are lost without a trace. Fences
+//     still grow (their clock floor), but a slot whose marker was lost this
+//     way can run again. Use synchronous replication where that matters.
+//
+// Only first markers are checked: claims of slots that have a marker,
+// takeover-only claims, terms (slotstore.ClaimRequest.Term) and skips are
+// decided as before whatever the generation.
 //
 // # Transactional completion
 //
@@ -70,18 +140,34 @@
 // slot's fence and the slot is running, and it keeps the marker's row
 // locked until the transaction ends. A takeover that starts meanwhile
 // waits, then finds the slot done (committed) or running under the old
-// fence (rolled back) and takes it over. A stale holder's CompleteTx
-// fails with slotstore.ErrLeaseLost and its effect rolls back with it: the
-// effect commits exactly once, with the completion of the claim it
-// belongs to. When the job returns, the engine's Finish for the run finds
-// the slot done under its fence and succeeds without changing it.
+// fence (rolled back) and takes it over once the lease has expired. The
+// engine's renewal of the run waits the same way, then returns
+// slotstore.ErrFinished (committed), not a lost lease, or renews (rolled
+// back). A stale holder's CompleteTx fails with slotstore.ErrLeaseLost
+// and its effect rolls back with it: the effect commits exactly once, with
+// the completion of the claim it belongs to. When the job returns, the
+// engine's Finish for the run finds the slot done under its fence and
+// succeeds without changing it.
 //
-// Keep the transaction short after CompleteTx: claims of the job wait for
-// the marker's lock. A transaction that completes two runs whose leases
-// have both expired, while a claim takes both over, can deadlock with that
-// claim; the server detects it and aborts one of them, which changes
-// nothing. A transaction at REPEATABLE READ or SERIALIZABLE may instead
-// fail with a serialization error, which also changes nothing.
+// The rest of the transaction is bounded by the run's lease. CompleteTx
+// reads what remains of the lease by the database's clock and sets
+// idle_in_transaction_session_timeout and statement_timeout, for that
+// transaction only (SET LOCAL), to that time (at least 250 milliseconds,
+// and never more than the session's own settings). A holder that stalls
+// after CompleteTx, its process frozen or its network gone, has its session
+// ended by the server when its lease ends, and its transaction, effect and
+// all, rolls back; the successor's takeover waits for no longer than the
+// lease, plus a renewal interval if a renewal the holder sent before it
+// stalled was waiting behind its transaction. The bound restarts with each
+// statement and each idle spell, so CompleteTx must come last, just before
+// Commit; a statement after it that runs past the bound is cancelled, and
+// the transaction can then only roll back.
+//
+// A transaction that completes two runs whose leases have both expired,
+// while a claim takes both over, can deadlock with that claim; the server
+// detects it and aborts one of them, which changes nothing. A transaction
+// at REPEATABLE READ or SERIALIZABLE may instead fail with a serialization
+// error, which also changes nothing.
 //
 // # Failures
 //
@@ -102,15 +188,16 @@
 // versioned migrations (migrations/NNNN_*.sql) that New applies in one
 // transaction holding a transaction-scoped advisory lock, so replicas
 // starting together migrate once; a schema newer than the build is
-// refused. Version 2:
+// refused. Version 3:
 //
 //	schema_migrations (version)  one row per applied migration
 //	fences (job)                 the last fence issued per job
+//	generations (job)            born (database clock), xid, sysid: see Generations
 //	markers                      one row per slot, the claim history
 //	  job, slot                    unique index markers_by_job (job, slot DESC)
 //	  state, holder, fence,        as slotstore.Marker; holder is the replica
 //	  attempt, outcome, error,     (fence and attempt 0 only when skipped)
-//	  reason, manual
+//	  reason, manual, incarnation
 //	  claimed_at, lease_end        database clock; lease_end is the retry's time when retrying
 //	  keep_until, finished_at      slot + retention; set once neither running nor released
 //	  duration_ns                  nanoseconds
@@ -121,6 +208,13 @@
 //	                                                  overlap: a job's running slots
 //	pauses (job)                 what is paused; '' is the whole cluster
 //	claim(...)                   the claim function (claims and skips); claim_result its rows
+//	enroll(jobs, now)            begins and returns generations
+//	renew(job, slot, fence, lease)  'renewed', 'finished' or 'lost'
+//
+// Version 3 drops version 2's claim function: a replica of an older build
+// still running when a newer one migrates the schema gets errors from its
+// claims, and claims nothing, until it is upgraded; it still renews and
+// finishes the runs it holds.
 //
 // The store takes two advisory lock keys per schema, derived from a hash
 // of the schema name: one for migrations, one for pruning.

@@ -50,10 +50,15 @@ func newPool(t testing.TB, dsn string) *pgxpool.Pool {
 	return pool
 }
 
-// slot is a recent minute: the default retention keeps its markers.
+// slot is a minute of the next hour: after the generation of any job of a
+// fresh store began, and soon enough that the default retention keeps its
+// markers.
 func slot(i int) time.Time {
-	return time.Now().UTC().Truncate(time.Hour).Add(time.Duration(i) * time.Minute)
+	return nextHour().Add(time.Duration(i) * time.Minute)
 }
+
+// nextHour is the start of the next hour.
+func nextHour() time.Time { return time.Now().UTC().Truncate(time.Hour).Add(time.Hour) }
 
 func claimOne(t testing.TB, s slotstore.Store, replica string, r slotstore.ClaimRequest) slotstore.ClaimResult {
 	t.Helper()
@@ -68,11 +73,18 @@ func claimOne(t testing.TB, s slotstore.Store, replica string, r slotstore.Claim
 // while running the claim function of schema.
 func waitForLockWait(t *testing.T, pool *pgxpool.Pool, schema string) {
 	t.Helper()
+	waitForLockWaitIn(t, pool, schema, "claim")
+}
+
+// waitForLockWaitIn waits until a session of the database waits for a lock
+// while running the function fn of schema.
+func waitForLockWaitIn(t *testing.T, pool *pgxpool.Pool, schema, fn string) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		var n int
 		err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%claim(%'`, schema).Scan(&n)
+			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%' || $2 || '(%'`, schema, fn).Scan(&n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +92,7 @@ func waitForLockWait(t *testing.T, pool *pgxpool.Pool, schema string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no claim waited for a lock within 5s")
+			t.Fatalf("no %s waited for a lock within 5s", fn)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

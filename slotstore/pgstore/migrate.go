@@ -75,7 +75,10 @@ func advisoryKey(purpose, schema string) int64 {
 // the lock, the first applies the migrations, and the others find nothing
 // left to do. The lock ends with the transaction, so a failed migration
 // cannot leave it held.
-func (s *Store) migrate(ctx context.Context) error {
+func (s *Store) migrate(ctx context.Context) error { return s.migrateTo(ctx, len(migrations)) }
+
+// migrateTo brings the schema to version target, as migrate does.
+func (s *Store) migrateTo(ctx context.Context, target int) error {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return fmt.Errorf("migrate: begin: %w", err)
@@ -92,7 +95,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	switch {
 	case have > len(migrations):
 		return fmt.Errorf("migrate schema %s: version %d is newer than this build's %d", s.schema, have, len(migrations))
-	case have == len(migrations):
+	case have >= target:
 		return nil // up to date: no DDL, so a role without CREATE may open it
 	}
 	ddl := []string{
@@ -107,7 +110,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("migrate schema %s: %w", s.schema, err)
 		}
 	}
-	for _, m := range migrations[have:] {
+	for _, m := range migrations[have:target] {
 		if _, err := tx.Exec(ctx, strings.ReplaceAll(m.sql, "{schema}", q)); err != nil {
 			return fmt.Errorf("migrate schema %s to version %d (%s): %w", s.schema, m.version, m.name, err)
 		}

@@ -8,13 +8,38 @@ import (
 	"github.com/slotcron/slotcron/slotstore"
 )
 
-// Renew implements slotstore.Store: one conditional UPDATE that sets the
-// lease end to the database's clock plus p.Lease.
+// Renew implements slotstore.Store: one call of the schema's renew
+// function, which sets the lease end to p.Lease after the database's time
+// when the request arrived, and, when the slot is not running under
+// p.Fence, tells a slot done or retrying under it (slotstore.ErrFinished)
+// from a lost lease. A renewal that waited for the marker's lock, held by a
+// transaction that completed the slot with CompleteTx, sees what that
+// transaction left: ErrFinished once it committed, and a renewed lease if
+// it rolled back.
 func (s *Store) Renew(ctx context.Context, p slotstore.RenewParams) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	return s.mutate(ctx, "renew", p.Ref, s.q.renew, micros(p.Lease))
+	slot := p.Slot.UTC().Truncate(time.Second)
+	op := fmt.Sprintf("renew %s fence %d", key(p.Job, slot), p.Fence)
+	conn, err := s.conn(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	var found string
+	if err := conn.QueryRow(ctx, s.q.renew, p.Job, slot, p.Fence, micros(p.Lease)).Scan(&found); err != nil {
+		return s.fail(op, err)
+	}
+	switch found {
+	case "renewed":
+		return nil
+	case "finished":
+		return fmt.Errorf("pgstore: %s: %w", op, slotstore.ErrFinished)
+	case "lost":
+		return fmt.Errorf("pgstore: %s: %w", op, slotstore.ErrLeaseLost)
+	}
+	return fmt.Errorf("pgstore: %s: renew answered %q", op, found)
 }
 
 // Release implements slotstore.Store: one conditional UPDATE.

@@ -9,17 +9,19 @@ import (
 
 // columns lists a marker's columns in the order scanMarker reads them.
 const columns = `job, slot, state, holder, fence, attempt, claimed_at, lease_end, keep_until,
-	finished_at, outcome, error, duration_ns, reason, manual`
+	finished_at, outcome, error, duration_ns, reason, manual, incarnation`
 
-// Every fenced mutation is one conditional UPDATE at the database's clock
-// of the slot $1 job, $2 slot, $3 fence: it changes the row only while the
-// slot is running under the presented fence, and no row matched means the
-// lease is lost. Under READ COMMITTED an UPDATE that waited for another
+// Every fenced mutation is one statement at the database's clock about the
+// slot $1 job, $2 slot, $3 fence: it changes the row only while the slot is
+// running under the presented fence, and no row matched means the lease is
+// lost. Under READ COMMITTED an UPDATE that waited for another
 // transaction's lock on the row checks its condition again on the row that
 // transaction left, so the check and the change are one atomic step.
 const (
-	renewSQL = `UPDATE {schema}.markers SET lease_end = clock_timestamp() + $4::bigint * interval '1 microsecond'
-		WHERE job = $1 AND slot = $2 AND fence = $3 AND state = 'running'`
+	// renewSQL calls the schema's renew function (migrations), which
+	// answers 'renewed', 'finished' (done or retrying under the fence) or
+	// 'lost'.
+	renewSQL = `SELECT {schema}.renew($1, $2, $3, $4)`
 	// finishSQL makes the slot done, or retrying until $7 when $7 is not
 	// null. It also matches a slot already done or retrying under the
 	// fence, and then writes back what it holds: a Finish retried after a
@@ -34,12 +36,6 @@ const (
 			lease_end   = CASE WHEN m.state = 'running' THEN coalesce($7::timestamptz, c.t) ELSE m.lease_end END
 		FROM (SELECT clock_timestamp() AS t) c
 		WHERE m.job = $1 AND m.slot = $2 AND m.fence = $3 AND m.state IN ('running', 'done', 'retrying')`
-	// completeSQL is CompleteTx's: running only, since a slot already done
-	// means its effect was already committed once.
-	completeSQL = `UPDATE {schema}.markers AS m
-		SET state = 'done', outcome = 'succeeded', error = '', duration_ns = $4, finished_at = c.t, lease_end = c.t
-		FROM (SELECT clock_timestamp() AS t) c
-		WHERE m.job = $1 AND m.slot = $2 AND m.fence = $3 AND m.state = 'running'`
 	releaseSQL = `UPDATE {schema}.markers AS m SET state = 'released', lease_end = c.t
 		FROM (SELECT clock_timestamp() AS t) c
 		WHERE m.job = $1 AND m.slot = $2 AND m.fence = $3 AND m.state = 'running'`
@@ -47,7 +43,7 @@ const (
 
 // queries are the statements of one schema.
 type queries struct {
-	claim, renew, finish, release                     string
+	claim, enroll, renew, finish, release             string
 	historyOfJob, historyOfAll, historyInState, prune string
 	pause, resume, pauses                             string
 }
@@ -56,7 +52,8 @@ func newQueries(schema string) queries {
 	in := func(sql string) string { return strings.ReplaceAll(sql, "{schema}", schema) }
 	return queries{
 		claim: in(`SELECT ord, won, prev_holder, retry, ` + columns + `, replaced_slots, replaced_fences, now
-			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`),
+			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`),
+		enroll:  in(`SELECT job, born FROM {schema}.enroll($1, clock_timestamp())`),
 		pause:   in(`INSERT INTO {schema}.pauses (job) VALUES ($1) ON CONFLICT DO NOTHING`),
 		resume:  in(`DELETE FROM {schema}.pauses WHERE job = $1`),
 		pauses:  in(`SELECT job FROM {schema}.pauses ORDER BY job`),
@@ -86,7 +83,7 @@ func markerDest(m *slotstore.Marker) ([]any, func()) {
 		durNS          int64
 	)
 	dest := []any{&m.Job, &m.Slot, &state, &m.Holder, &m.Fence, &m.Attempt, &m.ClaimedAt, &m.LeaseEnd,
-		&m.KeepUntil, &finished, &outcome, &m.Error, &durNS, &m.Reason, &m.Manual}
+		&m.KeepUntil, &finished, &outcome, &m.Error, &durNS, &m.Reason, &m.Manual, &m.Incarnation}
 	return dest, func() {
 		m.State, m.Outcome, m.Duration = slotstore.State(state), slotstore.Outcome(outcome), time.Duration(durNS)
 		m.Slot, m.ClaimedAt, m.LeaseEnd, m.KeepUntil = m.Slot.UTC(), m.ClaimedAt.UTC(), m.LeaseEnd.UTC(), m.KeepUntil.UTC()

@@ -45,7 +45,7 @@ func TestRestartDuringClaims(t *testing.T) {
 		restarted atomic.Bool
 		afterOK   = make([]atomic.Int64, replicas) // successful claims after the restart
 	)
-	base := time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)
+	base := nextHour()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for r, s := range stores {

@@ -56,7 +56,7 @@ func tracedStore(t testing.TB, c *counter) *pgstore.Store {
 
 // batchOf returns n requests for consecutive seconds from the start'th.
 func batchOf(job string, start, n int) []slotstore.ClaimRequest {
-	base := time.Now().UTC().Truncate(time.Hour)
+	base := nextHour()
 	reqs := make([]slotstore.ClaimRequest, n)
 	for i := range reqs {
 		reqs[i] = slotstore.ClaimRequest{Job: job, Slot: base.Add(time.Duration(start+i) * time.Second), Lease: time.Minute}
@@ -67,7 +67,7 @@ func batchOf(job string, start, n int) []slotstore.ClaimRequest {
 // TestRoundTripsPerSlot: a batch of 1,000 claims is one statement, one
 // round trip (two on a connection's first use of the statement, which pgx
 // prepares), whether the claims win or find the slots held; every fenced
-// mutation is one statement.
+// mutation, and an enrollment, is one statement.
 func TestRoundTripsPerSlot(t *testing.T) {
 	t.Parallel()
 	c := &counter{}
@@ -95,6 +95,10 @@ func TestRoundTripsPerSlot(t *testing.T) {
 			return s.Finish(t.Context(), slotstore.FinishParams{Ref: ref, Outcome: slotstore.Succeeded})
 		},
 		"release": func() error { return s.Release(t.Context(), ref) }, // lease lost by now: still one statement
+		"enroll": func() error {
+			_, err := s.Enroll(t.Context(), slotstore.EnrollParams{Jobs: []string{"rt", "rt2", "rt3"}})
+			return err
+		},
 	} {
 		c.reset()
 		op()

@@ -30,6 +30,8 @@ type request struct {
 	// reason is a skip's reason, or the one a replace claim gives the
 	// markers it supersedes.
 	reason string
+	// notBefore is a skip's NotBefore.
+	notBefore time.Time
 }
 
 // Claim implements slotstore.Store. The batch is one round trip: on a single
@@ -38,7 +40,9 @@ type request struct {
 // concerned at once, plus a SADD of the batch's job names. Requests of one
 // job share a hash slot, so their calls run in request order and their
 // fences grow in request order, and an overlap policy sees the slots won
-// earlier in the batch.
+// earlier in the batch. The script checks each job's generation in the
+// same call, beginning it if the job has none. With Options.WaitReplicas,
+// each pipeline ends with a WAIT (runWaited).
 func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
 	reqs, err := slotstore.NormalizeAll(p.Requests)
 	if err != nil {
@@ -51,7 +55,7 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 			rs[i].reason = slotstore.ReasonReplacedBy + r.Slot.Format(time.RFC3339)
 		}
 	}
-	return s.decide(ctx, "claim", p.Replica, rs)
+	return s.decide(ctx, "claim", p.Replica, p.Incarnation, rs)
 }
 
 // Skip implements slotstore.Store, with the claim script: one round trip a
@@ -63,13 +67,16 @@ func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.C
 	}
 	rs := make([]request, len(reqs))
 	for i, r := range reqs {
-		rs[i] = request{ClaimRequest: slotstore.ClaimRequest{Job: r.Job, Slot: r.Slot, Retain: r.Retain}, skip: true, reason: r.Reason}
+		rs[i] = request{ClaimRequest: slotstore.ClaimRequest{Job: r.Job, Slot: r.Slot, Retain: r.Retain}, skip: true,
+			reason: r.Reason, notBefore: r.NotBefore}
 	}
-	return s.decide(ctx, "skip", p.Replica, rs)
+	return s.decide(ctx, "skip", p.Replica, "", rs)
 }
 
-// decide runs the claim script on reqs for replica.
-func (s *Store) decide(ctx context.Context, op, replica string, reqs []request) ([]slotstore.ClaimResult, error) {
+// decide runs the claim script on reqs for replica and incarnation. Claims
+// wait for replicas when the store does; skips never do: a skip a failover
+// loses leaves a slot nobody ran unrecorded.
+func (s *Store) decide(ctx context.Context, op, replica, incarnation string, reqs []request) ([]slotstore.ClaimResult, error) {
 	if err := s.begin(ctx, op); err != nil {
 		return nil, err
 	}
@@ -77,10 +84,10 @@ func (s *Store) decide(ctx context.Context, op, replica string, reqs []request) 
 		return []slotstore.ClaimResult{}, nil
 	}
 
-	parts := s.split(reqs)
+	parts := s.split(len(reqs), func(i int) string { return reqs[i].Job })
 	calls := make([]call, len(parts))
 	for i, idx := range parts {
-		calls[i] = s.claimCall(replica, reqs, idx)
+		calls[i] = s.claimCall(replica, incarnation, reqs, idx)
 	}
 	var extra []redis.Cmder
 	if !s.single {
@@ -88,7 +95,15 @@ func (s *Store) decide(ctx context.Context, op, replica string, reqs []request) 
 		// claim, and only History and Prune of every job read the set.
 		extra = append(extra, redis.NewIntCmd(ctx, append([]any{"sadd", jobsKey(s.prefix)}, jobNames(reqs)...)...))
 	}
-	cmds := s.runAll(ctx, calls, extra...)
+	var (
+		cmds    []onceCmd
+		waitErr error
+	)
+	if op == "claim" {
+		cmds, waitErr = s.runWaited(ctx, calls, extra...)
+	} else {
+		cmds = s.runAll(ctx, calls, extra...)
+	}
 
 	out := make([]slotstore.ClaimResult, len(reqs))
 	var failed error
@@ -107,8 +122,11 @@ func (s *Store) decide(ctx context.Context, op, replica string, reqs []request) 
 		}
 	}
 	switch {
-	case failed == nil:
+	case failed == nil && waitErr == nil:
 		return out, nil
+	case failed == nil:
+		// Every call ran, and its writes may not outlive a failover.
+		return nil, slotstore.OutcomeUnknown(fmt.Sprintf("redisstore %s of %d slots", op, len(reqs)), waitErr)
 	case ran || !sure:
 		// Some calls may have won slots that this error hides.
 		return nil, slotstore.OutcomeUnknown(fmt.Sprintf("redisstore %s of %d slots", op, len(reqs)), failed)
@@ -116,20 +134,21 @@ func (s *Store) decide(ctx context.Context, op, replica string, reqs []request) 
 	return nil, s.fail(fmt.Sprintf("%s of %d slots", op, len(reqs)), failed)
 }
 
-// split divides the requests, by index, into the groups of one script call
-// each: consecutive runs of maxBatch on a single server; per hash slot, in
-// order of first appearance, then runs of maxBatch, otherwise.
-func (s *Store) split(reqs []request) [][]int {
+// split divides n requests, by index, into the groups of one script call
+// each: consecutive runs of maxBatch on a single server; per hash slot of
+// the job of each, in order of first appearance, then runs of maxBatch,
+// otherwise.
+func (s *Store) split(n int, job func(i int) string) [][]int {
 	var groups [][]int
 	if s.single {
-		groups = [][]int{make([]int, len(reqs))}
-		for i := range reqs {
+		groups = [][]int{make([]int, n)}
+		for i := range n {
 			groups[0][i] = i
 		}
 	} else {
 		at := map[int]int{} // hash slot -> index in groups
-		for i, r := range reqs {
-			hs := hashSlot(r.Job)
+		for i := range n {
+			hs := hashSlot(job(i))
 			g, ok := at[hs]
 			if !ok {
 				g = len(groups)
@@ -151,7 +170,7 @@ func (s *Store) split(reqs []request) [][]int {
 }
 
 // claimCall builds the claim.lua call for the requests at idx.
-func (s *Store) claimCall(replica string, reqs []request, idx []int) call {
+func (s *Store) claimCall(replica, incarnation string, reqs []request, idx []int) call {
 	group := map[string]int{} // job -> its number g in the script, from 1
 	var jobs []jobKeys
 	var names []any
@@ -162,16 +181,16 @@ func (s *Store) claimCall(replica string, reqs []request, idx []int) call {
 			group[job] = len(jobs)
 		}
 	}
-	keys := make([]string, 0, 4*len(jobs)+len(idx)+1)
+	keys := make([]string, 0, 5*len(jobs)+len(idx)+1)
 	for _, k := range jobs {
-		keys = append(keys, k.fence, k.slots, k.expiry, k.running)
+		keys = append(keys, k.fence, k.gen, k.slots, k.expiry, k.running)
 	}
-	args := make([]any, 0, 3+2*len(names)+11*len(idx))
+	args := make([]any, 0, 5+2*len(names)+13*len(idx))
 	withJobs := "0"
 	if s.single {
 		withJobs = "1"
 	}
-	args = append(append(args, replica, len(jobs), withJobs), names...)
+	args = append(append(args, replica, incarnation, len(jobs), withJobs, slotstore.ReasonDataLoss), names...)
 	for _, k := range jobs {
 		args = append(args, k.marker)
 	}
@@ -179,12 +198,16 @@ func (s *Store) claimCall(replica string, reqs []request, idx []int) call {
 		r := reqs[i]
 		g := group[r.Job]
 		keys = append(keys, jobs[g-1].markerKey(r.Slot.Unix()))
-		kind := "c"
+		kind, notBefore := "c", ""
 		if r.skip {
 			kind = "s"
+			if !r.notBefore.IsZero() {
+				notBefore = strconv.FormatInt(r.notBefore.UnixMicro(), 10)
+			}
 		}
 		args = append(args, g, r.Slot.Unix(), millisUp(r.Lease), string(r.OnCrash), r.MaxAttempts,
-			r.Slot.Add(r.Retain).UnixMilli(), flag(r.TakeoverOnly), string(r.Overlap), flag(r.Manual), kind, r.reason)
+			r.Slot.Add(r.Retain).UnixMilli(), flag(r.TakeoverOnly), string(r.Overlap), flag(r.Manual), kind, r.reason,
+			notBefore, flag(r.Term))
 	}
 	if s.single {
 		keys = append(keys, jobsKey(s.prefix))
@@ -213,7 +236,7 @@ func fillClaims(out []slotstore.ClaimResult, reqs []request, idx []int, res any)
 		req := reqs[i]
 		status := slotstore.Status(r.int())
 		m := r.marker(req.Job, req.Slot.Unix())
-		prev, remaining := r.str(), time.Duration(r.int())*time.Millisecond
+		prev, remaining := r.str(), time.Duration(r.int())*time.Microsecond
 		retry, replaced := r.str() == "1", r.refs(req.Job)
 		res := slotstore.ClaimResult{Status: status, Marker: m}
 		switch status {
@@ -222,6 +245,8 @@ func fillClaims(out []slotstore.ClaimResult, reqs []request, idx []int, res any)
 			res.Replaced = replaced
 		case slotstore.Held, slotstore.Waiting:
 			res.Remaining = remaining
+		case slotstore.NotYet:
+			res.Marker, res.Remaining = slotstore.Marker{}, remaining // there is none
 		case slotstore.Absent:
 			res.Marker = slotstore.Marker{} // there is none
 		case slotstore.Finished, slotstore.Abandoned, slotstore.Skipped:

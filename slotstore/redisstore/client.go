@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -26,7 +27,11 @@ type Store struct {
 	// names together. Otherwise (Cluster, Ring) each script keeps to one
 	// hash slot.
 	single bool
-	closed atomic.Bool
+	// wait is Options.WaitReplicas: how many replicas must acknowledge a
+	// claim, renewal or finish, within waitTimeout.
+	wait        int
+	waitTimeout time.Duration
+	closed      atomic.Bool
 }
 
 // New connects to the Redis that o describes, checks that it answers and
@@ -56,6 +61,7 @@ func New(ctx context.Context, o Options) (*Store, error) {
 	}
 	s := NewWithClient(c, o.Prefix)
 	s.owned = true
+	s.wait, s.waitTimeout = o.WaitReplicas, o.WaitTimeout
 	return s, nil
 }
 
@@ -65,6 +71,8 @@ func New(ctx context.Context, o Options) (*Store, error) {
 // scripts, whatever c's MaxRetries, but c's timeouts bound every call: give
 // it read and write timeouts (the go-redis defaults do) and
 // ContextTimeoutEnabled, so a lost reply ends as an error and not a hang.
+//
+// Such a store never waits for replicas (Options.WaitReplicas).
 //
 // It panics if prefix contains a brace, which Redis Cluster would read as a
 // hash tag: like regexp.MustCompile, it is meant for static setup.

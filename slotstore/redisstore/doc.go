@@ -11,14 +11,16 @@
 //
 // # One round trip an operation
 //
-// Claim, Skip, Renew, Finish and Release are Lua scripts (scripts/*.lua), run
-// by EVALSHA, so each is atomic and takes one round trip. Each script reads
-// the marker before it writes: claim.lua, which serves Claim and Skip, is
-// slotstore.Decide, Apply, Supersede and ApplySkip in Lua; renew.lua,
-// finish.lua and release.lua change a marker only while it is running under
-// the presented fence, and otherwise return slotstore.ErrLeaseLost having
-// changed nothing (finish.lua also accepts a slot already done or retrying
-// under that fence, and changes nothing). A batch of claims is decided
+// Claim, Skip, Renew, Finish, Release and Enroll are Lua scripts
+// (scripts/*.lua), run by EVALSHA, so each is atomic and takes one round
+// trip. Each script reads the marker before it writes: claim.lua, which
+// serves Claim and Skip, is slotstore.Decide, Apply, Supersede and
+// ApplySkip in Lua, and reads the job's generation in the same call;
+// renew.lua, finish.lua and release.lua change a marker only while it is
+// running under the presented fence, and otherwise return
+// slotstore.ErrLeaseLost having changed nothing (finish.lua accepts a slot
+// already done or retrying under that fence, and changes nothing; renew.lua
+// answers it slotstore.ErrFinished). A batch of claims is decided
 // by one script call per 1,000 slots, pipelined, so a batch is one round
 // trip however large, and no call keeps Redis from its other clients for
 // long (a call of 1,000 new slots runs for about 25 ms on a 2-core machine).
@@ -39,12 +41,14 @@
 // # Keys
 //
 // Every key starts with Options.Prefix (default "slotcron:") and carries the
-// job's name as its hash tag, {job}, so a job's markers, fence counter and
-// indexes share one Cluster slot (keys.go lists them). A marker is a hash,
-// <prefix>{job}:m:<slot>. Three sorted sets index a job's markers: all of
-// them by slot, for History; the running ones by slot, for History of
-// running markers and the overlap policies; all of them by the instant they
-// expire, for Prune. The fence counter is a plain string. The set
+// job's name as its hash tag, {job}, so a job's markers, fence counter,
+// generation and indexes share one Cluster slot (keys.go lists them). A
+// marker is a hash, <prefix>{job}:m:<slot>; it keeps the incarnation of its
+// last claim (slotstore.Marker.Incarnation). Three sorted sets index a
+// job's markers: all of them by slot, for History; the running ones by
+// slot, for History of running markers and the overlap policies; all of
+// them by the instant they expire, for Prune. The fence counter and the
+// generation, <prefix>{job}:gen, are plain strings with no expiry. The set
 // <prefix>jobs names the jobs for History and Prune of every job; it has no
 // hash tag, so in a Cluster it lives apart from the jobs, claim and skip
 // batches add to it with a SADD sent in the same pipeline, and Prune never
@@ -59,7 +63,9 @@
 // A claim stores the lease end (TIME + lease) in the marker and compares it
 // with TIME, so the lease expires by Redis's clock; Remaining of a Held
 // result is that lease end minus TIME. A retrying marker keeps the time its
-// retry is due in the same field, and is judged alike. Each marker expires
+// retry is due in the same field, and is judged alike, and so is a skip's
+// NotBefore (to the microsecond): before it, the skip records nothing and
+// answers NotYet. A generation begins at TIME. Each marker expires
 // by PEXPIREAT at the later of its retention end (Slot + Retain) and, while
 // running or retrying, its lease end or retry time, so Redis deletes it
 // once slotstore.Marker.Prunable allows, with or without Prune.
@@ -97,6 +103,104 @@
 // persisted counter would need persistence, which this store must not
 // assume.
 //
+// # Generations
+//
+// A job's generation (slotstore.Generation) is the key <prefix>{job}:gen,
+// when it began in milliseconds of Redis's clock. Enroll creates it when it
+// is missing, and so does claim.lua, in the call that decides the claims:
+// no claim can come between a loss of data and the check. Nothing deletes
+// the key (Prune leaves it) and it never expires, so it is missing only
+// when Redis lost the job's data, or before the job was first enrolled. A
+// claim that would create the first marker of a slot older than the
+// generation, not takeover-only and not a term, records the slot skipped
+// with slotstore.ReasonDataLoss instead, with no fence; skips are recorded
+// as asked. The key carries the job's hash tag: in a Cluster, a master that
+// loses its data begins new generations for its own jobs only, and the jobs
+// of the other masters keep theirs and their markers.
+//
+// The key is written once, when the job is first enrolled or claimed, and
+// its absence is the store's only sign of a loss. So:
+//
+//   - A loss that takes the key with it loses at worst a slot skipped,
+//     never a slot run twice: Redis restarted with no persistence or with
+//     its files gone (and the replicas that resynchronised from it), FLUSHALL
+//     or FLUSHDB, a failover to a node that never had the job's keys, a
+//     Cluster master replaced by an empty node. Every slot before the loss
+//     that has no marker is skipped; slots after it are claimed as usual.
+//     (A slot that a replica whose clock runs fast claimed before its time,
+//     and whose marker the loss took, is not before the loss: within that
+//     lead it can run again.)
+//   - A loss of only the last writes keeps the key, which is older: a
+//     failover (Sentinel or Cluster) to a replica that had not received
+//     them, a restart from an RDB snapshot or from an AOF fsynced once a
+//     second, a restore from a backup. A slot whose marker was among the
+//     lost writes is not older than the generation, so the next claim of it
+//     wins as new: a finished slot that a replica then claims (the catch-up
+//     of a replica starting, or one still within the starting deadline)
+//     runs again, and a running slot may get a second holder while the
+//     first still runs. Fences still grow across the loss (see Fences), so
+//     an effect written with the fence package's once-per-slot helper
+//     refuses the second run; WaitReplicas (below) narrows the window of a
+//     failover; nothing here closes it. After restoring a backup, deleting
+//     every <prefix>{...}:gen key makes each job begin a new generation at
+//     its next claim, so the slots after the backup are skipped, not run;
+//     markers the backup holds as running are taken over once their lease
+//     has ended, as after any crash.
+//
+// A job's generation also begins with the first version of slotcron that
+// enrolls it: slots from before that have no marker (a catch-up across the
+// upgrade) are skipped for data loss.
+//
+// # Waiting for replicas
+//
+// Options.WaitReplicas = N makes Claim, Renew and Finish send WAIT N after
+// their script calls, in the same pipeline on the same connection, so the
+// call succeeds only once N replicas have acknowledged everything the
+// master had written until then, the call's own writes included; a healthy
+// replica does within a round trip. When fewer acknowledge within
+// Options.WaitTimeout the call fails with an error wrapping
+// ErrNotReplicated for which slotstore.IsOutcomeUnknown reports true: the
+// master applied it. A caller treats such a claim as neither won nor lost;
+// one that adopts it later by renewing it, as the engine does, gets the
+// same wait from Renew, so no run starts on a claim that N replicas have
+// not acknowledged. A Finish retried after such an error waits again, even
+// when it finds the slot already done (finish.lua then writes the marker's
+// state again, so that the wait covers it). Skip, Release, Enroll and
+// SetPause do not wait: a lost skip leaves a slot that nobody ran
+// unrecorded, a lost release makes the slot wait for its lease to end, a
+// lost generation begins a later one, and a lost pause shows in Pauses.
+//
+// In a Cluster WAIT has no key, and go-redis would send it to any master,
+// on another connection than the scripts. The store instead sends the
+// script calls of each master, and their WAIT, in a pipeline on a
+// connection to that master (the client go-redis keeps for the master of
+// their hash slot), to all masters at once. Such calls skip the Cluster
+// client's redirections: one that meets MOVED or ASK, during a resharding,
+// fails as not run, and the client reloads the slot layout for the next.
+//
+// What it guarantees: a claim, renewal or finish that succeeds is in the
+// memory of N replicas of the master that ran it. What it does not:
+//
+//   - It does not make replication synchronous. Redis still acknowledges
+//     the script before the replicas have it; only the caller waits, and a
+//     call that failed as unknown may be on the master alone.
+//   - It does not make a failover promote one of those replicas. Sentinel
+//     and Cluster prefer the replica with the most of the master's stream,
+//     which with N equal to the number of replicas normally holds every
+//     acknowledged write; but a failover to a replica that had not
+//     acknowledged it (fewer than all replicas asked for, replica-priority,
+//     the acknowledging replicas down too) still loses it, with the
+//     consequences Generations lists for a loss of the last writes.
+//   - It does not make the write durable: the replicas hold it in memory,
+//     and one that restarts without persistence loses it like the master.
+//
+// While fewer than N replicas acknowledge (down, cut off, paused, or fewer
+// exist), nothing runs: claims fail as unknown, adoptions fail, renewals
+// fail so running slots stop when their holders stop trusting their
+// leases, and a slot whose attempts are spent is abandoned. A replica just
+// attached may take a second to acknowledge its first write. Zero, the
+// default, waits for none.
+//
 // # Failures
 //
 // go-redis never retries a script of this package (every call is marked
@@ -109,18 +213,24 @@
 // a slot already done under the same fence succeeds. A call that provably
 // did not run (no connection could be made, or Redis refused it: LOADING,
 // READONLY, OOM, MOVED, NOSCRIPT...) returns its plain error. A batch some
-// of whose calls ran but not all is an unknown outcome as a whole. A server
-// that lost its script cache answers NOSCRIPT and the script is sent again
-// by its text, which costs one more round trip once per script.
+// of whose calls ran but not all is an unknown outcome as a whole, and so
+// is a call that fewer replicas acknowledged than Options.WaitReplicas
+// asks for (ErrNotReplicated). A server that lost its script cache answers
+// NOSCRIPT and the script is sent again by its text, which costs one more
+// round trip once per script.
 // After Close every method returns an error wrapping slotstore.ErrClosed.
 //
 // # Limits
 //
-// Redis replicates asynchronously. A failover (Sentinel or Cluster) can lose
-// the last writes the old master acknowledged: a claim, and the slot can be
-// claimed and run again, or a finish, and the slot can be taken over. Fences
-// still grow across it (see above), so an effect fenced by the job's fence
-// rejects the older holder; exactly-once effect needs that fencing here.
+// Redis replicates asynchronously. A failover (Sentinel or Cluster), a
+// restart from a snapshot or a restore can lose the last writes the old
+// master acknowledged, and keep the job's generation: a lost claim, and the
+// slot can be claimed and run again; a lost finish, and the slot can be
+// taken over, or claimed as new if its marker is gone (see Generations).
+// WaitReplicas narrows this for failovers. Fences still grow across it (see
+// Fences), so an effect fenced by the job's fence rejects the older holder;
+// exactly-once effect needs that fencing here, and a once-per-slot write
+// for a repeat.
 //
 // A marker whose retention ends while it is running disappears when its
 // lease ends: a holder that dies after its slot's retention has ended is not

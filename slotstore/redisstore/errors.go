@@ -11,6 +11,15 @@ import (
 	"github.com/slotcron/slotcron/slotstore"
 )
 
+// ErrNotReplicated reports a claim, renewal or finish that fewer replicas
+// than Options.WaitReplicas acknowledged in time. The master applied it, so
+// the error also satisfies slotstore.IsOutcomeUnknown: a failover may yet
+// lose it.
+var ErrNotReplicated = errors.New("redisstore: not acknowledged by enough replicas")
+
+// errUnsent marks the error of a call the store never sent.
+var errUnsent = errors.New("not sent")
+
 // fail turns err, the failure of a call that changes markers, into the error
 // callers test for: ErrClosed after Close; the plain error when the request
 // certainly did not run; otherwise an error for which
@@ -49,6 +58,9 @@ var refusals = []string{
 // connection lost after writing, a context ended while waiting for the reply)
 // leaves the outcome unknown.
 func notRun(err error) bool {
+	if errors.Is(err, errUnsent) {
+		return true
+	}
 	var re redis.Error
 	if errors.As(err, &re) {
 		msg := re.Error()

@@ -9,12 +9,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/redisstore"
 )
 
-// batch returns n requests of job for consecutive seconds from the current
-// hour on, starting at offset seconds.
+// batch returns n requests of job for consecutive seconds from the next
+// hour on, starting at offset seconds: after the generation of a job a
+// fresh store has just begun.
 func batch(job string, offset, n int, lease time.Duration) []slotstore.ClaimRequest {
-	base := time.Now().UTC().Truncate(time.Hour)
+	base := time.Now().UTC().Truncate(time.Hour).Add(time.Hour)
 	reqs := make([]slotstore.ClaimRequest, n)
 	for i := range reqs {
 		reqs[i] = slotstore.ClaimRequest{Job: job, Slot: base.Add(time.Duration(offset+i) * time.Second), Lease: lease}
@@ -107,4 +109,15 @@ func (c *commandStats) count(op func()) map[string]int {
 	c.reset()
 	op()
 	return c.read()
+}
+
+// bornAt makes the generation of job begin at when, as if the store had
+// known the job since: it writes the job's generation key (see keys.go),
+// which must not exist yet.
+func bornAt(t testing.TB, s *redisstore.Store, job string, when time.Time) {
+	t.Helper()
+	key := s.Prefix() + "{" + job + "}:gen"
+	if ok, err := s.Client().SetNX(t.Context(), key, when.UnixMilli(), 0).Result(); err != nil || !ok {
+		t.Fatalf("set %s: %v, %v", key, ok, err)
+	}
 }

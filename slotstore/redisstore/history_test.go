@@ -54,7 +54,9 @@ func TestHistoryForgetsExpired(t *testing.T) {
 	r := testserver.StartRedis(t)
 	s := open(t, r.Addr())
 	ctx := t.Context()
-	past := batch("gone", -7200, 6, 100*time.Millisecond)
+	// The store has known the job for longer than its slots are old.
+	bornAt(t, s, "gone", time.Now().Add(-4*time.Hour))
+	past := batch("gone", -3*3600, 6, 100*time.Millisecond)
 	for i := range past {
 		past[i].Retain = time.Second // ended an hour ago: the markers live as long as their lease
 	}

@@ -6,10 +6,11 @@ import (
 )
 
 // Every key of a job carries the job's name as its Cluster hash tag, so a
-// job's markers, fence counter and indexes live in one hash slot and one
-// script can change them together:
+// job's markers, fence counter, generation and indexes live in one hash
+// slot and one script can change them together:
 //
 //	<prefix>{<job>}:fence       string  the last fence issued
+//	<prefix>{<job>}:gen         string  when the job's generation began (Unix ms)
 //	<prefix>{<job>}:m:<slot>    hash    the marker of the slot (Unix seconds)
 //	<prefix>{<job>}:slots       zset    slot -> slot, for History
 //	<prefix>{<job>}:expiry      zset    slot -> when its marker expires (ms)
@@ -23,15 +24,15 @@ import (
 
 // jobKeys are the keys of one job.
 type jobKeys struct {
-	fence, slots, expiry, running, pruned string
-	marker                                string // prefix of the marker keys; append the slot
+	fence, gen, slots, expiry, running, pruned string
+	marker                                     string // prefix of the marker keys; append the slot
 }
 
 // keysOf returns the keys of job under prefix.
 func keysOf(prefix, job string) jobKeys {
 	tag := prefix + "{" + escape(job) + "}:"
 	return jobKeys{
-		fence: tag + "fence", slots: tag + "slots", expiry: tag + "expiry", running: tag + "running",
+		fence: tag + "fence", gen: tag + "gen", slots: tag + "slots", expiry: tag + "expiry", running: tag + "running",
 		pruned: tag + "pruned", marker: tag + "m:",
 	}
 }

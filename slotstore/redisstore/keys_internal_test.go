@@ -31,7 +31,7 @@ func TestKeysShareTheJobsTag(t *testing.T) {
 	for _, job := range []string{"a", "}x", "{x}", "a}b", "%7B", "", "日本"} {
 		k := keysOf("p:", job)
 		tag := "{" + escape(job) + "}"
-		for _, key := range []string{k.fence, k.slots, k.expiry, k.running, k.pruned, k.markerKey(1)} {
+		for _, key := range []string{k.fence, k.gen, k.slots, k.expiry, k.running, k.pruned, k.markerKey(1)} {
 			if got := key[len("p:") : len("p:")+len(tag)]; got != tag {
 				t.Errorf("job %q: key %q does not start with the tag %q", job, key, tag)
 			}

@@ -24,6 +24,10 @@ const DefaultAddr = "127.0.0.1:6379"
 const (
 	DefaultDialTimeout = 5 * time.Second
 	DefaultReadTimeout = 3 * time.Second
+	// DefaultWaitTimeout bounds the wait for replicas (Options.WaitTimeout),
+	// or half the read timeout when that is shorter. A replica that is up
+	// acknowledges within a round trip between it and the master.
+	DefaultWaitTimeout = time.Second
 )
 
 // Options says how New connects. The zero value connects to a standalone
@@ -63,6 +67,20 @@ type Options struct {
 	// PoolSize is the number of connections kept per server; zero means ten
 	// per CPU.
 	PoolSize int
+	// WaitReplicas, when positive, makes every claim, renewal and finish
+	// wait, in the same round trip, until that many replicas of the master
+	// that ran it have acknowledged its writes (WAIT). A call that fewer
+	// replicas acknowledged within WaitTimeout fails with an error for
+	// which slotstore.IsOutcomeUnknown reports true and errors.Is finds
+	// ErrNotReplicated: the master applied it, and a failover may lose it.
+	// Zero, the default, does not wait. The package documentation says
+	// what this guarantees and what it does not.
+	WaitReplicas int
+	// WaitTimeout bounds each wait for replicas; zero means
+	// DefaultWaitTimeout, or half of ReadTimeout if that is shorter. It
+	// must be shorter than ReadTimeout, which bounds the whole round trip,
+	// and is an error without WaitReplicas.
+	WaitTimeout time.Duration
 }
 
 // TLSOptions configures TLS. The fields after Enabled take effect only with
@@ -124,6 +142,22 @@ func (o Options) validate() (Options, error) {
 	}
 	if o.PoolSize < 0 {
 		return fail("pool size %d is negative", o.PoolSize)
+	}
+	if o.WaitReplicas < 0 {
+		return fail("wait replicas %d is negative", o.WaitReplicas)
+	}
+	switch {
+	case o.WaitReplicas == 0 && o.WaitTimeout != 0:
+		return fail("wait timeout %v given but wait replicas is zero", o.WaitTimeout)
+	case o.WaitReplicas == 0:
+	case o.WaitTimeout < 0:
+		return fail("wait timeout %v is negative", o.WaitTimeout)
+	case o.WaitTimeout == 0:
+		o.WaitTimeout = min(DefaultWaitTimeout, o.ReadTimeout/2)
+	}
+	if o.WaitReplicas > 0 && (o.WaitTimeout < time.Millisecond || o.WaitTimeout >= o.ReadTimeout) {
+		return fail("wait timeout %v: want at least a millisecond and less than the read timeout %v, which bounds the whole call",
+			o.WaitTimeout, o.ReadTimeout)
 	}
 	t := o.TLS
 	if !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.ServerName != "" || t.InsecureSkipVerify) {

@@ -16,15 +16,20 @@ import (
 
 func TestOptionsInvalid(t *testing.T) {
 	for name, o := range map[string]redisstore.Options{
-		"empty address":         {Addrs: []string{"127.0.0.1:1", ""}},
-		"brace in prefix":       {Prefix: "app{1}:"},
-		"negative db":           {DB: -1},
-		"db in a cluster":       {Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}, DB: 2},
-		"negative timeout":      {ReadTimeout: -time.Second},
-		"negative pool":         {PoolSize: -1},
-		"tls settings, no tls":  {TLS: redisstore.TLSOptions{CAFile: "ca.pem"}},
-		"tls cert without key":  {TLS: redisstore.TLSOptions{Enabled: true, CertFile: "c.pem"}},
-		"tls skip verify alone": {TLS: redisstore.TLSOptions{InsecureSkipVerify: true}},
+		"empty address":          {Addrs: []string{"127.0.0.1:1", ""}},
+		"brace in prefix":        {Prefix: "app{1}:"},
+		"negative db":            {DB: -1},
+		"db in a cluster":        {Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}, DB: 2},
+		"negative timeout":       {ReadTimeout: -time.Second},
+		"negative pool":          {PoolSize: -1},
+		"tls settings, no tls":   {TLS: redisstore.TLSOptions{CAFile: "ca.pem"}},
+		"tls cert without key":   {TLS: redisstore.TLSOptions{Enabled: true, CertFile: "c.pem"}},
+		"tls skip verify alone":  {TLS: redisstore.TLSOptions{InsecureSkipVerify: true}},
+		"negative wait replicas": {WaitReplicas: -1},
+		"negative wait timeout":  {WaitReplicas: 1, WaitTimeout: -time.Second},
+		"wait timeout alone":     {WaitTimeout: time.Second},
+		"wait as long as a read": {WaitReplicas: 1, WaitTimeout: time.Second, ReadTimeout: time.Second},
+		"wait under a ms":        {WaitReplicas: 1, WaitTimeout: time.Microsecond},
 	} {
 		s, err := redisstore.New(t.Context(), o)
 		if !errors.Is(err, slotstore.ErrInvalid) || s != nil {

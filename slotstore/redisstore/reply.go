@@ -11,7 +11,7 @@ import (
 
 // markerFields is the number of values a script returns for a marker: the
 // FIELDS of scripts/prelude.lua.
-const markerFields = 13
+const markerFields = 14
 
 // reply reads the values of a script's reply, remembering the first value
 // that is not what it should be.
@@ -81,21 +81,22 @@ func (r *reply) fail(msg string) {
 // marker reads the FIELDS of the marker of job@slot.
 func (r *reply) marker(job string, slot int64) slotstore.Marker {
 	return slotstore.Marker{
-		Job:        job,
-		Slot:       time.Unix(slot, 0).UTC(),
-		State:      slotstore.State(r.str()),
-		Holder:     r.str(),
-		Fence:      r.int(),
-		Attempt:    int(r.int()),
-		ClaimedAt:  r.millis(),
-		LeaseEnd:   r.millis(),
-		KeepUntil:  r.millis(),
-		FinishedAt: r.millis(),
-		Outcome:    slotstore.Outcome(r.str()),
-		Error:      r.str(),
-		Duration:   time.Duration(r.int()),
-		Reason:     r.str(),
-		Manual:     r.str() == "1",
+		Job:         job,
+		Slot:        time.Unix(slot, 0).UTC(),
+		State:       slotstore.State(r.str()),
+		Holder:      r.str(),
+		Fence:       r.int(),
+		Attempt:     int(r.int()),
+		ClaimedAt:   r.millis(),
+		LeaseEnd:    r.millis(),
+		KeepUntil:   r.millis(),
+		FinishedAt:  r.millis(),
+		Outcome:     slotstore.Outcome(r.str()),
+		Error:       r.str(),
+		Duration:    time.Duration(r.int()),
+		Reason:      r.str(),
+		Manual:      r.str() == "1",
+		Incarnation: r.str(),
 	}
 }
 

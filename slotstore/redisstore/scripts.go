@@ -1,11 +1,14 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha1"
 	"embed"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -27,8 +30,9 @@ var (
 	releaseScript = load("release")
 	historyScript = load("history")
 	pruneScript   = load("prune")
+	enrollScript  = load("enroll")
 
-	allScripts = []*script{claimScript, renewScript, finishScript, releaseScript, historyScript, pruneScript}
+	allScripts = []*script{claimScript, renewScript, finishScript, releaseScript, historyScript, pruneScript, enrollScript}
 )
 
 func load(name string) *script {
@@ -76,49 +80,153 @@ func (c call) cmd(ctx context.Context, bySHA bool) onceCmd {
 	return onceCmd{redis.NewCmd(ctx, append(a, c.args...)...)}
 }
 
-// run runs one script in one round trip (two if the server lacks it).
-func (s *Store) run(ctx context.Context, c call) (any, error) {
-	return s.runAll(ctx, []call{c})[0].Result()
-}
-
 // runAll runs calls in one pipeline, and those the server answered NOSCRIPT
 // again by their text, and returns one command per call. extra commands
 // ride along in the first pipeline; their errors are theirs to check.
 func (s *Store) runAll(ctx context.Context, calls []call, extra ...redis.Cmder) []onceCmd {
-	if len(calls) == 1 && len(extra) == 0 {
-		cmd := calls[0].cmd(ctx, true)
-		if err := s.client.Process(ctx, cmd); isNoScript(err) {
-			cmd = calls[0].cmd(ctx, false)
-			_ = s.client.Process(ctx, cmd)
-		}
-		return []onceCmd{cmd}
-	}
+	cmds, _ := s.exec(ctx, s.client, calls, false, extra...)
+	return cmds
+}
+
+// conn is what exec sends on: a client whose pipelines go to one server
+// on one connection (a *redis.Client), or a ClusterClient when nothing
+// needs that.
+type conn interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+	Pipeline() redis.Pipeliner
+}
+
+// exec runs calls on c as runAll does. With wait, each pipeline ends with
+// WAIT for s.wait replicas, on the connection that carried the calls, and
+// exec returns ErrNotReplicated, wrapped, if a WAIT fell short; c must
+// then pipeline to one server.
+func (s *Store) exec(ctx context.Context, c conn, calls []call, wait bool, extra ...redis.Cmder) ([]onceCmd, error) {
 	cmds := make([]onceCmd, len(calls))
-	pipe := s.client.Pipeline()
-	for i, c := range calls {
-		cmds[i] = c.cmd(ctx, true)
-		_ = pipe.Process(ctx, cmds[i])
+	if len(calls) == 1 && len(extra) == 0 && !wait {
+		cmds[0] = calls[0].cmd(ctx, true)
+		if err := c.Process(ctx, cmds[0]); isNoScript(err) {
+			cmds[0] = calls[0].cmd(ctx, false)
+			_ = c.Process(ctx, cmds[0])
+		}
+		return cmds, nil
 	}
-	for _, e := range extra {
-		_ = pipe.Process(ctx, e)
+	var waitErr error
+	send := func(idx []int, bySHA bool, extra []redis.Cmder) {
+		pipe := c.Pipeline()
+		for _, i := range idx {
+			cmds[i] = calls[i].cmd(ctx, bySHA)
+			_ = pipe.Process(ctx, cmds[i])
+		}
+		for _, e := range extra {
+			_ = pipe.Process(ctx, e)
+		}
+		var w *redis.IntCmd
+		if wait {
+			w = redis.NewIntCmd(ctx, "wait", s.wait, millisUp(s.waitTimeout))
+			_ = pipe.Process(ctx, w)
+		}
+		_, _ = pipe.Exec(ctx)
+		if w != nil && waitErr == nil {
+			waitErr = s.replicated(w)
+		}
 	}
-	_, _ = pipe.Exec(ctx)
+	all := make([]int, len(calls))
+	for i := range all {
+		all[i] = i
+	}
+	send(all, true, extra)
 	var again []int
 	for i, cmd := range cmds {
 		if isNoScript(cmd.Err()) {
 			again = append(again, i)
 		}
 	}
-	if len(again) == 0 {
-		return cmds
+	if len(again) > 0 {
+		send(again, false, nil)
 	}
-	pipe = s.client.Pipeline()
-	for _, i := range again {
-		cmds[i] = calls[i].cmd(ctx, false)
-		_ = pipe.Process(ctx, cmds[i])
+	return cmds, waitErr
+}
+
+// replicated checks the reply of a WAIT.
+func (s *Store) replicated(w *redis.IntCmd) error {
+	n, err := w.Result()
+	if err != nil {
+		return fmt.Errorf("%w: WAIT: %w", ErrNotReplicated, err)
 	}
-	_, _ = pipe.Exec(ctx)
-	return cmds
+	if n < int64(s.wait) {
+		return fmt.Errorf("%w: %d of %d replicas acknowledged within %v", ErrNotReplicated, n, s.wait, s.waitTimeout)
+	}
+	return nil
+}
+
+// runWaited runs calls as runAll does and, when Options.WaitReplicas asks
+// for it, waits until that many replicas have acknowledged their writes,
+// returning ErrNotReplicated, wrapped, if they did not in time. On a single
+// server (or a Sentinel's master) the WAIT ends the pipeline. In a Cluster
+// WAIT has no key, so go-redis would send it to any master, on another
+// connection than the calls: the calls are grouped by the master of their
+// hash slot, and each group goes, with its WAIT, in a pipeline on a
+// connection to that master, all masters at once. extra commands go
+// through the Cluster client beside them.
+func (s *Store) runWaited(ctx context.Context, calls []call, extra ...redis.Cmder) ([]onceCmd, error) {
+	if s.wait == 0 {
+		return s.runAll(ctx, calls, extra...), nil
+	}
+	cc, ok := s.client.(*redis.ClusterClient)
+	if !ok {
+		return s.exec(ctx, s.client, calls, true, extra...)
+	}
+	cmds := make([]onceCmd, len(calls))
+	var masters []*redis.Client
+	groups := map[*redis.Client][]int{}
+	for i, c := range calls {
+		m, err := cc.MasterForKey(ctx, c.keys[0])
+		if err != nil {
+			cmds[i] = c.cmd(ctx, true)
+			cmds[i].SetErr(fmt.Errorf("%w: find the master of %s: %w", errUnsent, c.keys[0], err))
+			continue
+		}
+		if groups[m] == nil {
+			masters = append(masters, m)
+		}
+		groups[m] = append(groups[m], i)
+	}
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		waitErr error
+	)
+	for _, m := range masters {
+		idx := groups[m]
+		wg.Go(func() {
+			part := make([]call, len(idx))
+			for j, i := range idx {
+				part[j] = calls[i]
+			}
+			got, err := s.exec(ctx, m, part, true)
+			for j, i := range idx {
+				cmds[i] = got[j] // each goroutine sets its own elements
+			}
+			if err != nil {
+				mu.Lock()
+				waitErr = cmp.Or(waitErr, err)
+				mu.Unlock()
+			}
+		})
+	}
+	for _, e := range extra {
+		wg.Go(func() { _ = cc.Process(ctx, e) })
+	}
+	wg.Wait()
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil && (redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")) {
+			// Sent straight to a node, the call skipped the Cluster
+			// client's redirections: let it learn the new layout.
+			cc.ReloadState(ctx)
+			break
+		}
+	}
+	return cmds, waitErr
 }
 
 // loadScripts puts every script in the script cache of every server (all

@@ -11,9 +11,17 @@ import (
 
 const (
 	selectMarker = `SELECT ` + columns + ` FROM markers WHERE job = ? AND slot = ?`
-	putMarker    = `INSERT OR REPLACE INTO markers (` + columns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	nextFence    = `INSERT INTO fences (job, fence) VALUES (?, 1)
-		ON CONFLICT (job) DO UPDATE SET fence = fence + 1 RETURNING fence`
+	putMarker    = `INSERT OR REPLACE INTO markers (` + columns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// nextFence issues the job's next fence: past the last one and never
+	// below the store's clock in microseconds, so a file deleted or
+	// replaced, whose counters start again, still issues fences above every
+	// one issued before (guarantee 2).
+	nextFence = `INSERT INTO fences (job, fence) VALUES (?1, max(?2, 1))
+		ON CONFLICT (job) DO UPDATE SET fence = max(fence + 1, ?2) RETURNING fence`
+	// bornOf begins the job's generation at ?2 if it has none, and returns
+	// it.
+	bornOf = `INSERT INTO generations (job, born) VALUES (?1, ?2)
+		ON CONFLICT (job) DO UPDATE SET born = born RETURNING born`
 	// selectRunning walks the partial index markers_running.
 	selectRunning = `SELECT ` + columns + ` FROM markers WHERE job = ? AND state = 'running'`
 )
@@ -28,7 +36,7 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 		return nil, err
 	}
 	return s.batch(ctx, "claim", len(reqs), func(st *stmts, now time.Time) ([]slotstore.ClaimResult, error) {
-		return st.claimAll(ctx, p.Replica, reqs, now)
+		return st.claimAll(ctx, p, reqs, now)
 	})
 }
 
@@ -70,7 +78,7 @@ func (s *Store) batch(ctx context.Context, op string, n int, fn func(st *stmts, 
 		return []slotstore.ClaimResult{}, nil
 	}
 
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.conn().BeginTx(ctx, nil)
 	if err != nil {
 		return nil, s.fail(op+": begin", err)
 	}
@@ -95,9 +103,37 @@ func (s *Store) batch(ctx context.Context, op string, n int, fn func(st *stmts, 
 	return out, nil
 }
 
+// Enroll implements slotstore.Store, in one transaction as Claim.
+func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotstore.Generation, error) {
+	jobs, err := p.NormalizeJobs()
+	if err != nil {
+		return nil, err
+	}
+	var out []slotstore.Generation
+	_, err = s.batch(ctx, "enroll", len(jobs), func(st *stmts, now time.Time) ([]slotstore.ClaimResult, error) {
+		out = make([]slotstore.Generation, len(jobs))
+		for i, j := range jobs {
+			born, err := st.bornOf(ctx, j, now)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = slotstore.Generation{Job: j, Born: born}
+		}
+		return nil, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []slotstore.Generation{}
+	}
+	return out, nil
+}
+
 // stmts are the statements of a batch, prepared in its transaction.
 type stmts struct {
-	sel, ins, next, running *sql.Stmt
+	sel, ins, next, running, born *sql.Stmt
+	borns                         map[string]time.Time // the batch's generations, read on first use
 }
 
 func prepare(ctx context.Context, tx *sql.Tx) (*stmts, error) {
@@ -105,7 +141,7 @@ func prepare(ctx context.Context, tx *sql.Tx) (*stmts, error) {
 	for _, p := range []struct {
 		dst   **sql.Stmt
 		query string
-	}{{&st.sel, selectMarker}, {&st.ins, putMarker}, {&st.next, nextFence}, {&st.running, selectRunning}} {
+	}{{&st.sel, selectMarker}, {&st.ins, putMarker}, {&st.next, nextFence}, {&st.running, selectRunning}, {&st.born, bornOf}} {
 		stmt, err := tx.PrepareContext(ctx, p.query)
 		if err != nil {
 			st.close()
@@ -117,7 +153,7 @@ func prepare(ctx context.Context, tx *sql.Tx) (*stmts, error) {
 }
 
 func (st *stmts) close() {
-	for _, stmt := range []*sql.Stmt{st.sel, st.ins, st.next, st.running} {
+	for _, stmt := range []*sql.Stmt{st.sel, st.ins, st.next, st.running, st.born} {
 		if stmt != nil {
 			stmt.Close()
 		}
@@ -142,6 +178,27 @@ func (st *stmts) put(ctx context.Context, m slotstore.Marker) error {
 	return err
 }
 
+// bornOf returns when job's generation began, beginning it at now if it
+// has none.
+func (st *stmts) bornOf(ctx context.Context, job string, now time.Time) (time.Time, error) {
+	if b, ok := st.borns[job]; ok {
+		return b, nil
+	}
+	var ms int64
+	if err := st.born.QueryRowContext(ctx, job, now.UnixMilli()).Scan(&ms); err != nil {
+		return time.Time{}, err
+	}
+	if st.borns == nil {
+		st.borns = map[string]time.Time{}
+	}
+	b := fromMillis(ms)
+	if ms == 0 {
+		b = time.Unix(0, 0).UTC()
+	}
+	st.borns[job] = b
+	return b, nil
+}
+
 // runningOf returns the markers of job's running slots.
 func (st *stmts) runningOf(ctx context.Context, job string) ([]slotstore.Marker, error) {
 	rows, err := st.running.QueryContext(ctx, job)
@@ -162,7 +219,7 @@ func (st *stmts) runningOf(ctx context.Context, job string) ([]slotstore.Marker,
 
 // claimAll decides every request in order at time now. Each decision sees
 // the markers the requests before it wrote.
-func (st *stmts) claimAll(ctx context.Context, replica string, reqs []slotstore.ClaimRequest, now time.Time) ([]slotstore.ClaimResult, error) {
+func (st *stmts) claimAll(ctx context.Context, p slotstore.ClaimParams, reqs []slotstore.ClaimRequest, now time.Time) ([]slotstore.ClaimResult, error) {
 	out := make([]slotstore.ClaimResult, len(reqs))
 	for i, r := range reqs {
 		cur, err := st.get(ctx, r.Job, r.Slot)
@@ -175,10 +232,14 @@ func (st *stmts) claimAll(ctx context.Context, replica string, reqs []slotstore.
 				return nil, err
 			}
 		}
-		d := slotstore.Decide(cur, r, now, running)
+		born, err := st.bornOf(ctx, r.Job, now)
+		if err != nil {
+			return nil, err
+		}
+		d := slotstore.Decide(cur, r, now, born, running)
 		var fence int64
 		if d == slotstore.DecideWin || d == slotstore.DecideReplace {
-			if err := st.next.QueryRowContext(ctx, r.Job).Scan(&fence); err != nil {
+			if err := st.next.QueryRowContext(ctx, r.Job, now.UnixMicro()).Scan(&fence); err != nil {
 				return nil, err
 			}
 		}
@@ -186,7 +247,7 @@ func (st *stmts) claimAll(ctx context.Context, replica string, reqs []slotstore.
 		if cur != nil {
 			base = *cur
 		}
-		m, res := slotstore.Apply(d, base, r, replica, fence, now)
+		m, res := slotstore.Apply(d, base, r, p.Replica, p.Incarnation, fence, now)
 		res.Marker = stored(m)
 		if d != slotstore.DecideLose {
 			if err := st.put(ctx, res.Marker); err != nil {

@@ -19,7 +19,7 @@ func TestCommitCancelled(t *testing.T) {
 	}
 	defer s.Close()
 	p := slotstore.ClaimParams{Replica: "r1", Requests: []slotstore.ClaimRequest{
-		{Job: "j", Slot: time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC), Lease: time.Minute},
+		{Job: "j", Slot: time.Date(2100, 11, 29, 2, 0, 0, 0, time.UTC), Lease: time.Minute},
 	}}
 
 	ctx, cancel := context.WithCancel(t.Context())

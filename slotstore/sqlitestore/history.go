@@ -43,11 +43,11 @@ func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slots
 	)
 	switch {
 	case p.State != "":
-		rows, err = s.db.QueryContext(ctx, historyInState, p.Job, string(p.State), limit)
+		rows, err = s.conn().QueryContext(ctx, historyInState, p.Job, string(p.State), limit)
 	case p.Job == "":
-		rows, err = s.db.QueryContext(ctx, historyOfAll, limit)
+		rows, err = s.conn().QueryContext(ctx, historyOfAll, limit)
 	default:
-		rows, err = s.db.QueryContext(ctx, historyOfJob, p.Job, limit)
+		rows, err = s.conn().QueryContext(ctx, historyOfJob, p.Job, limit)
 	}
 	if err != nil {
 		return nil, s.fail("history", err)
@@ -74,7 +74,7 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer done()
-	res, err := s.db.ExecContext(ctx, pruneMarkers, s.clock().UnixMilli())
+	res, err := s.conn().ExecContext(ctx, pruneMarkers, s.clock().UnixMilli())
 	if err != nil {
 		return 0, s.failSent(ctx, "prune", err)
 	}

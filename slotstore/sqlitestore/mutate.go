@@ -70,7 +70,7 @@ func (s *Store) mutate(ctx context.Context, op string, ref slotstore.Ref, stmt f
 		return fmt.Errorf("sqlitestore: %s: %w", op, err)
 	}
 	query, args := stmt(s.clock().UnixMilli())
-	res, err := s.db.ExecContext(ctx, query, append(args, ref.Job, ref.Slot.Unix(), ref.Fence)...)
+	res, err := s.conn().ExecContext(ctx, query, append(args, ref.Job, ref.Slot.Unix(), ref.Fence)...)
 	if err != nil {
 		return s.failSent(ctx, op, err)
 	}
@@ -79,8 +79,11 @@ func (s *Store) mutate(ctx context.Context, op string, ref slotstore.Ref, stmt f
 		return s.fail(op, err)
 	}
 	if n == 0 {
-		if query == finishMarker && s.settledBy(ctx, ref) {
+		switch {
+		case query == finishMarker && s.settledBy(ctx, ref):
 			return nil // already finished by this claim
+		case query == renewMarker && s.settledBy(ctx, ref):
+			return fmt.Errorf("sqlitestore: %s: %w", op, slotstore.ErrFinished)
 		}
 		return fmt.Errorf("sqlitestore: %s: %w", op, slotstore.ErrLeaseLost)
 	}
@@ -91,6 +94,6 @@ func (s *Store) mutate(ctx context.Context, op string, ref slotstore.Ref, stmt f
 // It runs while the caller holds this Store's write turn.
 func (s *Store) settledBy(ctx context.Context, ref slotstore.Ref) bool {
 	var one int
-	err := s.db.QueryRowContext(ctx, settledMarker, ref.Job, ref.Slot.Unix(), ref.Fence).Scan(&one)
+	err := s.conn().QueryRowContext(ctx, settledMarker, ref.Job, ref.Slot.Unix(), ref.Fence).Scan(&one)
 	return err == nil
 }

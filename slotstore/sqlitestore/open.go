@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -29,8 +30,10 @@ const maxConns = 4
 // concurrent use by many goroutines, and several Stores, in one process or
 // many, may share one file. Its zero value is not usable; call Open.
 type Store struct {
-	db     *sql.DB
+	db     atomic.Pointer[sql.DB] // replaced when the file is (reopen)
 	path   string
+	busy   time.Duration
+	file   os.FileInfo // the file db has open, to notice it deleted or replaced
 	now    func() time.Time
 	writes chan struct{} // a token per write, so this Store's writes queue here, not on the file lock
 	closed atomic.Bool
@@ -72,19 +75,69 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") || strings.Contains(path, "?") {
 		return nil, fmt.Errorf("sqlitestore: open %q: %w: want the path of a file", path, slotstore.ErrInvalid)
 	}
-	db, err := sql.Open("sqlite", dsn(path, cfg.busyTimeout))
+	s := &Store{path: path, busy: cfg.busyTimeout, now: cfg.now, writes: make(chan struct{}, 1)}
+	db, file, err := s.open(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+		return nil, err
+	}
+	s.db.Store(db)
+	s.file = file
+	return s, nil
+}
+
+// open opens the file at s.path, creating and migrating it as needed, and
+// returns it with the identity of the file it opened.
+func (s *Store) open(ctx context.Context) (*sql.DB, os.FileInfo, error) {
+	db, err := sql.Open("sqlite", dsn(s.path, s.busy))
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlitestore: open %s: %w", s.path, err)
 	}
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
-	s := &Store{db: db, path: path, now: cfg.now, writes: make(chan struct{}, 1)}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, db); err != nil {
 		db.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return s, nil
+	file, err := os.Stat(s.path)
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("sqlitestore: open %s: %w", s.path, err)
+	}
+	return db, file, nil
 }
+
+// conn returns the database the store uses now.
+func (s *Store) conn() *sql.DB { return s.db.Load() }
+
+// follow notices that the file at s.path is no longer the one the store
+// has open — deleted, replaced by a new file or by an older copy — and
+// moves to the file now at the path (creating it if there is none), where
+// it begins every job's generation anew: what the file holds may be older
+// than what this store knew, so no slot older than now may get a first
+// marker in it (slotstore.Generation). Without this, a store would go on
+// writing to a file no other process opens any more, and two processes
+// could each win the same slot. It runs during the caller's write turn.
+func (s *Store) follow(ctx context.Context) error {
+	cur, err := os.Stat(s.path)
+	if err == nil && os.SameFile(cur, s.file) {
+		return nil
+	}
+	db, file, err := s.open(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, rebirth, s.clock().UnixMilli()); err != nil {
+		db.Close()
+		return s.fail("open "+s.path+": begin new generations", err)
+	}
+	old := s.db.Swap(db)
+	s.file = file
+	old.Close()
+	return nil
+}
+
+// rebirth begins the generation of every job the file knows anew at ?1.
+const rebirth = `UPDATE generations SET born = max(born, ?1)`
 
 // dsn names the file and the settings every connection starts with. WAL lets
 // readers run beside the one writer; synchronous FULL syncs the log at every
@@ -107,7 +160,7 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	if err := s.db.Close(); err != nil {
+	if err := s.conn().Close(); err != nil {
 		return fmt.Errorf("sqlitestore: close %s: %w", s.path, err)
 	}
 	return nil
@@ -124,8 +177,12 @@ func (s *Store) begin(ctx context.Context, op string) (func(), error) {
 	}
 	select {
 	case s.writes <- struct{}{}:
-		return func() { <-s.writes }, nil
 	case <-ctx.Done():
 		return nil, fmt.Errorf("sqlitestore: %s: waiting to write: %w", op, ctx.Err())
 	}
+	if err := s.follow(ctx); err != nil {
+		<-s.writes
+		return nil, fmt.Errorf("sqlitestore: %s: the file was deleted or replaced: %w", op, err)
+	}
+	return func() { <-s.writes }, nil
 }

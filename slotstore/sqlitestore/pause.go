@@ -29,7 +29,7 @@ func (s *Store) SetPause(ctx context.Context, p slotstore.PauseParams) error {
 	if p.Paused {
 		query = pauseJob
 	}
-	if _, err := s.db.ExecContext(ctx, query, p.Job); err != nil {
+	if _, err := s.conn().ExecContext(ctx, query, p.Job); err != nil {
 		return s.failSent(ctx, op, err)
 	}
 	return nil
@@ -41,7 +41,7 @@ func (s *Store) Pauses(ctx context.Context) (slotstore.Pauses, error) {
 	if s.closed.Load() {
 		return out, fmt.Errorf("sqlitestore: pauses: %w", slotstore.ErrClosed)
 	}
-	rows, err := s.db.QueryContext(ctx, allPauses)
+	rows, err := s.conn().QueryContext(ctx, allPauses)
 	if err != nil {
 		return out, s.fail("pauses", err)
 	}

@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 )
 
@@ -39,19 +40,28 @@ var migrations = []string{
 	CREATE TABLE pauses (
 		job TEXT NOT NULL PRIMARY KEY -- a paused job; '' pauses the whole cluster
 	) WITHOUT ROWID;`,
+	// 2: per-job generations, and the incarnation of a marker's claim. A
+	// job the file already knows (it has a fence) has known it from the
+	// start: its generation is born at 0.
+	`CREATE TABLE generations (
+		job  TEXT    NOT NULL PRIMARY KEY,
+		born INTEGER NOT NULL -- Unix milliseconds, store clock
+	) WITHOUT ROWID;
+	INSERT INTO generations (job, born) SELECT job, 0 FROM fences;
+	ALTER TABLE markers ADD COLUMN incarnation TEXT NOT NULL DEFAULT '';`,
 }
 
 // migrate brings the file's schema to the newest version in one
 // transaction; a concurrent Open waits for it and then finds nothing to do.
-func (s *Store) migrate(ctx context.Context) error {
+func (s *Store) migrate(ctx context.Context, db *sql.DB) error {
 	var mode string
-	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 		return s.fail("open "+s.path, err)
 	}
 	if mode != "wal" {
 		return fmt.Errorf("sqlitestore: open %s: journal mode is %q, want wal (is the file on a network file system?)", s.path, mode)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return s.fail("open "+s.path+": begin", err)
 	}

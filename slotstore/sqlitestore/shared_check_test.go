@@ -49,12 +49,12 @@ func checkShared(t *testing.T, s slotstore.Store, results []sharedResult) {
 	}
 
 	for job, ws := range winners {
-		// Fences come from one counter per job: 1, 2, ... without gaps or
-		// repeats, and in the order the claims were made.
+		// Fences come from one counter per job, floored by the clock:
+		// without repeats, and in the order the claims were made.
 		slices.SortFunc(ws, func(a, b sharedResult) int { return cmp.Compare(a.Fence, b.Fence) })
 		for i, w := range ws {
-			if w.Fence != int64(i+1) {
-				t.Errorf("job %s: fences %v, want 1..%d", job, fencesOf(ws), len(ws))
+			if i > 0 && w.Fence == ws[i-1].Fence {
+				t.Errorf("job %s: fences %v repeat", job, fencesOf(ws))
 				break
 			}
 			if i > 0 && w.ClaimedAt < ws[i-1].ClaimedAt {

@@ -8,10 +8,11 @@ import (
 	"github.com/slotcron/slotcron/slotstore"
 )
 
-// slots returns n consecutive slots a minute apart, starting at the current
-// hour: recent enough that the default retention keeps their markers.
+// slots returns n consecutive slots a minute apart, starting at the next
+// hour: after the generation of any job of a fresh store begins, and soon
+// enough that the default retention keeps their markers.
 func slots(n int) []time.Time {
-	base := time.Now().UTC().Truncate(time.Hour)
+	base := time.Now().UTC().Truncate(time.Hour).Add(time.Hour)
 	out := make([]time.Time, n)
 	for i := range out {
 		out[i] = base.Add(time.Duration(i) * time.Minute)
@@ -102,6 +103,35 @@ func waitPast(t *testing.T, end time.Time) {
 		t.Fatalf("lease ends at %s, more than %v away", stamp(end), patience)
 	}
 	time.Sleep(d)
+}
+
+// sleepUntil waits until the test's clock passes end, plus slack.
+func sleepUntil(t *testing.T, end time.Time) {
+	t.Helper()
+	d := time.Until(end) + slack
+	if d > 3*patience {
+		t.Fatalf("waiting until %s, more than %v away", stamp(end), 3*patience)
+	}
+	time.Sleep(d)
+}
+
+// enroll enrolls jobs and returns their generations, failing the test on
+// an error.
+func enroll(t *testing.T, s slotstore.Store, jobs ...string) []slotstore.Generation {
+	t.Helper()
+	gens, err := s.Enroll(t.Context(), slotstore.EnrollParams{Jobs: jobs})
+	if err != nil {
+		t.Fatalf("enroll %q: %v", jobs, err)
+	}
+	if len(gens) != len(jobs) {
+		t.Fatalf("enroll %q: %d generations", jobs, len(gens))
+	}
+	for i, g := range gens {
+		if g.Job != jobs[i] || g.Born.IsZero() {
+			t.Fatalf("enroll %q: generation %d is %+v", jobs, i, g)
+		}
+	}
+	return gens
 }
 
 // find returns the marker of job@slot from History.

@@ -116,10 +116,15 @@ func testHistory(t *testing.T, s slotstore.Store) {
 // under a live lease, and counts them.
 func testPrune(t *testing.T, s slotstore.Store) {
 	ctx := t.Context()
+	// Slots just after the job's generation began, kept a second: their
+	// retention ends within seconds.
+	first := enroll(t, s, "p")[0].Born.UTC().Truncate(time.Second).Add(time.Second)
+	var sl []time.Time
+	for i := range 6 {
+		sl = append(sl, first.Add(time.Duration(i)*time.Second))
+	}
 	recent := slots(1)[0]
-	past := recent.Add(-time.Hour)
-	sl := []time.Time{past, past.Add(time.Second), past.Add(2 * time.Second), past.Add(3 * time.Second),
-		past.Add(4 * time.Second), past.Add(5 * time.Second)}
+	kept := sl[5].Add(time.Second) // every short retention has ended
 	short := func(slot time.Time, lease time.Duration) slotstore.ClaimRequest {
 		r := req("p", slot, lease)
 		r.Retain = time.Second
@@ -127,12 +132,13 @@ func testPrune(t *testing.T, s slotstore.Store) {
 	}
 	done := mustWin(t, s, "r1", short(sl[0], longLease)).Claim
 	mustWin(t, s, "r1", short(sl[1], longLease))
-	expiring := mustWin(t, s, "r1", short(sl[2], shortLease))
+	// Runs past the first Prune, ends before the second.
+	expiringEnd := mustWin(t, s, "r1", short(sl[2], time.Until(kept)+time.Second)).Marker.LeaseEnd
 	released := mustWin(t, s, "r1", short(sl[3], longLease)).Claim
 	retrying := mustWin(t, s, "r1", short(sl[4], longLease)).Claim
 	skipOne(t, s, "r1", slotstore.SkipRequest{Job: "p", Slot: sl[5], Reason: "missed", Retain: time.Second})
-	kept := mustWin(t, s, "r1", req("p", recent, longLease)).Claim
-	for _, ref := range []slotstore.Ref{done.Ref, kept.Ref} {
+	keptClaim := mustWin(t, s, "r1", req("p", recent, longLease)).Claim
+	for _, ref := range []slotstore.Ref{done.Ref, keptClaim.Ref} {
 		if err := s.Finish(ctx, slotstore.FinishParams{Ref: ref, Outcome: slotstore.Succeeded}); err != nil {
 			t.Fatalf("finish: %v", err)
 		}
@@ -142,7 +148,7 @@ func testPrune(t *testing.T, s slotstore.Store) {
 	}
 	// Due when the expiring lease ends: kept until then, like a running
 	// slot.
-	finish(t, s, slotstore.FinishParams{Ref: retrying.Ref, Outcome: slotstore.Failed, RetryAt: expiring.Marker.LeaseEnd})
+	finish(t, s, slotstore.FinishParams{Ref: retrying.Ref, Outcome: slotstore.Failed, RetryAt: expiringEnd})
 
 	prune := func(want int, present ...time.Time) {
 		t.Helper()
@@ -166,10 +172,13 @@ func testPrune(t *testing.T, s slotstore.Store) {
 			t.Errorf("markers after prune: %v, want %v", got, wantSlots)
 		}
 	}
+	// Nothing before the retention ends.
+	prune(0, recent, sl[5], sl[4], sl[3], sl[2], sl[1], sl[0])
+	sleepUntil(t, kept)
 	// The finished, released and skipped markers go; the running ones and
 	// the one waiting for its retry stay.
 	prune(3, recent, sl[4], sl[2], sl[1])
-	waitPast(t, expiring.Marker.LeaseEnd)
+	sleepUntil(t, expiringEnd)
 	// The running marker whose lease expired goes too, and the retrying one
 	// once its retry is due.
 	prune(2, recent, sl[1])

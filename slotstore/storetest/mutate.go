@@ -73,8 +73,8 @@ func testWrongFence(t *testing.T, s slotstore.Store) {
 		t.Fatalf("finish: %v", err)
 	}
 	before := mustFind(t, s, "wrong", sl[2])
-	if err := s.Renew(t.Context(), slotstore.RenewParams{Ref: done.Ref, Lease: longLease}); !errors.Is(err, slotstore.ErrLeaseLost) {
-		t.Errorf("renew of a finished slot: %v, want ErrLeaseLost", err)
+	if err := s.Renew(t.Context(), slotstore.RenewParams{Ref: done.Ref, Lease: longLease}); !errors.Is(err, slotstore.ErrFinished) {
+		t.Errorf("renew of a finished slot: %v, want ErrFinished", err)
 	}
 	if err := s.Release(t.Context(), done.Ref); !errors.Is(err, slotstore.ErrLeaseLost) {
 		t.Errorf("release of a finished slot: %v, want ErrLeaseLost", err)
@@ -213,6 +213,7 @@ func testClosed(t *testing.T, s slotstore.Store) {
 	}})
 	errs["set pause"] = s.SetPause(ctx, slotstore.PauseParams{Job: "closed", Paused: true})
 	_, errs["pauses"] = s.Pauses(ctx)
+	_, errs["enroll"] = s.Enroll(ctx, slotstore.EnrollParams{Jobs: []string{"closed"}})
 	for op, err := range errs {
 		if !errors.Is(err, slotstore.ErrClosed) {
 			t.Errorf("%s after close: %v, want ErrClosed", op, err)

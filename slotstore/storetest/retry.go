@@ -56,8 +56,8 @@ func testRetry(t *testing.T, s slotstore.Store) {
 			t.Errorf("finish of a retrying slot again, %s: %v, want nil", o, err)
 		}
 	}
-	if err := s.Renew(ctx, slotstore.RenewParams{Ref: first.Claim.Ref, Lease: longLease}); !errors.Is(err, slotstore.ErrLeaseLost) {
-		t.Errorf("renew of a retrying slot: %v, want ErrLeaseLost", err)
+	if err := s.Renew(ctx, slotstore.RenewParams{Ref: first.Claim.Ref, Lease: longLease}); !errors.Is(err, slotstore.ErrFinished) {
+		t.Errorf("renew of a retrying slot: %v, want ErrFinished", err)
 	}
 	if err := s.Release(ctx, first.Claim.Ref); !errors.Is(err, slotstore.ErrLeaseLost) {
 		t.Errorf("release of a retrying slot: %v, want ErrLeaseLost", err)

@@ -59,6 +59,10 @@ func Run(t *testing.T, newStore func(t *testing.T) slotstore.Store) {
 		{"Pauses", testPauses},
 		{"Manual", testManual},
 		{"Closed", testClosed},
+		{"Generation", testGeneration},
+		{"SkipNotBefore", testSkipNotBefore},
+		{"RenewFinished", testRenewFinished},
+		{"Incarnation", testIncarnation},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -53,7 +53,8 @@ func Run(t *testing.T, s slotstore.Store, o Options) {
 	defer mem.Close()
 	d := &driver{t: t, got: s, mem: mem, o: o, rng: rand.New(rand.NewPCG(o.Seed, 2)),
 		fences: map[jobFence]int64{}, lastWon: map[string]int64{}}
-	d.base = time.Now().UTC().Truncate(time.Hour)
+	// After the generation of every job of the fresh backend began.
+	d.base = time.Now().UTC().Truncate(time.Hour).Add(time.Hour)
 	for step := range o.Steps {
 		time.Sleep(o.Pause)
 		d.step = step
@@ -127,7 +128,8 @@ func (d *driver) mutate() {
 		return s.Release(ctx, ref)
 	}
 	ge, me := do(d.got, ref.got), do(d.mem, ref.mem)
-	if errors.Is(ge, slotstore.ErrLeaseLost) != errors.Is(me, slotstore.ErrLeaseLost) || (ge == nil) != (me == nil) {
+	if errors.Is(ge, slotstore.ErrLeaseLost) != errors.Is(me, slotstore.ErrLeaseLost) ||
+		errors.Is(ge, slotstore.ErrFinished) != errors.Is(me, slotstore.ErrFinished) || (ge == nil) != (me == nil) {
 		d.t.Fatalf("step %d: mutation %d of %+v: backend %v, memstore %v", d.step, op, ref, ge, me)
 	}
 }

@@ -2,29 +2,64 @@
 -- ApplySkip in Lua, atomic because Redis runs one script at a time. It
 -- decides every request first, reading only, then writes: a batch that
 -- fails while deciding (a key of the wrong type) changes nothing, and
--- fences are stored before any marker that carries one.
+-- generations and fences are stored before any marker that relies on them.
 --
--- KEYS: for each job g = 1..G its fence counter, slot index, expiry index
---       and running index (KEYS[4g-3] .. KEYS[4g]); then the marker of each
---       request (KEYS[4G+i]); then, when ARGV[3] is '1', the set of job names.
--- ARGV: replica, G, '1' or '0', the G job names, the G prefixes of their
---       marker keys, then eleven values a request: job g, slot (Unix s),
---       lease (ms), on_crash, max attempts, keep until (Unix ms), takeover
---       only ('1' or '0'), overlap, manual ('1' or '0'), kind ('c' claim or
---       's' skip), reason (a skip's; for a claim with replace, the reason
---       of the markers it replaces).
--- Reply: eighteen values a request: status (1 won, 2 held, 3 finished,
---       4 abandoned, 5 absent, 6 skipped, 7 waiting), the marker's FIELDS as
---       the request left it, the previous holder of a won slot, the
---       remaining lease of a held slot or time until the retry of a waiting
---       one (ms), '1' when a won slot was retrying, and the claims a replace
---       claim superseded as 'slot fence slot fence ...'.
-local replica, G = ARGV[1], tonumber(ARGV[2])
-local now, floor = clock()
+-- KEYS: for each job g = 1..G its fence counter, generation, slot index,
+--       expiry index and running index (KEYS[5g-4] .. KEYS[5g]); then the
+--       marker of each request (KEYS[5G+i]); then, when ARGV[4] is '1', the
+--       set of job names.
+-- ARGV: replica, incarnation, G, '1' or '0', the reason of a slot skipped
+--       for data loss, the G job names, the G prefixes of their marker keys,
+--       then thirteen values a request: job g, slot (Unix s), lease (ms),
+--       on_crash, max attempts, keep until (Unix ms), takeover only ('1' or
+--       '0'), overlap, manual ('1' or '0'), kind ('c' claim or 's' skip),
+--       reason (a skip's; for a claim with replace, the reason of the
+--       markers it replaces), not before (a skip's, Unix us; '' for none),
+--       term ('1' or '0': a standing lease, claimed whatever the generation).
+-- Reply: nineteen values a request: status (1 won, 2 held, 3 finished,
+--       4 abandoned, 5 absent, 6 skipped, 7 waiting, 8 not yet), the
+--       marker's FIELDS as the request left it, the previous holder of a won
+--       slot, the remaining lease of a held slot, the time until the retry
+--       of a waiting one or until a skip not yet due may be recorded (us),
+--       '1' when a won slot was retrying, and the claims a replace claim
+--       superseded as 'slot fence slot fence ...'.
+local replica, incarnation, G = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local dataLoss = ARGV[5]
+local now, micros = clock()
 local nowText = int(now)
-local first = 4 + 2 * G
-local stride = 11
+local first = 6 + 2 * G
+local stride = 13
 local n = (#ARGV - first + 1) / stride
+
+-- The keys of job g, by their place among its five.
+local FENCE, GEN, SLOTS, EXPIRY, RUNNING = 1, 2, 3, 4, 5
+local function jobKey(g, k)
+  return KEYS[5 * (g - 1) + k]
+end
+
+-- When job g's generation began (Unix ms): its record, or, for a job that
+-- has none (never enrolled or claimed, or its record lost with the rest of
+-- the data), now: the claim begins it, and the writes below record it. A
+-- job with a fence counter but no record has data that was not lost (it
+-- predates generations: an upgrade); its generation is born at the start.
+local borns, births = {}, {}
+local function bornOf(g)
+  local b = borns[g]
+  if b == nil then
+    local v = redis.call('GET', jobKey(g, GEN))
+    if v then
+      b = tonumber(v)
+    else
+      b = now
+      if redis.call('EXISTS', jobKey(g, FENCE)) == 1 then
+        b = 1
+      end
+      births[g] = true
+    end
+    borns[g] = b
+  end
+  return b
+end
 
 -- The next fence of job g: past the last one and never below Redis's clock
 -- in microseconds, so a counter lost with the data restarts above every
@@ -33,9 +68,9 @@ local fences = {}
 local function nextFence(g)
   local f = fences[g]
   if f == nil then
-    f = tonumber(redis.call('GET', KEYS[4 * g - 3]) or '0')
+    f = tonumber(redis.call('GET', jobKey(g, FENCE)) or '0')
   end
-  f = math.max(f + 1, floor)
+  f = math.max(f + 1, micros)
   fences[g] = f
   return f
 end
@@ -58,7 +93,7 @@ local function runningOf(g)
   local r = running[g]
   if r == nil then
     r = {}
-    for _, slot in ipairs(redis.call('ZRANGE', KEYS[4 * g], 0, -1)) do
+    for _, slot in ipairs(redis.call('ZRANGE', jobKey(g, RUNNING), 0, -1)) do
       r[slot] = true
     end
     for _, slot in ipairs(wonEarly[g] or {}) do
@@ -82,7 +117,7 @@ end
 local function others(g, slot)
   local out = {}
   for s in pairs(runningOf(g)) do
-    local key = ARGV[3 + G + g] .. s
+    local key = ARGV[5 + G + g] .. s
     if s ~= slot and markerOf(key)[1] == 'running' then
       out[#out + 1] = {s, key}
     end
@@ -107,18 +142,33 @@ for i = 1, n do
   local lease, onCrash = tonumber(ARGV[a + 2]), ARGV[a + 3]
   local maxAttempts, keep = tonumber(ARGV[a + 4]), ARGV[a + 5]
   local takeoverOnly, overlap, manual = ARGV[a + 6] == '1', ARGV[a + 7], ARGV[a + 8] == '1'
-  local skipping, reason = ARGV[a + 9] == 's', ARGV[a + 10]
-  local key = KEYS[4 * G + i]
+  local skipping, reason, notBefore = ARGV[a + 9] == 's', ARGV[a + 10], ARGV[a + 11]
+  local term = ARGV[a + 12] == '1'
+  local key = KEYS[5 * G + i]
   local m = markerOf(key)
   local state = m[1]
 
-  local decision = 'lose'
+  -- Every claim begins its job's generation if it has none, whatever it
+  -- decides; skips are recorded as asked whatever the generation.
+  local decision, early = 'lose', false
+  local born = 0
+  if not skipping then
+    born = bornOf(g)
+  end
   if skipping then
     if not state then
-      decision = 'skip'
+      if notBefore ~= '' and micros < tonumber(notBefore) then
+        early = true
+      else
+        decision = 'skip'
+      end
     end
   elseif not state then
-    if not takeoverOnly then
+    if not takeoverOnly and not term and tonumber(slot) * 1000 < born then
+      -- Older than the generation: its marker may have been lost with the
+      -- data, after it ran.
+      decision, reason = 'skip', dataLoss
+    elseif not takeoverOnly then
       decision = 'win'
       if overlap == 'forbid' then
         for _, o in ipairs(others(g, slot)) do
@@ -165,7 +215,7 @@ for i = 1, n do
       retry = '1'
     end
     m = {'running', replica, int(nextFence(g)), int(tonumber(m[4] or '0') + 1),
-      nowText, int(now + lease), keep, '', '', '', '', '', mark}
+      nowText, int(now + lease), keep, '', '', '', '', '', mark, incarnation}
     noteRunning(g, slot)
     status = 1
   elseif decision == 'abandon' then
@@ -179,16 +229,18 @@ for i = 1, n do
     if manual then
       mark = '1'
     end
-    m = {'skipped', replica, '0', '0', nowText, nowText, keep, nowText, '', '', '', reason, mark}
+    m = {'skipped', replica, '0', '0', nowText, nowText, keep, nowText, '', '', '', reason, mark, ''}
     status = 6
+  elseif early then
+    status, remaining = 8, tonumber(notBefore) - micros
   elseif not state then
     status = 5
   elseif state == 'running' then
-    status, remaining = 2, math.max(tonumber(m[6]) - now, 0)
+    status, remaining = 2, math.max(tonumber(m[6]) * 1000 - micros, 0)
   elseif state == 'released' then
     status = 2
   elseif state == 'retrying' then
-    status, remaining = 7, math.max(tonumber(m[6]) - now, 0)
+    status, remaining = 7, math.max(tonumber(m[6]) * 1000 - micros, 0)
   elseif state == 'abandoned' then
     status = 4
   elseif state == 'skipped' then
@@ -211,12 +263,16 @@ for i = 1, n do
   out[#out + 1] = table.concat(replaced, ' ')
 end
 
--- Write: fences first, then markers, then the indexes, a job at a time.
-if ARGV[3] == '1' then
-  redis.call('SADD', KEYS[#KEYS], unpack(ARGV, 4, 3 + G))
+-- Write: generations and fences first, then markers, then the indexes, a
+-- job at a time.
+if ARGV[4] == '1' then
+  redis.call('SADD', KEYS[#KEYS], unpack(ARGV, 6, 5 + G))
+end
+for g in pairs(births) do
+  redis.call('SET', jobKey(g, GEN), int(borns[g]))
 end
 for g, f in pairs(fences) do
-  redis.call('SET', KEYS[4 * g - 3], int(f))
+  redis.call('SET', jobKey(g, FENCE), int(f))
 end
 local slots, adds, dels, expiries = {}, {}, {}, {}
 for g = 1, G do
@@ -254,9 +310,9 @@ local function each(cmd, key, values)
   end
 end
 for g = 1, G do
-  each('ZADD', KEYS[4 * g - 2], slots[g])
-  each('ZADD', KEYS[4 * g - 1], expiries[g])
-  each('ZADD', KEYS[4 * g], adds[g])
-  each('ZREM', KEYS[4 * g], dels[g])
+  each('ZADD', jobKey(g, SLOTS), slots[g])
+  each('ZADD', jobKey(g, EXPIRY), expiries[g])
+  each('ZADD', jobKey(g, RUNNING), adds[g])
+  each('ZREM', jobKey(g, RUNNING), dels[g])
 end
 return out

@@ -4,13 +4,19 @@
 -- lost succeeds.
 -- KEYS: the marker, the job's expiry index and running index.
 -- ARGV: fence, outcome, error, duration (ns), retry due (Unix ms, '' for
---       none), slot.
+--       none), '1' when the caller waits for replicas, slot.
 -- Reply: 1, or 0 when the fence is not the running claim's (nothing changed).
 local m = redis.call('HMGET', KEYS[1], 's', 'f', 'k')
 if m[2] ~= ARGV[1] then
   return 0
 end
 if m[1] == 'done' or m[1] == 'retrying' then
+  if ARGV[6] == '1' then
+    -- Write the state it has again, so that the WAIT after the script
+    -- covers the first Finish, whose reply was lost: newer Redis versions
+    -- make WAIT cover only writes of the connection's own commands.
+    redis.call('HSET', KEYS[1], 's', m[1])
+  end
   return 1
 end
 if m[1] ~= 'running' then
@@ -23,6 +29,6 @@ if ARGV[5] ~= '' then
 end
 redis.call('HSET', KEYS[1], 's', state, 'o', ARGV[2], 'e', ARGV[3], 'd', ARGV[4],
   'fa', int(now), 'l', int(leaseEnd))
-redis.call('ZREM', KEYS[3], ARGV[6])
-expire(KEYS[1], KEYS[2], ARGV[6], math.max(tonumber(m[3]), leaseEnd))
+redis.call('ZREM', KEYS[3], ARGV[7])
+expire(KEYS[1], KEYS[2], ARGV[7], math.max(tonumber(m[3]), leaseEnd))
 return 1

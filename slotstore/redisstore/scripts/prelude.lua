@@ -3,8 +3,8 @@
 -- The fields of a marker hash, in the order scripts read and return them:
 -- state, holder, fence, attempt, claimed at, lease end (or retry due),
 -- keep until, finished at (Unix ms, Redis's clock), outcome, error,
--- duration (ns), reason, manual ('1' or '').
-local FIELDS = {'s', 'h', 'f', 'a', 'c', 'l', 'k', 'fa', 'o', 'e', 'd', 'r', 'mn'}
+-- duration (ns), reason, manual ('1' or ''), incarnation of the claim.
+local FIELDS = {'s', 'h', 'f', 'a', 'c', 'l', 'k', 'fa', 'o', 'e', 'd', 'r', 'mn', 'i'}
 
 -- int formats a whole number exactly; tostring rounds past 14 digits.
 local function int(x)

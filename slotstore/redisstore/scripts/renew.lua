@@ -1,9 +1,17 @@
 -- Extends the lease of a running slot held under the presented fence.
 -- KEYS: the marker, the job's expiry index (and its running index, unused).
 -- ARGV: fence, lease (ms), slot.
--- Reply: 1, or 0 when the fence is not the running claim's (nothing changed).
+-- Reply: 1; 2 when the slot is done or retrying under that fence (its run
+--        recorded its end; nothing changed); 0 when the fence is not the
+--        running claim's (nothing changed).
 local m = redis.call('HMGET', KEYS[1], 's', 'f', 'k')
-if m[1] ~= 'running' or m[2] ~= ARGV[1] then
+if m[2] ~= ARGV[1] then
+  return 0
+end
+if m[1] == 'done' or m[1] == 'retrying' then
+  return 2
+end
+if m[1] ~= 'running' then
   return 0
 end
 local now = clock()

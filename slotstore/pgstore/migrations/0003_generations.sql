@@ -1,0 +1,353 @@
+-- Generations, incarnations, skips that wait for their time, and renewals
+-- that tell a finished slot from a lost lease. {schema} is replaced by the
+-- store's quoted schema name.
+
+-- generations holds, per job, when the schema's knowledge of the job began
+-- (slotstore.Generation). A claim never creates the first marker of a slot
+-- older than born. Rows are never pruned.
+--
+-- xid and sysid say who wrote the row: the writing transaction's
+-- pg_current_xact_id() and the cluster's system identifier. A row written
+-- by this cluster's own claim or enroll has an xmin equal to the low 32
+-- bits of xid (freezing keeps the raw xmin) and the cluster's sysid; a row
+-- that a restore wrote (COPY or INSERT from a dump), in this cluster or
+-- another, has not, and the next claim or enroll of the job begins its
+-- generation anew.
+CREATE TABLE {schema}.generations (
+    job   text COLLATE "C" PRIMARY KEY,
+    born  timestamptz NOT NULL,  -- database clock
+    xid   bigint NOT NULL,       -- pg_current_xact_id() of the writing transaction
+    sysid bigint NOT NULL        -- pg_control_system().system_identifier of the writing cluster
+);
+
+-- A job the schema already knows (it has a fence) has known it from the
+-- start: its generation is born at the epoch, so an upgrade catches up as
+-- before. The rows are this cluster's own, written by this transaction.
+INSERT INTO {schema}.generations (job, born, xid, sysid)
+SELECT f.job, 'epoch', pg_current_xact_id()::text::bigint, (SELECT c.system_identifier FROM pg_control_system() c)
+FROM {schema}.fences f;
+
+-- The incarnation of the current or last claim (ClaimParams.Incarnation);
+-- '' for skipped slots and markers written before this version.
+ALTER TABLE {schema}.markers ADD COLUMN incarnation text NOT NULL DEFAULT '';
+
+-- The claim function's rows gain the marker's incarnation. ADD ATTRIBUTE
+-- changes the type in place: nothing that uses it is dropped, and no
+-- CASCADE can take anything else with it.
+ALTER TYPE {schema}.claim_result ADD ATTRIBUTE incarnation text;
+
+-- The claim function of version 2 never checks generations. It is dropped,
+-- not kept beside the new one: a replica of an older build still running
+-- after this migration fails its claims (a plain error: nothing changes)
+-- rather than claiming slots the generation rule forbids.
+DROP FUNCTION {schema}.claim(text, text[], timestamptz[], bigint[], boolean[], integer[], timestamptz[],
+    boolean[], text[], boolean[], boolean[], text[]);
+
+-- enroll begins, at p_now, the generation of every job of p_jobs that has
+-- none, or whose row this cluster's own transactions did not write (a
+-- restore wrote it), and returns the generation of each job. It inserts
+-- and locks the rows in job order, as claim does (after the fence rows),
+-- so enrolls and claims never wait for each other in a cycle. Its last
+-- statement runs on a snapshot taken after every row it conflicted with
+-- had committed, so a job enrolled concurrently is returned too.
+CREATE FUNCTION {schema}.enroll(p_jobs text[], p_now timestamptz)
+RETURNS TABLE (job text, born timestamptz)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_xid   bigint := pg_current_xact_id()::text::bigint;
+    v_sysid bigint := (SELECT c.system_identifier FROM pg_control_system() c);
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'slotcron enroll needs isolation level read committed, not %',
+            current_setting('transaction_isolation') USING ERRCODE = 'feature_not_supported';
+    END IF;
+    INSERT INTO {schema}.generations AS g (job, born, xid, sysid)
+    SELECT DISTINCT u.job COLLATE "C", p_now, v_xid, v_sysid FROM unnest(p_jobs) AS u(job) ORDER BY 1
+    ON CONFLICT (job) DO UPDATE SET born = excluded.born, xid = excluded.xid, sysid = excluded.sysid
+    -- Not written by this cluster's own transaction: restored.
+    WHERE g.sysid <> excluded.sysid OR (g.xid & 4294967295) <> g.xmin::text::bigint;
+    RETURN QUERY SELECT g.job::text, g.born FROM {schema}.generations g WHERE g.job = ANY (p_jobs);
+END;
+$$;
+
+-- claim decides every request of a batch, in request order: a claim, or,
+-- where p_skipping is true, a skip (Store.Skip).
+--
+--  1. It locks the fence row of every job of the batch in job order,
+--     creating missing rows. Every claim and skip does this before it reads
+--     a marker, so claims of a job take turns (no other transaction creates
+--     a marker of the job meanwhile) and two batches can never wait for
+--     each other in a cycle.
+--  2. It reads the clock once the locks are held, so the claims of a job
+--     see times that follow each other, and decides the whole batch at that
+--     one instant, unless it has to wait for a marker's lock (step 4).
+--  3. It begins the generation of every job it claims (not skips) that has
+--     none, or a restored one, at that instant (enroll), and reads each
+--     job's generation.
+--  4. For each request it locks the slot's marker row (SELECT ... FOR
+--     UPDATE: under READ COMMITTED it waits for a fenced mutation, a prune
+--     or a job's transaction after CompleteTx in progress and reads the
+--     row that one left), decides on it, and writes. After such a wait it
+--     reads the clock again, so a lease that ended while it waited counts
+--     as ended; a first try with SKIP LOCKED tells a wait from none, so a
+--     batch that waits for nothing is decided at one instant. A claim that would create the slot's first marker for a
+--     slot older than its job's generation records it skipped for data
+--     loss instead, unless it claims a term. A claim with an overlap policy that would create the
+--     slot's first marker reads the job's running markers (markers_running):
+--     forbid skips the slot if one has a live lease; replace supersedes
+--     them all, in an UPDATE that locks each and checks it is still
+--     running. A skip before its p_not_before changes nothing. Each request
+--     sees what the requests before it wrote.
+--  5. Each job's winners take, in request order, the fences after the
+--     larger of the job's last fence and the clock in microseconds; the
+--     fence rows are raised at the end, in the same transaction.
+CREATE FUNCTION {schema}.claim(
+    p_replica       text,
+    p_incarnation   text,          -- stored in the markers the batch wins
+    p_job           text[],
+    p_slot          timestamptz[],
+    p_lease_us      bigint[],
+    p_crash_skip    boolean[],     -- on_crash skip
+    p_max_attempts  integer[],
+    p_keep_until    timestamptz[],
+    p_takeover_only boolean[],
+    p_overlap       text[],        -- allow | forbid | replace
+    p_term          boolean[],     -- a standing lease (a duty's term): no generation check
+    p_manual        boolean[],
+    p_skipping      boolean[],     -- a skip request, not a claim
+    p_reason        text[],        -- a skip's reason; a replace claim's reason for what it replaces
+    p_not_before    timestamptz[], -- a skip's NotBefore; null for none
+    p_data_loss     text           -- the reason of a slot skipped for predating its job's generation
+) RETURNS SETOF {schema}.claim_result
+LANGUAGE plpgsql VOLATILE
+-- Every name below is schema-qualified or built in: no other schema's
+-- objects can stand in for them.
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now    timestamptz;
+    v_floor  bigint;
+    v_jobs   text[];        -- the batch's jobs, sorted
+    v_last   bigint[];      -- the last fence issued for each of v_jobs
+    v_claims text[];        -- the jobs of the batch's claims
+    v_gjobs  text[];        -- the jobs with a generation
+    v_born   timestamptz[]; -- when the generation of each of v_gjobs began
+    v_b      timestamptz;
+    v_cur    {schema}.markers;
+    v_found  boolean;
+    v_dec    text;
+    v_j      integer;
+    v_fence  bigint;
+    v_res    {schema}.claim_result;
+BEGIN
+    -- Each statement below must see what committed before it started.
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'slotcron claim needs isolation level read committed, not %',
+            current_setting('transaction_isolation') USING ERRCODE = 'feature_not_supported';
+    END IF;
+
+    INSERT INTO {schema}.fences AS f (job, fence)
+    SELECT DISTINCT u.job COLLATE "C", 0 FROM unnest(p_job) AS u(job) ORDER BY 1
+    ON CONFLICT (job) DO UPDATE SET fence = f.fence WHERE false; -- locks, writes nothing
+    SELECT array_agg(f.job ORDER BY f.job), array_agg(f.fence ORDER BY f.job) INTO v_jobs, v_last
+    FROM {schema}.fences f WHERE f.job = ANY (p_job);
+
+    v_now := clock_timestamp();
+    v_floor := (extract(epoch FROM v_now) * 1000000)::bigint;
+
+    SELECT array_agg(u.job) INTO v_claims FROM unnest(p_job, p_skipping) AS u(job, skipping) WHERE NOT u.skipping;
+    IF v_claims IS NOT NULL THEN
+        SELECT array_agg(g.job), array_agg(g.born) INTO v_gjobs, v_born
+        FROM {schema}.enroll(v_claims, v_now) g;
+    END IF;
+
+    FOR i IN 1 .. coalesce(array_length(p_job, 1), 0) LOOP
+        SELECT * INTO v_cur FROM {schema}.markers m
+        WHERE m.job = p_job[i] AND m.slot = p_slot[i] FOR UPDATE SKIP LOCKED;
+        v_found := FOUND;
+        IF NOT v_found THEN
+            -- No marker, or one another transaction has locked: wait for
+            -- that one, and judge the slot, and the requests after it, at
+            -- the time the wait ended.
+            SELECT * INTO v_cur FROM {schema}.markers m
+            WHERE m.job = p_job[i] AND m.slot = p_slot[i] FOR UPDATE;
+            v_found := FOUND;
+            IF v_found THEN
+                v_now := greatest(v_now, clock_timestamp());
+                v_floor := greatest(v_floor, (extract(epoch FROM v_now) * 1000000)::bigint);
+            END IF;
+        END IF;
+
+        -- Decide.
+        v_dec := 'lose';
+        IF p_skipping[i] THEN
+            IF NOT v_found THEN
+                IF v_now < p_not_before[i] THEN
+                    v_dec := 'not yet';
+                ELSE
+                    v_dec := 'skip';
+                END IF;
+            END IF;
+        ELSIF NOT v_found THEN
+            v_b := v_born[array_position(v_gjobs, p_job[i])];
+            IF v_b IS NULL THEN
+                RAISE EXCEPTION 'slotcron claim: job % has no generation', p_job[i];
+            END IF;
+            IF p_takeover_only[i] THEN
+                NULL; -- absent
+            ELSIF p_slot[i] < v_b AND NOT p_term[i] THEN
+                v_dec := 'data loss';
+            ELSE
+                v_dec := 'win';
+                IF p_overlap[i] = 'forbid' AND EXISTS (
+                    SELECT 1 FROM {schema}.markers m
+                    WHERE m.job = p_job[i] AND m.state = 'running' AND m.slot <> p_slot[i] AND m.lease_end > v_now
+                ) THEN
+                    v_dec := 'overlap';
+                END IF;
+            END IF;
+        ELSIF v_cur.state = 'released' THEN
+            v_dec := 'win';
+        ELSIF v_cur.state = 'retrying' THEN
+            IF v_now >= v_cur.lease_end THEN
+                v_dec := 'win';
+            END IF;
+        ELSIF v_cur.state = 'running' AND v_now >= v_cur.lease_end THEN
+            IF p_crash_skip[i] OR (p_max_attempts[i] > 0 AND v_cur.attempt >= p_max_attempts[i]) THEN
+                v_dec := 'abandon';
+            ELSE
+                v_dec := 'win';
+            END IF;
+        END IF;
+
+        -- Apply.
+        v_res := NULL;
+        v_res.ord := i;
+        v_res.won := v_dec = 'win';
+        v_res.prev_holder := '';
+        v_res.retry := false;
+        v_res.now := v_now;
+        IF v_dec = 'win' THEN
+            IF p_overlap[i] = 'replace' AND NOT v_found THEN
+                WITH gone AS (
+                    UPDATE {schema}.markers m
+                    SET state = 'replaced', reason = p_reason[i], lease_end = v_now, finished_at = v_now
+                    WHERE m.job = p_job[i] AND m.state = 'running' AND m.slot <> p_slot[i]
+                    RETURNING m.slot, m.fence
+                )
+                SELECT array_agg(g.slot ORDER BY g.slot), array_agg(g.fence ORDER BY g.slot)
+                INTO v_res.replaced_slots, v_res.replaced_fences FROM gone g;
+            END IF;
+            v_j := array_position(v_jobs, p_job[i]);
+            v_fence := greatest(v_last[v_j], v_floor) + 1;
+            v_last[v_j] := v_fence;
+            IF v_found THEN
+                v_res.prev_holder := v_cur.holder;
+                v_res.retry := v_cur.state = 'retrying';
+                UPDATE {schema}.markers m
+                SET state = 'running', holder = p_replica, fence = v_fence, attempt = m.attempt + 1,
+                    claimed_at = v_now, lease_end = v_now + p_lease_us[i] * interval '1 microsecond',
+                    keep_until = p_keep_until[i], finished_at = NULL, outcome = '', error = '', duration_ns = 0,
+                    reason = '', incarnation = p_incarnation
+                WHERE m.job = p_job[i] AND m.slot = p_slot[i]
+                RETURNING m.* INTO v_cur;
+            ELSE
+                INSERT INTO {schema}.markers AS m (job, slot, state, holder, fence, attempt, claimed_at, lease_end,
+                    keep_until, manual, incarnation)
+                VALUES (p_job[i], p_slot[i], 'running', p_replica, v_fence, 1, v_now,
+                    v_now + p_lease_us[i] * interval '1 microsecond', p_keep_until[i], p_manual[i], p_incarnation)
+                RETURNING m.* INTO v_cur;
+            END IF;
+        ELSIF v_dec = 'abandon' THEN
+            UPDATE {schema}.markers m
+            SET state = 'abandoned', finished_at = v_now,
+                reason = CASE WHEN p_crash_skip[i] THEN 'on_crash skip' ELSE 'max attempts' END
+            WHERE m.job = p_job[i] AND m.slot = p_slot[i]
+            RETURNING m.* INTO v_cur;
+        ELSIF v_dec IN ('skip', 'overlap', 'data loss') THEN
+            INSERT INTO {schema}.markers AS m (job, slot, state, holder, fence, attempt, claimed_at, lease_end,
+                keep_until, finished_at, reason, manual)
+            VALUES (p_job[i], p_slot[i], 'skipped', p_replica, 0, 0, v_now, v_now, p_keep_until[i], v_now,
+                CASE v_dec WHEN 'overlap' THEN 'overlap' WHEN 'data loss' THEN p_data_loss ELSE p_reason[i] END,
+                p_manual[i] AND NOT p_skipping[i])
+            RETURNING m.* INTO v_cur;
+        END IF;
+
+        IF v_found OR v_dec NOT IN ('lose', 'not yet') THEN
+            v_res.job := v_cur.job;
+            v_res.slot := v_cur.slot;
+            v_res.state := v_cur.state;
+            v_res.holder := v_cur.holder;
+            v_res.fence := v_cur.fence;
+            v_res.attempt := v_cur.attempt;
+            v_res.claimed_at := v_cur.claimed_at;
+            v_res.lease_end := v_cur.lease_end;
+            v_res.keep_until := v_cur.keep_until;
+            v_res.finished_at := v_cur.finished_at;
+            v_res.outcome := v_cur.outcome;
+            v_res.error := v_cur.error;
+            v_res.duration_ns := v_cur.duration_ns;
+            v_res.reason := v_cur.reason;
+            v_res.manual := v_cur.manual;
+            v_res.incarnation := v_cur.incarnation;
+        ELSE
+            -- No marker: a takeover-only claim (absent), or a skip before
+            -- its time (not yet).
+            v_res.job := '';
+            v_res.slot := '0001-01-01 00:00:00+00';
+            v_res.state := '';
+            v_res.holder := '';
+            v_res.fence := 0;
+            v_res.attempt := 0;
+            v_res.claimed_at := '0001-01-01 00:00:00+00';
+            v_res.lease_end := '0001-01-01 00:00:00+00';
+            v_res.keep_until := '0001-01-01 00:00:00+00';
+            v_res.outcome := '';
+            v_res.error := '';
+            v_res.duration_ns := 0;
+            v_res.reason := '';
+            v_res.manual := false;
+            v_res.incarnation := '';
+        END IF;
+        RETURN NEXT v_res;
+    END LOOP;
+
+    UPDATE {schema}.fences AS f SET fence = u.fence
+    FROM unnest(v_jobs, v_last) AS u(job, fence)
+    WHERE f.job = u.job AND f.fence < u.fence;
+END;
+$$;
+
+-- renew extends the lease of the slot's running claim p_fence to p_lease_us
+-- from the time the server received the request (statement_timestamp), and
+-- says what it found: 'renewed'; 'finished', when the slot is done or
+-- retrying under p_fence (its run recorded its end, perhaps with
+-- CompleteTx in a transaction the UPDATE waited for); or 'lost'. The check
+-- after a failed UPDATE is a statement of its own, on a snapshot taken after
+-- the transaction the UPDATE waited for ended, so it sees what that one
+-- committed. Counting the lease from the request's arrival, not from the
+-- end of a wait for the marker's lock, keeps a renewal that waited behind a
+-- frozen holder's CompleteTx from extending the lease past one lease from
+-- when it was sent.
+CREATE FUNCTION {schema}.renew(p_job text, p_slot timestamptz, p_fence bigint, p_lease_us bigint)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    UPDATE {schema}.markers m SET lease_end = statement_timestamp() + p_lease_us * interval '1 microsecond'
+    WHERE m.job = p_job AND m.slot = p_slot AND m.fence = p_fence AND m.state = 'running';
+    IF FOUND THEN
+        RETURN 'renewed';
+    END IF;
+    PERFORM FROM {schema}.markers m
+    WHERE m.job = p_job AND m.slot = p_slot AND m.fence = p_fence AND m.state IN ('done', 'retrying');
+    IF FOUND THEN
+        RETURN 'finished';
+    END IF;
+    RETURN 'lost';
+END;
+$$;

@@ -1,0 +1,61 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// A job's generation is the key <prefix>{job}:gen, when it began in Unix
+// milliseconds by Redis's clock. It has no expiry and nothing deletes it,
+// so it is gone only when Redis lost the job's data: then the next Enroll
+// or claim begins a new generation, and claims no longer create the first
+// marker of a slot from before it (claim.lua). It lives under the job's
+// hash tag, so in a Cluster each job's generation is lost with its own
+// markers, on its own master, and the claim script reads it in the call
+// that claims.
+
+// Enroll implements slotstore.Store: one script call, or in a Cluster one
+// per hash slot, all pipelined.
+func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotstore.Generation, error) {
+	jobs, err := p.NormalizeJobs()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.begin(ctx, "enroll"); err != nil {
+		return nil, err
+	}
+	out := make([]slotstore.Generation, len(jobs))
+	if len(jobs) == 0 {
+		return out, nil
+	}
+	parts := s.split(len(jobs), func(i int) string { return jobs[i] })
+	calls := make([]call, len(parts))
+	for i, idx := range parts {
+		keys := make([]string, 0, 2*len(idx))
+		for _, at := range idx {
+			k := keysOf(s.prefix, jobs[at])
+			keys = append(keys, k.gen, k.fence)
+		}
+		calls[i] = call{script: enrollScript, keys: keys}
+	}
+	op := fmt.Sprintf("enroll %d jobs", len(jobs))
+	for i, cmd := range s.runAll(ctx, calls) {
+		res, err := cmd.Result()
+		if err != nil {
+			return nil, s.fail(op, err)
+		}
+		r, n, err := newReply(res, 1)
+		if err != nil || n != len(parts[i]) {
+			return nil, s.fail(op, fmt.Errorf("enroll script answered %v for %d jobs", res, len(parts[i])))
+		}
+		for _, at := range parts[i] {
+			out[at] = slotstore.Generation{Job: jobs[at], Born: r.millis()}
+		}
+		if r.err != nil {
+			return nil, s.fail(op, r.err)
+		}
+	}
+	return out, nil
+}

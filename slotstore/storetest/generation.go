@@ -1,0 +1,148 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// testGeneration: Enroll begins a job's generation once; a claim never
+// creates the first marker of a slot older than its job's generation but
+// records it skipped for data loss, and leaves slots that have a marker to
+// the ordinary rules.
+func testGeneration(t *testing.T, s slotstore.Store) {
+	before := time.Now()
+	gens := enroll(t, s, "g1", "g2")
+	after := time.Now()
+	born := gens[0].Born
+	if born.Before(before.Add(-time.Second)) || born.After(after.Add(time.Second)) {
+		t.Errorf("generation born at %s, want between %s and %s", stamp(born), stamp(before), stamp(after))
+	}
+	again := enroll(t, s, "g2", "g1")
+	if !again[1].Born.Equal(born) || !again[0].Born.Equal(gens[1].Born) {
+		t.Errorf("enrolled again: %+v, want the first generations %+v", again, gens)
+	}
+	if _, err := s.Enroll(t.Context(), slotstore.EnrollParams{Jobs: []string{"g3", ""}}); !errors.Is(err, slotstore.ErrInvalid) {
+		t.Errorf("enroll of an empty job: %v, want ErrInvalid", err)
+	}
+
+	old := born.Add(-time.Minute).UTC().Truncate(time.Second)
+	res := claimOne(t, s, "r1", req("g1", old, longLease))
+	wantStatus(t, "claim of a slot older than the generation", res, slotstore.Skipped)
+	if m := res.Marker; m.State != slotstore.StateSkipped || m.Reason != slotstore.ReasonDataLoss || m.Fence != 0 {
+		t.Errorf("slot older than the generation: marker %+v, want skipped for data loss", m)
+	}
+	wantStatus(t, "claim of it again", claimOne(t, s, "r2", req("g1", old, longLease)), slotstore.Skipped)
+	if m := mustFind(t, s, "g1", old); m.Reason != slotstore.ReasonDataLoss {
+		t.Errorf("history of the slot: %+v", m)
+	}
+	// Takeover-only claims create nothing, and skips are recorded as
+	// asked, whatever the generation.
+	wantStatus(t, "takeover-only claim", claimOne(t, s, "r1",
+		slotstore.ClaimRequest{Job: "g2", Slot: old, Lease: longLease, TakeoverOnly: true}), slotstore.Absent)
+	sk := skipOne(t, s, "r1", slotstore.SkipRequest{Job: "g2", Slot: old.Add(-time.Second), Reason: "missed"})
+	if sk.Status != slotstore.Skipped || sk.Marker.Reason != "missed" {
+		t.Errorf("skip of an old slot: %+v", sk)
+	}
+	// A term (a duty's lease) is claimed whatever the generation.
+	mustWin(t, s, "r1", slotstore.ClaimRequest{Job: "g2", Slot: time.Unix(1, 0), Lease: longLease, Term: true})
+	// A slot of the generation's own time or later is claimed as usual.
+	mustWin(t, s, "r1", req("g1", born.Add(time.Second), longLease))
+	mustWin(t, s, "r1", req("g2", slots(1)[0], longLease))
+
+	// A job claimed before it was enrolled: its generation begins with
+	// that claim.
+	res = claimOne(t, s, "r1", req("g4", time.Now().Add(-time.Hour), longLease))
+	wantStatus(t, "claim of an old slot of a job never enrolled", res, slotstore.Skipped)
+	if res.Marker.Reason != slotstore.ReasonDataLoss {
+		t.Errorf("old slot of a new job: %+v", res.Marker)
+	}
+	if g := enroll(t, s, "g4")[0]; g.Born.Before(before.Add(-time.Second)) {
+		t.Errorf("generation of a job first claimed now: born %s", stamp(g.Born))
+	}
+}
+
+// testSkipNotBefore: a skip that comes before its NotBefore by the store's
+// clock records nothing and says how long to wait; one after it records
+// the slot as usual.
+func testSkipNotBefore(t *testing.T, s slotstore.Store) {
+	const job = "notbefore"
+	sl := slots(3)
+	held := mustWin(t, s, "r1", req(job, sl[2], longLease))
+	r := slotstore.SkipRequest{Job: job, Slot: sl[0], Reason: "missed", NotBefore: time.Now().Add(time.Hour)}
+	res := skipOne(t, s, "r2", r)
+	if res.Status != slotstore.NotYet || res.Remaining < time.Hour-time.Minute || res.Remaining > time.Hour+time.Second {
+		t.Fatalf("early skip: %v, remaining %v; want not yet, about an hour", res.Status, res.Remaining)
+	}
+	if !errors.Is(res.Err(), slotstore.ErrSlotTaken) {
+		t.Errorf("early skip: Err() = %v", res.Err())
+	}
+	if _, ok := find(t, s, job, sl[0]); ok {
+		t.Fatal("an early skip recorded a marker")
+	}
+	// The slot is still free to claim.
+	mustWin(t, s, "r3", req(job, sl[0], longLease))
+
+	r = slotstore.SkipRequest{Job: job, Slot: sl[1], Reason: "missed", NotBefore: time.Now().Add(-time.Second)}
+	if res := skipOne(t, s, "r2", r); res.Status != slotstore.Skipped || res.Marker.Reason != "missed" {
+		t.Errorf("skip after its NotBefore: %+v", res)
+	}
+	// A slot with a marker answers as before, early or not.
+	r = slotstore.SkipRequest{Job: job, Slot: sl[2], Reason: "missed", NotBefore: time.Now().Add(time.Hour)}
+	if res := skipOne(t, s, "r2", r); res.Status != slotstore.Held || res.Marker.Fence != held.Claim.Fence {
+		t.Errorf("early skip of a held slot: %+v", res)
+	}
+}
+
+// testRenewFinished: a renewal of a slot its own claim finished says so
+// (ErrFinished), distinct from a lost lease; Release and stale fences
+// still answer ErrLeaseLost.
+func testRenewFinished(t *testing.T, s slotstore.Store) {
+	ctx := t.Context()
+	sl := slots(2)
+	done := mustWin(t, s, "r1", req("rf", sl[0], longLease)).Claim
+	finish(t, s, slotstore.FinishParams{Ref: done.Ref, Outcome: slotstore.Succeeded})
+	if err := s.Renew(ctx, slotstore.RenewParams{Ref: done.Ref, Lease: longLease}); !errors.Is(err, slotstore.ErrFinished) {
+		t.Errorf("renew of a slot done under its fence: %v, want ErrFinished", err)
+	}
+	stale := done.Ref
+	stale.Fence++
+	if err := s.Renew(ctx, slotstore.RenewParams{Ref: stale, Lease: longLease}); !errors.Is(err, slotstore.ErrLeaseLost) {
+		t.Errorf("renew of a done slot under another fence: %v, want ErrLeaseLost", err)
+	}
+	if err := s.Release(ctx, done.Ref); !errors.Is(err, slotstore.ErrLeaseLost) {
+		t.Errorf("release of a done slot: %v, want ErrLeaseLost", err)
+	}
+	retrying := mustWin(t, s, "r1", req("rf", sl[1], longLease)).Claim
+	finish(t, s, slotstore.FinishParams{Ref: retrying.Ref, Outcome: slotstore.Failed, RetryAt: time.Now().Add(time.Hour)})
+	if err := s.Renew(ctx, slotstore.RenewParams{Ref: retrying.Ref, Lease: longLease}); !errors.Is(err, slotstore.ErrFinished) {
+		t.Errorf("renew of a slot retrying under its fence: %v, want ErrFinished", err)
+	}
+	if m := mustFind(t, s, "rf", sl[1]); m.State != slotstore.StateRetrying {
+		t.Errorf("renew changed a retrying marker: %+v", m)
+	}
+}
+
+// testIncarnation: the marker keeps the incarnation of its current claim.
+func testIncarnation(t *testing.T, s slotstore.Store) {
+	slot := slots(1)[0]
+	r := req("inc", slot, shortLease)
+	res, err := s.Claim(t.Context(), slotstore.ClaimParams{Replica: "worker", Incarnation: "a1", Requests: []slotstore.ClaimRequest{r}})
+	if err != nil || len(res) != 1 || res[0].Status != slotstore.Won {
+		t.Fatalf("claim: %v, %v", res, err)
+	}
+	if res[0].Marker.Incarnation != "a1" || mustFind(t, s, "inc", slot).Incarnation != "a1" {
+		t.Errorf("marker incarnation %q, history %q; want a1", res[0].Marker.Incarnation, mustFind(t, s, "inc", slot).Incarnation)
+	}
+	held := claimOne(t, s, "worker", r)
+	if held.Status != slotstore.Held || held.Marker.Incarnation != "a1" {
+		t.Errorf("losing claim: %v, incarnation %q", held.Status, held.Marker.Incarnation)
+	}
+	waitPast(t, res[0].Marker.LeaseEnd)
+	res, err = s.Claim(t.Context(), slotstore.ClaimParams{Replica: "worker", Incarnation: "b2", Requests: []slotstore.ClaimRequest{r}})
+	if err != nil || len(res) != 1 || res[0].Status != slotstore.Won || res[0].Marker.Incarnation != "b2" {
+		t.Fatalf("takeover by another incarnation: %+v, %v", res, err)
+	}
+}
