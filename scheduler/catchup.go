@@ -7,7 +7,8 @@ import (
 	"github.com/slotcron/slotcron/slotstore"
 )
 
-// maxMissedRecords bounds the slots one start-up records as missed per job.
+// maxMissedRecords bounds the slots of one job a start-up records as missed,
+// and those it records as not caught up.
 const maxMissedRecords = 1000
 
 // schedule puts p's first slot after now in the heap and applies catch_up
@@ -22,8 +23,16 @@ const maxMissedRecords = 1000
 //   - slots older than that, back to the job's newest marker, can no longer
 //     start: they are recorded skipped with reason "missed: no replica
 //     claimed it in time", so a nightly job missed in an outage is visible.
+//
+// It walks the slots lazily and records at most maxMissedRecords of each
+// kind, so its cost is bounded by the policy (catch_up_limit, at most
+// MaxCatchUpLimit) and not by how many slots the window holds.
 func (l *loop) schedule(ctx context.Context, p *plan, now time.Time) {
-	if next := p.sched.Next(now); !next.IsZero() {
+	// The oldest slot not yet due (jitter tries a slot after it) starts the
+	// job's chain of fire entries, each of which pushes the next: slots of
+	// the window still waiting for their try are ordinary slots, pushed one
+	// at a time however many fall in the jitter.
+	if next := p.sched.Next(now.Add(-p.jitter)); !next.IsZero() {
 		l.h.push(&entry{at: next.Add(p.jitter), p: p, slot: next, kind: fire})
 		l.s.metrics.nextRun.WithLabelValues(p.name).Set(seconds(next))
 	}
@@ -36,22 +45,17 @@ func (l *loop) schedule(ctx context.Context, p *plan, now time.Time) {
 	}
 	from := now.Add(-p.deadline)
 	newest, known := l.newestSlot(ctx, p)
-	var recent []time.Time // newest first
-	for s := p.sched.Prev(now); !s.IsZero() && !s.Before(from); s = p.sched.Prev(s.Add(-time.Second)) {
-		recent = append(recent, s)
-	}
 	var skips []slotstore.SkipRequest
 	// lapseAt is when no replica may start s any more: its starting window
 	// has closed on every clock within a second of this one.
 	lapseAt := func(s time.Time) time.Time { return s.Add(p.deadline + time.Second) }
-	caught := 0
-	for _, s := range recent {
+	// Walk back from the newest slot already due, one slot at a time: the
+	// slots the policy runs, then those it leaves, at most maxMissedRecords
+	// of them, so neither memory nor time grows with the slots a long
+	// window holds.
+	caught, recorded := 0, 0
+	for s := p.sched.Prev(now.Add(-p.jitter)); !s.IsZero() && !s.Before(from); s = p.sched.Prev(s.Add(-time.Second)) {
 		due := s.Add(p.jitter)
-		if due.After(now) {
-			// Not yet due (jitter): an ordinary slot.
-			l.h.push(&entry{at: due, p: p, slot: s, kind: retry})
-			continue
-		}
 		if caught < keep || now.Sub(due) < time.Second {
 			// The newest due slots as the policy says, and always one due
 			// this very second.
@@ -62,11 +66,19 @@ func (l *loop) schedule(ctx context.Context, p *plan, now time.Time) {
 		// Left to the replicas that are up; if none claims it before its
 		// window closes, history records why it did not run. Slots before
 		// the job's newest marker (or any, for a job with no history yet)
-		// are from before the cluster ran it: not worth a record.
+		// are from before the cluster ran it: not worth a record, and
+		// every older slot is one of them.
 		if !known || !s.After(newest) {
-			l.s.log.Debug("slot not caught up", "job", p.name, "slot", s.Format(time.RFC3339), "catch_up", p.catchUp)
-			continue
+			l.s.log.Debug("slots not caught up", "job", p.name, "newest", s.Format(time.RFC3339),
+				"window_start", from.Format(time.RFC3339), "catch_up", p.catchUp)
+			break
 		}
+		if recorded == maxMissedRecords {
+			l.s.log.Warn("more slots not caught up than recorded", "job", p.name, "recorded", recorded,
+				"until", s.Format(time.RFC3339), "catch_up", p.catchUp)
+			break
+		}
+		recorded++
 		l.s.log.Info("slot not caught up", "job", p.name, "slot", s.Format(time.RFC3339), "catch_up", p.catchUp)
 		l.h.push(&entry{at: lapseAt(s), p: p, slot: s, kind: lapse, reason: "catch_up " + p.catchUp})
 	}
@@ -83,7 +95,7 @@ func (l *loop) schedule(ctx context.Context, p *plan, now time.Time) {
 				l.h.push(&entry{at: at, p: p, slot: s, kind: lapse, reason: reason})
 				continue
 			}
-			skips = append(skips, slotstore.SkipRequest{Job: p.name, Slot: s, Reason: reason, Retain: p.history})
+			skips = append(skips, p.missedSkip(s, reason))
 			l.s.log.Warn("slot missed", "job", p.name, "slot", s.Format(time.RFC3339), "replica", l.s.replica, "reason", "no replica claimed it in time")
 			l.s.metrics.missed.WithLabelValues(p.name, "down").Inc()
 		}
@@ -106,17 +118,40 @@ func (l *loop) newestSlot(ctx context.Context, p *plan) (time.Time, bool) {
 	return ms[0].Slot, true
 }
 
+// missedSkip is the request that records slot of p skipped with reason
+// because its starting window closed: the store records it only once its
+// own clock has passed the window too (guarantee 7), so a replica whose
+// clock runs fast cannot take the slot from the others.
+func (p *plan) missedSkip(slot time.Time, reason string) slotstore.SkipRequest {
+	return slotstore.SkipRequest{Job: p.name, Slot: slot, Reason: reason, Retain: p.history, NotBefore: slot.Add(p.deadline)}
+}
+
 // skip records slots as skipped, in batches; a slot that has a marker is
-// left alone by the store.
+// left alone by the store. A slot whose starting window is still open by
+// the store's clock is recorded when it closes (a lapse entry), if no
+// replica has claimed it by then.
 func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 	for len(reqs) > 0 && ctx.Err() == nil {
 		n := min(len(reqs), maxBatch)
 		sctx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
-		_, err := l.s.store.Skip(sctx, slotstore.SkipParams{Replica: l.s.replica, Requests: reqs[:n]})
+		res, err := l.s.store.Skip(sctx, slotstore.SkipParams{Replica: l.s.replica, Requests: reqs[:n]})
 		cancel()
 		l.s.metrics.storeCall(err)
 		if err != nil && ctx.Err() == nil {
 			l.s.log.Warn("recording skipped slots failed", "slots", n, "err", err)
+		}
+		for i, r := range res {
+			if r.Status != slotstore.NotYet || i >= n {
+				continue
+			}
+			q := reqs[i]
+			p := l.plans[q.Job]
+			if p == nil {
+				continue
+			}
+			l.s.log.Info("slot not missed yet by the store's clock", "job", q.Job, "slot", q.Slot.Format(time.RFC3339),
+				"replica", l.s.replica, "remaining", r.Remaining.Round(time.Millisecond))
+			l.h.push(&entry{at: l.s.now().Add(r.Remaining + time.Millisecond), p: p, slot: q.Slot, kind: lapse, reason: q.Reason})
 		}
 		reqs = reqs[n:]
 	}

@@ -15,16 +15,28 @@ import (
 
 // Exit codes of the CLI.
 const (
-	ExitOK      = 0 // clean shutdown or success
-	ExitFailure = 1 // runtime failure
-	ExitUsage   = 2 // bad configuration or usage
+	// ExitOK: success, or run shut down cleanly on SIGTERM or SIGINT.
+	ExitOK = 0
+	// ExitFailure: a runtime failure, or a command stopped by SIGTERM or
+	// SIGINT before it finished: validate, or run before the scheduler
+	// started (while it loads the configuration or opens the store).
+	ExitFailure = 1
+	// ExitUsage: bad configuration or usage.
+	ExitUsage = 2
 )
 
 // Main gives a binary the slotcron CLI (run, validate, next, history,
 // trigger, pause, resume) over the jobs
 // registered in reg, and exits with the command's exit code.
+//
+// SIGTERM or SIGINT stops the command: run shuts down gracefully (exit 0)
+// once the scheduler has started, and every command stops at once, with
+// exit 1, before then. A second signal ends the process at once.
 func Main(reg *jobs.Registry) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// After the first signal the default action is back: the second one
+	// ends the process, whatever it is waiting for.
+	context.AfterFunc(ctx, stop)
 	code := Command(ctx, os.Args[1:], os.Stdout, os.Stderr, reg)
 	stop()
 	os.Exit(code)
@@ -44,6 +56,10 @@ commands:
 common flags:
   --config FILE   configuration file (default $SLOTCRON_CONFIG, else slotcron.yaml)
 
+exit status: 0 success, or run shut down by SIGTERM or SIGINT; 1 runtime failure,
+or stopped by a signal before it finished (run: before the scheduler started);
+2 bad configuration or usage. A second signal ends the process at once.
+
 Run '%[1]s <command> -h' for a command's flags.
 `
 
@@ -61,9 +77,9 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer, reg *
 	case "run":
 		err = cmdRun(ctx, rest, stderr, reg)
 	case "validate":
-		err = cmdValidate(rest, stdout, stderr, reg)
+		err = cmdValidate(ctx, rest, stdout, stderr, reg)
 	case "next":
-		err = cmdNext(rest, stdout, stderr, reg)
+		err = cmdNext(ctx, rest, stdout, stderr, reg)
 	case "history":
 		err = cmdHistory(ctx, rest, stdout, stderr, reg)
 	case "trigger":
@@ -134,23 +150,32 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer, reg *jobs.Regi
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, err := LoadAndValidate(*path, reg)
+	s, err := interruptible(ctx, "before the scheduler started", func(ctx context.Context) (*Scheduler, error) {
+		cfg, err := loadAndValidate(ctx, *path, reg)
+		if err != nil {
+			return nil, err
+		}
+		return New(cfg, reg, WithLogger(newLogger(cfg.Log, stderr)))
+	})
 	if err != nil {
 		return err
 	}
-	s, err := New(cfg, reg, WithLogger(newLogger(cfg.Log, stderr)))
-	if err != nil {
+	if err := s.Run(ctx); err != nil {
+		if ctx.Err() != nil {
+			// Run gives up its start-up (opening the store) when ctx ends.
+			return interrupted(ctx, "while the scheduler started", err)
+		}
 		return err
 	}
-	return s.Run(ctx)
+	return nil
 }
 
-func cmdValidate(args []string, stdout, stderr io.Writer, reg *jobs.Registry) error {
+func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer, reg *jobs.Registry) error {
 	fs, path := newFlags("validate", stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, err := LoadAndValidate(*path, reg)
+	cfg, err := loadConfig(ctx, *path, reg)
 	var errs ConfigErrors
 	if errors.As(err, &errs) {
 		for _, e := range errs {

@@ -22,7 +22,7 @@ func cmdPause(ctx context.Context, name string, paused bool, args []string, stdo
 		return usageError{msg: fmt.Sprintf("%s: at most one job, not %q", name, strings.Join(fs.Args(), " "))}
 	}
 	job := fs.Arg(0)
-	cfg, err := LoadAndValidate(*path, reg)
+	cfg, err := loadConfig(ctx, *path, reg)
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func cmdTrigger(ctx context.Context, args []string, stdout, stderr io.Writer, re
 	if fs.NArg() != 1 {
 		return usageError{msg: "trigger: name exactly one job"}
 	}
-	cfg, err := LoadAndValidate(*path, reg)
+	cfg, err := loadConfig(ctx, *path, reg)
 	if err != nil {
 		return err
 	}

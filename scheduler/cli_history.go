@@ -30,7 +30,7 @@ func cmdHistory(ctx context.Context, args []string, stdout, stderr io.Writer, re
 	default:
 		return usageError{msg: fmt.Sprintf("history: --state %q: want running, retrying, done, skipped, replaced, released or abandoned", *state)}
 	}
-	cfg, err := LoadAndValidate(*path, reg)
+	cfg, err := loadConfig(ctx, *path, reg)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +14,7 @@ import (
 // cmdNext prints the next n slots of a configured job, or of an ad-hoc
 // --schedule in --timezone: one RFC 3339 UTC instant a line, or with --json
 // one object a line.
-func cmdNext(args []string, stdout, stderr io.Writer, reg *jobs.Registry) error {
+func cmdNext(ctx context.Context, args []string, stdout, stderr io.Writer, reg *jobs.Registry) error {
 	fs, path := newFlags("next", stderr)
 	job := fs.String("job", "", "job name from the configuration")
 	spec := fs.String("schedule", "", "a cron spec to evaluate instead of --job")
@@ -37,7 +38,7 @@ func cmdNext(args []string, stdout, stderr io.Writer, reg *jobs.Registry) error 
 			return usageError{msg: fmt.Sprintf("next: --from %q: want RFC 3339, such as 2026-03-28T00:00:00+01:00", *from)}
 		}
 	}
-	name, sched, err := nextSchedule(*path, *job, *spec, *tz, reg)
+	name, sched, err := nextSchedule(ctx, *path, *job, *spec, *tz, reg)
 	if err != nil {
 		return err
 	}
@@ -65,7 +66,7 @@ func cmdNext(args []string, stdout, stderr io.Writer, reg *jobs.Registry) error 
 	return nil
 }
 
-func nextSchedule(path, job, spec, tz string, reg *jobs.Registry) (string, *schedule.Schedule, error) {
+func nextSchedule(ctx context.Context, path, job, spec, tz string, reg *jobs.Registry) (string, *schedule.Schedule, error) {
 	if spec != "" {
 		s, err := schedule.Parse(spec, tz)
 		if err != nil {
@@ -73,11 +74,14 @@ func nextSchedule(path, job, spec, tz string, reg *jobs.Registry) (string, *sche
 		}
 		return "", s, nil
 	}
-	cfg, err := Load(path)
-	if err != nil {
-		return "", nil, err
-	}
-	plans, _, err := cfg.resolve(reg)
+	plans, err := interruptible(ctx, "while loading "+path, func(ctx context.Context) ([]*plan, error) {
+		cfg, err := Load(path)
+		if err != nil {
+			return nil, err
+		}
+		plans, _, err := cfg.resolveContext(ctx, reg)
+		return plans, err
+	})
 	if err != nil {
 		return "", nil, err
 	}

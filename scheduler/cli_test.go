@@ -133,7 +133,7 @@ func TestCLIHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slot := time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC)
+	slot := time.Date(2100, 11, 29, 2, 0, 0, 0, time.UTC)
 	res, err := st.Claim(context.Background(), slotstore.ClaimParams{Replica: "r1", Requests: []slotstore.ClaimRequest{{Job: "hello", Slot: slot, Lease: time.Minute}}})
 	if err != nil {
 		t.Fatal(err)
@@ -144,14 +144,14 @@ func TestCLIHistory(t *testing.T) {
 	st.Close()
 
 	code, stdout, stderr := runCLI(t, "history", "--config", conf)
-	if code != ExitOK || !strings.Contains(stdout, "hello") || !strings.Contains(stdout, "2026-11-29T02:00:00Z") ||
+	if code != ExitOK || !strings.Contains(stdout, "hello") || !strings.Contains(stdout, "2100-11-29T02:00:00Z") ||
 		!strings.Contains(stdout, "failed") || !strings.Contains(stdout, "boom") {
 		t.Errorf("history: exit %d\n%s%s", code, stdout, stderr)
 	}
 	code, stdout, _ = runCLI(t, "history", "--config", conf, "--json", "--job", "hello", "--state", "done")
 	var v markerView
 	if err := json.Unmarshal([]byte(strings.TrimSpace(stdout)), &v); code != ExitOK || err != nil ||
-		v.Key != "hello@2026-11-29T02:00:00Z" || v.Outcome != "failed" || v.Holder != "r1" || v.Duration != 1 {
+		v.Key != "hello@2100-11-29T02:00:00Z" || v.Outcome != "failed" || v.Holder != "r1" || v.Duration != 1 {
 		t.Errorf("history --json: exit %d, %v, %+v", code, err, v)
 	}
 	if code, _, _ := runCLI(t, "history", "--config", conf, "--state", "weird"); code != ExitUsage {

@@ -58,12 +58,14 @@ type LogConfig struct {
 
 // Policy holds the settings a job inherits from defaults and may override.
 // A zero field inherits: from Config.Defaults for a job, from the built-in
-// default for Config.Defaults.
+// default for Config.Defaults. No duration, here or anywhere in Config, may
+// be longer than MaxDuration (ten years); some have tighter bounds, stated
+// on the field.
 type Policy struct {
 	// Timezone of the schedule, an IANA name. Default: UTC.
 	Timezone string `yaml:"timezone"`
 	// Lease is how long a holder may act without renewing; renewed every
-	// lease/3. At least 1s. Default: 15s.
+	// lease/3. At least 1s (MinLease), at most 24h (MaxLease). Default: 15s.
 	Lease Duration `yaml:"lease"`
 	// Timeout bounds one run; the job's context ends then. Default: 10m.
 	Timeout Duration `yaml:"timeout"`
@@ -79,7 +81,8 @@ type Policy struct {
 	// CatchUp decides, when a replica starts, which slots of the last
 	// StartingDeadline it still tries: none, latest (the default) or all.
 	CatchUp string `yaml:"catch_up"`
-	// CatchUpLimit caps catch_up: all. Default: 10.
+	// CatchUpLimit caps catch_up: all. At most 1000 (MaxCatchUpLimit).
+	// Default: 10.
 	CatchUpLimit int `yaml:"catch_up_limit"`
 	// History is how long markers are kept; at least
 	// StartingDeadline + Lease. Default: 168h.
@@ -105,7 +108,7 @@ type RetryPolicy struct {
 	// Max is how many times a failed slot is tried again. Default: 0.
 	Max int `yaml:"max"`
 	// Backoff is the wait before the first retry; it doubles with each
-	// retry. Default: 1s.
+	// retry. At most 1h (MaxRetryBackoff). Default: 1s.
 	Backoff Duration `yaml:"backoff"`
 	// MaxBackoff caps the wait. Default: 1m.
 	MaxBackoff Duration `yaml:"max_backoff"`
@@ -115,7 +118,7 @@ type RetryPolicy struct {
 type DutyConfig struct {
 	// Lease is how long a leader may act without renewing; renewed every
 	// lease/3; failover after a crash takes at most this long. At least
-	// 1s. Default: 15s.
+	// 1s, at most 24h. Default: 15s.
 	Lease Duration `yaml:"lease"`
 	// Run names the registered duty function. Default: the duty's name.
 	Run string `yaml:"run"`
@@ -145,6 +148,23 @@ const (
 	DefaultShutdownGrace    = 25 * time.Second
 	DefaultSQLitePath       = "./slotcron.db"
 	MinLease                = time.Second
+)
+
+// Upper bounds of settings; a configuration beyond them is refused.
+const (
+	// MaxLease bounds a lease: a holder that dies keeps its slot (or its
+	// duty) from every other replica for up to a lease.
+	MaxLease = 24 * time.Hour
+	// MaxDuration bounds every other duration, ten years, so that sums of
+	// settings (starting_deadline + lease, timeout + lease) always fit in
+	// a time.Duration, whose longest is about 292 years.
+	MaxDuration = 10 * 365 * 24 * time.Hour
+	// MaxRetryBackoff bounds retries.backoff, which doubles with each
+	// retry.
+	MaxRetryBackoff = time.Hour
+	// MaxCatchUpLimit bounds catch_up_limit: the slots of one job a
+	// replica starts at once when it comes up, one claim batch.
+	MaxCatchUpLimit = 1000
 )
 
 // merge returns p with every zero field taken from d.

@@ -27,6 +27,12 @@ type RedisConfig struct {
 	ReadTimeout  Duration `yaml:"read_timeout"`
 	WriteTimeout Duration `yaml:"write_timeout"`
 	PoolSize     int      `yaml:"pool_size"`
+	// WaitReplicas makes claims, renewals and finishes wait until that many
+	// replicas acknowledged them (WAIT); see redisstore.Options. Default 0.
+	WaitReplicas int `yaml:"wait_replicas"`
+	// WaitTimeout bounds that wait; shorter than read_timeout. Default:
+	// 1s, or half of read_timeout if that is shorter.
+	WaitTimeout Duration `yaml:"wait_timeout"`
 }
 
 // addrs is every configured address, addr first.
@@ -60,7 +66,7 @@ func (t *TLSConfig) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
 		b, err := strconv.ParseBool(n.Value)
 		if err != nil {
-			return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: tls: want true, false or a mapping, not %q", n.Line, n.Value)}}
+			return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want true, false or a mapping, not %q", n.Line, n.Value)}}
 		}
 		*t = TLSConfig{Enabled: b}
 		return nil
@@ -107,6 +113,16 @@ func (c *Config) checkStore(add func(*ConfigError)) {
 		if r.PoolSize < 0 {
 			add(c.errAt("pool_size must not be negative", "store", "redis", "pool_size"))
 		}
+		if r.WaitReplicas < 0 {
+			add(c.errAt("wait_replicas must not be negative", "store", "redis", "wait_replicas"))
+		}
+		if r.WaitTimeout != 0 && r.WaitReplicas == 0 {
+			add(c.errAt("wait_timeout is set but wait_replicas is 0", "store", "redis", "wait_timeout"))
+		}
+		c.checkMax("dial_timeout", r.DialTimeout, add, "store", "redis", "dial_timeout")
+		c.checkMax("read_timeout", r.ReadTimeout, add, "store", "redis", "read_timeout")
+		c.checkMax("write_timeout", r.WriteTimeout, add, "store", "redis", "write_timeout")
+		c.checkMax("wait_timeout", r.WaitTimeout, add, "store", "redis", "wait_timeout")
 	case "postgres":
 		if c.Store.Postgres.DSN == "" {
 			add(c.errAt("store.kind is postgres but store.postgres.dsn is empty (is its ${VAR} set?)", "store", "postgres", "dsn"))
@@ -114,6 +130,7 @@ func (c *Config) checkStore(add func(*ConfigError)) {
 		if c.Store.Postgres.PoolSize < 0 {
 			add(c.errAt("pool_size must not be negative", "store", "postgres", "pool_size"))
 		}
+		c.checkMax("statement_timeout", c.Store.Postgres.StatementTimeout, add, "store", "postgres", "statement_timeout")
 	default:
 		add(c.errAt(fmt.Sprintf("unknown store kind %q (sqlite, memory, redis or postgres)", c.Store.Kind), "store", "kind"))
 	}

@@ -53,8 +53,11 @@ func TestParseErrors(t *testing.T) {
 		name, doc, want string
 	}{
 		{"unknown top key", "jobz: {}\n", `test.yaml:1: jobz: unknown key (did you mean "jobs"?)`},
-		{"bad duration", "defaults:\n  lease: 15x\n", `test.yaml:2: invalid duration "15x"`},
-		{"wrong type", "defaults:\n  max_attempts: many\n", "test.yaml:2: cannot unmarshal"},
+		{"bad duration", "defaults:\n  lease: 15x\n", `test.yaml:2: defaults.lease: invalid duration "15x"`},
+		{"wrong type", "defaults:\n  max_attempts: many\n", "test.yaml:2: defaults.max_attempts: cannot unmarshal"},
+		{"duration beyond int64", "defaults:\n  lease: 3000000h\n", `test.yaml:2: defaults.lease: duration "3000000h" is too long`},
+		{"key found by value on a flow line", "jobs: {hello: {schedule: '@hourly', timeout: 15x}}\n", `test.yaml:1: jobs.hello.timeout: invalid duration "15x"`},
+		{"duplicate job", "jobs:\n  hello: {schedule: '@hourly'}\n  hello: {schedule: '@daily'}\n", `test.yaml:3: mapping key "hello" already defined at line 2`},
 		{"syntax", "jobs: [\n", "test.yaml:"},
 		{"nested unknown", "store:\n  sqlite:\n    pth: x.db\n", `test.yaml:3: store.sqlite.pth: unknown key (did you mean "path"?)`},
 	} {
@@ -91,6 +94,13 @@ func TestValidateRules(t *testing.T) {
 		{"unregistered run", "jobs: {x: {run: nope, schedule: '@hourly'}}", `jobs.x.run: no function registered as "nope"`},
 		{"unregistered duty", "duties: {fanout: {lease: 5s}}", `duties.fanout: no duty registered as "fanout" (registered: owner)`},
 		{"short duty lease", "duties: {owner: {lease: 100ms}}", `duties.owner.lease: lease 100ms is shorter than 1s`},
+		{"long lease", "jobs: {hello: {schedule: '@hourly', lease: 25h}}", "jobs.hello.lease: lease 25h0m0s is longer than 24h0m0s"},
+		{"long duty lease", "duties: {owner: {lease: 48h}}", "duties.owner.lease: lease 48h0m0s is longer than 24h0m0s"},
+		{"long timeout", "jobs: {hello: {schedule: '@hourly', timeout: 100000h}}", "jobs.hello.timeout: timeout 100000h0m0s is longer than 87600h0m0s"},
+		{"long backoff", "defaults: {retries: {max: 3, backoff: 2h, max_backoff: 4h}}\njobs: {hello: {schedule: '@hourly'}}", "defaults.retries.backoff: retries.backoff 2h0m0s is longer than 1h0m0s"},
+		{"long shutdown grace", "shutdown_grace: 100000h", "shutdown_grace: shutdown_grace 100000h0m0s is longer than 87600h0m0s"},
+		{"long redis timeout", "store: {kind: redis, redis: {addr: x:1, read_timeout: 100000h}}", "store.redis.read_timeout: read_timeout 100000h0m0s is longer"},
+		{"big catch_up_limit", "jobs: {hello: {schedule: '@hourly', catch_up: all, catch_up_limit: 100000000}}", "jobs.hello.catch_up_limit: catch_up_limit 100000000 is more than 1000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := Parse("test.yaml", []byte(tc.doc))
@@ -169,5 +179,50 @@ func TestEnvValuesKeepLines(t *testing.T) {
 	_, err := Parse("test.yaml", []byte(doc))
 	if err == nil || !strings.Contains(err.Error(), "test.yaml:3: shedule: unknown key") {
 		t.Errorf("error %v, want the unknown key on line 3", err)
+	}
+}
+
+// Durations that each fit but whose sum overflows time.Duration are refused,
+// each where it is set, and the overflowed sum does not slip past the
+// history rule (it used to: 2000000h + 2000000h is negative).
+func TestValidateRejectsOverflow(t *testing.T) {
+	doc := `defaults:
+  lease: 2000000h
+  starting_deadline: 2000000h
+  history: 2000000h
+jobs:
+  hello:
+    schedule: '@every 1s'
+    catch_up: all
+    catch_up_limit: 1000000000
+  sleep:
+    schedule: '@hourly'
+    starting_deadline: 1000000h
+    history: 1000000h
+`
+	cfg, err := Parse("big.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.Validate(demoRegistry())
+	var errs ConfigErrors
+	if !errors.As(err, &errs) {
+		t.Fatalf("Validate accepted durations whose sums overflow: %v", err)
+	}
+	want := []string{
+		"big.yaml:2: defaults.lease: lease 2000000h0m0s is longer than 24h0m0s",
+		"big.yaml:3: defaults.starting_deadline: starting_deadline 2000000h0m0s is longer than 87600h0m0s",
+		"big.yaml:4: defaults.history: history 2000000h0m0s is longer than 87600h0m0s",
+		"big.yaml:9: jobs.hello.catch_up_limit: catch_up_limit 1000000000 is more than 1000",
+		"big.yaml:12: jobs.sleep.starting_deadline: starting_deadline 1000000h0m0s is longer than 87600h0m0s",
+		"big.yaml:13: jobs.sleep.history: history 1000000h0m0s is longer than 87600h0m0s",
+	}
+	if len(errs) != len(want) {
+		t.Fatalf("got %d errors, want %d:\n%v", len(errs), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(errs[i].Error(), w) {
+			t.Errorf("error %d = %q, want prefix %q", i, errs[i], w)
+		}
 	}
 }

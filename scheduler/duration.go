@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -23,6 +25,9 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: expected a duration such as 15s", n.Line)}}
 	}
 	v, err := time.ParseDuration(n.Value)
+	if err != nil && !strings.HasPrefix(n.Value, "-") && durationSyntax.MatchString(strings.TrimPrefix(n.Value, "+")) {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: duration %q is too long (the longest allowed is %v)", n.Line, n.Value, MaxDuration)}}
+	}
 	if err != nil {
 		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: invalid duration %q (use a number with a unit: 500ms, 15s, 10m, 168h)", n.Line, n.Value)}}
 	}
@@ -32,6 +37,10 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	*d = Duration(v)
 	return nil
 }
+
+// durationSyntax matches what time.ParseDuration reads, whatever the size:
+// a value it matches but ParseDuration refuses does not fit in int64 ns.
+var durationSyntax = regexp.MustCompile(`^(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
 
 // MarshalYAML writes d as a duration string.
 func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }

@@ -48,7 +48,7 @@ func (s *slotSession) ref(fence int64) slotstore.Ref {
 
 func (s *slotSession) Acquire(ctx context.Context, lease time.Duration) (leader.Attempt, error) {
 	res, err := s.d.store.Claim(ctx, slotstore.ClaimParams{Replica: s.holder, Requests: []slotstore.ClaimRequest{{
-		Job: s.job, Slot: dutySlot, Lease: lease, OnCrash: slotstore.OnCrashRetry, Retain: dutyRetain,
+		Job: s.job, Slot: dutySlot, Lease: lease, OnCrash: slotstore.OnCrashRetry, Retain: dutyRetain, Term: true,
 	}}})
 	if err != nil {
 		return leader.Attempt{}, err

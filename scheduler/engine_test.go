@@ -222,8 +222,13 @@ func TestCatchUpAfterOutage(t *testing.T) {
 	} {
 		t.Run(strings.Fields(tc.policy)[0]+fmt.Sprint(len(tc.want)), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				t0 := time.Now()
+				// The store has known the job since well before the outage.
 				st := memstore.New()
+				if _, err := st.Enroll(context.Background(), slotstore.EnrollParams{Jobs: []string{"j"}}); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(30 * time.Second)
+				t0 := time.Now()
 				time.Sleep(35 * time.Second)
 				rec := &recorder{}
 				reg := jobs.NewRegistry()

@@ -70,6 +70,18 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 		log.Info("run replaced; outcome not recorded", "duration", dur, "err", errString(err))
 		return count("replaced")
 	}
+	if keeper.Ended() {
+		// A renewal found the slot done under this claim's fence: the job
+		// completed it in its own transaction (CompleteTx), which recorded
+		// the outcome; there is nothing left to record, and nothing to retry.
+		attrs := []any{"outcome", slotstore.Succeeded, "duration", dur, "recorded_by", "the job's transaction"}
+		if err != nil {
+			attrs = append(attrs, "err", err.Error())
+		}
+		log.Info("run finished", attrs...)
+		m.lastSuccess.WithLabelValues(p.name).Set(seconds(c.Slot))
+		return count(runEnd(slotstore.Succeeded))
+	}
 	if !keeper.Trusted() {
 		log.Warn("run ended after lease lost; outcome not recorded", "duration", dur, "err", errString(err))
 		return count("lease_lost")

@@ -25,6 +25,12 @@ func FuzzParse(f *testing.F) {
 		"jobs: {hello: {schedule: '30 2 * * *', timezone: Europe/Berlin, params: {a: [1, 2]}}}",
 		"jobs: {hello: &a {schedule: '@hourly'}, sleep: *a}",
 		"replica: ${HOME:-x}\n",
+		"defaults: {lease: 2000000h, starting_deadline: 2000000h, history: 2000000h}\njobs: {hello: {schedule: '@every 1s'}}",
+		"defaults:\n  lease: 3000000h\n",
+		"jobs: {hello: {schedule: '@hourly', catch_up: all, catch_up_limit: 100000000}}",
+		"jobs:\n  hello: {schedule: '@hourly'}\n  hello: {schedule: '@daily'}\n",
+		"jobs: {<<: {hello: {schedule: '@hourly'}}, sleep: {schedule: '@daily'}}",
+		"duties: {owner: {lease: 48h}, owner: {}}",
 	} {
 		f.Add([]byte(doc))
 	}

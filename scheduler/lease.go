@@ -30,6 +30,9 @@ func (s *Scheduler) keepLease(p *plan, ref slotstore.Ref, sent time.Time, cancel
 			return s.store.Renew(ctx, slotstore.RenewParams{Ref: ref, Lease: p.lease})
 		},
 		Gone: func(err error) bool { return errors.Is(err, slotstore.ErrLeaseLost) },
+		// The job completed the slot in its own transaction (CompleteTx):
+		// its lease is no longer needed, and its context goes on.
+		Ended: func(err error) bool { return errors.Is(err, slotstore.ErrFinished) },
 		OnLost: func(expired bool, err error) {
 			cancel(errLeaseLost)
 			s.metrics.leasesLost.WithLabelValues(p.name).Inc()

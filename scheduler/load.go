@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -40,15 +42,28 @@ func Parse(name string, data []byte) (*Config, error) {
 // LoadAndValidate loads the file and validates it against reg, reporting the
 // problems of both steps together: what `scheduler validate` prints.
 func LoadAndValidate(path string, reg *jobs.Registry) (*Config, error) {
+	return loadAndValidate(context.Background(), path, reg)
+}
+
+// loadAndValidate is LoadAndValidate, given up with ctx's error when ctx
+// ends between its steps or between jobs.
+func loadAndValidate(ctx context.Context, path string, reg *jobs.Registry) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &ConfigError{File: path, Msg: err.Error()}
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	cfg, errs := parse(path, data)
 	if cfg != nil {
+		_, _, err := cfg.resolveContext(ctx, reg)
 		var verrs ConfigErrors
-		if errors.As(cfg.Validate(reg), &verrs) {
+		switch {
+		case errors.As(err, &verrs):
 			errs = append(errs, verrs...)
+		case err != nil:
+			return nil, err
 		}
 	}
 	if len(errs) > 0 {
@@ -74,14 +89,14 @@ func parse(name string, data []byte) (*Config, ConfigErrors) {
 	}
 	var errs ConfigErrors
 	checkKeys(src, root.Content[0], reflect.TypeOf(Config{}), "", &errs)
-	if err := root.Content[0].Decode(cfg); err != nil {
-		var te *yaml.TypeError
-		if !errors.As(err, &te) {
-			return nil, ConfigErrors{syntaxError(name, err)}
-		}
-		for _, msg := range te.Errors {
-			errs = append(errs, typeError(name, msg))
-		}
+	msgs, err := decodeConfig(root.Content[0], cfg)
+	if err != nil {
+		return nil, ConfigErrors{syntaxError(name, err)}
+	}
+	for _, msg := range msgs {
+		e := typeError(name, msg)
+		e.Key = src.keyAt(e.Line, e.Msg)
+		errs = append(errs, e)
 	}
 	sortErrors(errs)
 	return cfg, errs
@@ -196,9 +211,16 @@ func checkKeys(src *source, n *yaml.Node, t reflect.Type, path string, errs *Con
 	}
 }
 
+// fieldsOf caches yamlFields: checkKeys asks for the same few structs once
+// per job.
+var fieldsOf sync.Map // reflect.Type → map[string]reflect.Type
+
 // yamlFields maps each YAML key of struct t, inlined fields included, to its
-// field type.
+// field type. The map is shared: read it only.
 func yamlFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldsOf.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
 	out := map[string]reflect.Type{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -221,6 +243,7 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 		}
 		out[name] = f.Type
 	}
+	fieldsOf.Store(t, out)
 	return out
 }
 
@@ -268,7 +291,18 @@ func join(path, key string) string {
 type source struct {
 	file string
 	root *yaml.Node
+
+	mu sync.Mutex
+	// keys indexes the big mappings line has searched: key → the index in
+	// Content of its first occurrence. Without it, an error for each of n
+	// jobs costs n²/2 key comparisons.
+	keys map[*yaml.Node]map[string]int
+	// scalars indexes the document's scalar values by line, for keyAt.
+	scalars map[int][]scalarAt
 }
+
+// indexFrom is the size from which line indexes a mapping's keys.
+const indexFrom = 16
 
 // line returns the line of the deepest key of path present in the document
 // (the key's own line), or 0.
@@ -284,18 +318,104 @@ func (s *source) line(path ...string) int {
 		if n.Kind != yaml.MappingNode {
 			return line
 		}
-		found := false
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == key {
-				line, n, found = n.Content[i].Line, n.Content[i+1], true
-				break
-			}
-		}
+		i, found := s.find(n, key)
 		if !found {
 			return line
 		}
+		line, n = n.Content[i].Line, n.Content[i+1]
 	}
 	return line
+}
+
+// find returns the index in mapping n's Content of its first key named key.
+func (s *source) find(n *yaml.Node, key string) (int, bool) {
+	if len(n.Content) < 2*indexFrom {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idx, ok := s.keys[n]
+	if !ok {
+		idx = make(map[string]int, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if _, dup := idx[n.Content[i].Value]; !dup {
+				idx[n.Content[i].Value] = i
+			}
+		}
+		if s.keys == nil {
+			s.keys = map[*yaml.Node]map[string]int{}
+		}
+		s.keys[n] = idx
+	}
+	i, found := idx[key]
+	return i, found
+}
+
+// scalarAt is a mapping entry with a scalar value, for keyAt.
+type scalarAt struct {
+	key   string // dotted path
+	value string
+}
+
+// keyAt names the key of a type error: go-yaml says only the line, and the
+// message quotes the offending value (`value`, or "value" from Duration's
+// and TLSConfig's own errors). It is the one entry on that line whose scalar
+// value the message quotes; "" if none or several are.
+func (s *source) keyAt(line int, msg string) string {
+	if s == nil || line <= 0 || len(s.root.Content) == 0 || strings.HasPrefix(msg, "mapping key ") {
+		return ""
+	}
+	s.mu.Lock()
+	if s.scalars == nil {
+		s.scalars = map[int][]scalarAt{}
+		indexScalars(s.root.Content[0], "", s.scalars)
+	}
+	entries := s.scalars[line]
+	s.mu.Unlock()
+	key := ""
+	for _, e := range entries {
+		short := e.value
+		if len(short) > 10 {
+			short = short[:7] + "..."
+		}
+		if strings.Contains(msg, strconv.Quote(e.value)) || strings.Contains(msg, "`"+short+"`") {
+			if key != "" && key != e.key {
+				return ""
+			}
+			key = e.key
+		}
+	}
+	return key
+}
+
+// indexScalars records, by line, every mapping entry under n whose value
+// is a scalar. Aliases are not followed.
+func indexScalars(n *yaml.Node, path string, out map[int][]scalarAt) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := join(path, k.Value)
+			if v.Kind == yaml.ScalarNode {
+				out[v.Line] = append(out[v.Line], scalarAt{p, v.Value})
+				continue
+			}
+			indexScalars(v, p, out)
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			if c.Kind == yaml.ScalarNode {
+				out[c.Line] = append(out[c.Line], scalarAt{path, c.Value})
+				continue
+			}
+			indexScalars(c, path, out)
+		}
+	}
 }
 
 func (s *source) fileName() string {

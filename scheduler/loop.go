@@ -50,6 +50,11 @@ type loop struct {
 	// such a slot turns out held by this replica, the claim won and its
 	// reply was lost, and the run is adopted.
 	unknown map[slotKey]bool
+	// plans are the jobs by name.
+	plans map[string]*plan
+	// dataLoss holds the jobs whose slots the store skipped for data loss
+	// since the last one it did not: the loss is logged once.
+	dataLoss map[string]bool
 }
 
 // retryNote is a failed slot whose retry is due at at.
@@ -59,14 +64,21 @@ type retryNote struct {
 }
 
 func newLoop(s *Scheduler, runCtx context.Context, runs *sync.WaitGroup) *loop {
+	plans := make(map[string]*plan, len(s.plans))
+	for _, p := range s.plans {
+		plans[p.name] = p
+	}
 	return &loop{s: s, runCtx: runCtx, runs: runs, watched: make(map[slotKey]bool), retries: make(chan retryNote, 64),
-		unknown: make(map[slotKey]bool)}
+		unknown: make(map[slotKey]bool), plans: plans, dataLoss: make(map[string]bool)}
 }
 
 func (l *loop) running() int64 { return l.active.Load() }
 
 // run schedules every job and serves the heap until ctx ends.
 func (l *loop) run(ctx context.Context) {
+	if !l.enroll(ctx) {
+		return
+	}
 	now := l.s.now()
 	for _, p := range l.s.plans {
 		l.schedule(ctx, p, now)
@@ -118,7 +130,7 @@ func (l *loop) wake(ctx context.Context) {
 				continue
 			}
 		case lapse:
-			missed = append(missed, slotstore.SkipRequest{Job: e.p.name, Slot: e.slot, Reason: e.reason, Retain: e.p.history})
+			missed = append(missed, e.p.missedSkip(e.slot, e.reason))
 			continue
 		}
 		if e.kind == fire {
@@ -139,7 +151,7 @@ func (l *loop) wake(ctx context.Context) {
 			l.s.log.Warn("slot missed", "job", e.p.name, "slot", e.slot.Format(time.RFC3339), "replica", l.s.replica,
 				"reason", reason, "late_by", now.Sub(e.slot).Round(time.Millisecond))
 			l.s.metrics.missed.WithLabelValues(e.p.name, reason).Inc()
-			missed = append(missed, slotstore.SkipRequest{Job: e.p.name, Slot: e.slot, Reason: "missed: " + reason, Retain: e.p.history})
+			missed = append(missed, e.p.missedSkip(e.slot, "missed: "+reason))
 			continue
 		}
 		batch = append(batch, e)
@@ -167,7 +179,7 @@ func (l *loop) claim(ctx context.Context, batch []*entry) {
 	}
 	sent := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, claimTimeout(batch))
-	results, err := l.s.store.Claim(cctx, slotstore.ClaimParams{Replica: l.s.replica, Requests: reqs})
+	results, err := l.s.store.Claim(cctx, slotstore.ClaimParams{Replica: l.s.replica, Incarnation: l.s.incarnation, Requests: reqs})
 	cancel()
 	if err == nil && len(results) != len(batch) {
 		err = fmt.Errorf("store answered %d claims with %d results", len(batch), len(results))
@@ -203,7 +215,7 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 	k := slotKey{e.p.name, e.slot.Unix()}
 	wasUnknown := l.unknown[k]
 	delete(l.unknown, k)
-	if r.Status == slotstore.Held && wasUnknown && r.Marker.Holder == l.s.replica && l.adopt(e.p, r.Marker) {
+	if r.Status == slotstore.Held && wasUnknown && l.mineByName(r.Marker) && l.adopt(e.p, r.Marker) {
 		return
 	}
 	attrs := []any{"job", e.p.name, "slot", e.slot.Format(time.RFC3339), "replica", l.s.replica}
@@ -215,6 +227,7 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 	}
 	switch r.Status {
 	case slotstore.Won:
+		delete(l.dataLoss, e.p.name)
 		for _, ref := range r.Replaced {
 			l.s.log.Info("run replaced", "job", ref.Job, "slot", ref.Slot.UTC().Format(time.RFC3339), "fence", ref.Fence,
 				"by", e.slot.Format(time.RFC3339), "replica", l.s.replica)
@@ -240,6 +253,15 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 		l.push(&entry{p: e.p, slot: e.slot, kind: watch, until: e.p.retryUntil(e.slot)},
 			l.s.now().Add(max(r.Remaining-time.Since(sent), time.Millisecond)))
 	case slotstore.Skipped:
+		if r.Marker.Reason == slotstore.ReasonDataLoss && r.Marker.Holder == l.s.replica {
+			l.s.metrics.missed.WithLabelValues(e.p.name, "data loss").Inc()
+			if !l.dataLoss[e.p.name] {
+				l.dataLoss[e.p.name] = true
+				l.s.log.Warn("slot skipped: older than the store's record of the job", append(attrs,
+					"reason", r.Marker.Reason, "why", "the store lost its data, or has just begun to record the job")...)
+				break
+			}
+		}
 		l.s.log.Log(context.Background(), level, "slot skipped", append(attrs, "reason", r.Marker.Reason, "by", r.Marker.Holder)...)
 		if r.Marker.Holder == l.s.replica && r.Marker.Reason == slotstore.ReasonOverlap {
 			l.s.metrics.missed.WithLabelValues(e.p.name, slotstore.ReasonOverlap).Inc()
@@ -252,11 +274,53 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 	}
 }
 
+// mineByName reports whether m's claim was made by this process: this
+// replica's name and this process's incarnation. Another process started
+// with the same name (a copied configuration) has another incarnation.
+func (l *loop) mineByName(m slotstore.Marker) bool {
+	return m.Holder == l.s.replica && m.Incarnation == l.s.incarnation
+}
+
+// enroll enrolls every job in the store before the first claim, so that
+// the store knows how far back its record of each job goes (Generation).
+// It retries until the store answers or ctx ends, and reports which.
+func (l *loop) enroll(ctx context.Context) bool {
+	names := make([]string, len(l.s.plans))
+	for i, p := range l.s.plans {
+		names[i] = p.name
+	}
+	for tries := 1; ; tries++ {
+		for len(names) > 0 {
+			n := min(len(names), maxBatch)
+			ectx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
+			_, err := l.s.store.Enroll(ectx, slotstore.EnrollParams{Jobs: names[:n]})
+			cancel()
+			l.s.metrics.storeCall(err)
+			if err != nil {
+				if ctx.Err() != nil {
+					return false
+				}
+				l.s.log.Warn("enrolling the jobs failed; retrying", "replica", l.s.replica, "err", err, "try", tries)
+				break
+			}
+			names = names[n:]
+		}
+		if len(names) == 0 {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff(tries)):
+		}
+	}
+}
+
 // adopt takes up a claim this replica made whose reply was lost: it renews
 // the lease under the marker's fence (so the store's lease covers the trust
 // window that starts now) and runs the slot as if the claim had answered.
-// Replica names must be unique among live replicas for this to be safe, as
-// they must for the markers to mean anything.
+// The marker's incarnation says the claim is this process's own, even when
+// another live process shares the replica name.
 func (l *loop) adopt(p *plan, m slotstore.Marker) bool {
 	if _, running := l.mine.Load(slotKey{p.name, m.Slot.Unix()}); running {
 		return false

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -25,6 +26,18 @@ func history(t *testing.T, st slotstore.Store, job string) []slotstore.Marker {
 	return ms
 }
 
+// stopAll stops replicas together, as an orchestrator stopping a whole
+// deployment would: each stop's cancellation happens before the fake clock
+// can move, so no replica outlives another and takes over the slots that
+// one releases on shutdown (which stopping them one after another allows).
+func stopAll(stops ...func()) {
+	var wg sync.WaitGroup
+	for _, stop := range stops {
+		wg.Go(stop)
+	}
+	wg.Wait()
+}
+
 // overlap: forbid skips slots, cluster-wide, while an earlier slot runs;
 // replace cancels the earlier run and runs the new slot.
 func TestOverlap(t *testing.T) {
@@ -32,15 +45,20 @@ func TestOverlap(t *testing.T) {
 		t.Run(policy, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				st, rec, reg := rig(&recorder{sleep: 25 * time.Second}, "slow")
-				conf := "shutdown_grace: 1s\njobs: {slow: {schedule: '*/10 * * * * *', catch_up: none, lease: 3s, overlap: " + policy + "}}"
+				// A 4s lease renews every 1.33s, so a renewal never falls on
+				// the very instant a slot's claim replaces the run it renews;
+				// see replace below.
+				conf := "shutdown_grace: 1s\njobs: {slow: {schedule: '*/10 * * * * *', catch_up: none, lease: 4s, overlap: " + policy + "}}"
 				stopA := start(t, replica(t, st, "a", conf, reg))
 				stopB := func() {}
 				if policy != "replace" { // replace on one replica: every replaced run is cancelled at once
 					stopB = start(t, replica(t, st, "b", conf, reg))
 				}
 				time.Sleep(35 * time.Second)
-				stopA()
-				stopB()
+				// Slots 20 and 30 are still running: stopped one after the
+				// other, the replica still up would take over the runs the
+				// first one releases, and count a fifth run.
+				stopAll(stopA, stopB)
 				evs := rec.snapshot()
 				states := map[slotstore.State]int{}
 				for _, m := range history(t, st, "slow") {
@@ -59,6 +77,11 @@ func TestOverlap(t *testing.T) {
 						t.Errorf("forbid: %d runs, states %v", len(evs), states)
 					}
 				case "replace": // each slot replaces the one before
+					// The loop cancels a replaced run of its own with
+					// errReplaced when the replacing claim returns. A renewal
+					// of that run reaching the store in between is refused
+					// and cancels it as lease lost instead: the 4s lease keeps
+					// the fake clock from putting both on one instant.
 					if len(evs) != 4 || states[slotstore.StateReplaced] != 3 {
 						t.Errorf("replace: %d runs, states %v", len(evs), states)
 					}
@@ -350,4 +373,70 @@ func TestTriggersInOneSecond(t *testing.T) {
 			t.Errorf("triggers %+v and %+v", a, b)
 		}
 	})
+}
+
+// A replica coming up with a long starting window on a per-second schedule
+// walks only the slots it can use: what it holds is bounded by the policy
+// and the records it keeps, never by the slots the window holds (259,200
+// here, once each in memory before the walk was made lazy).
+func TestCatchUpIsBounded(t *testing.T) {
+	if j := jitterFor("j", 71*time.Hour); j < time.Hour {
+		t.Fatalf("jitter of j is %v; the test needs one of at least an hour", j)
+	}
+	for _, tc := range []struct {
+		name, policy string
+		marker       bool // the job ran before, long before the window
+		retries      int  // slots caught up
+		records      int  // slots recorded as not caught up
+	}{
+		{"all after an outage", "catch_up: all, catch_up_limit: 10", true, 10, maxMissedRecords},
+		{"none, new job", "catch_up: none", false, 1, 0}, // the slot due this second
+		{"jitter", "catch_up: none, jitter: 71h", false, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, _, reg := rig(&recorder{}, "j")
+			ctx := context.Background()
+			now := time.Now()
+			if tc.marker {
+				old := now.Add(-80 * time.Hour).Truncate(time.Second)
+				if _, err := st.Skip(ctx, slotstore.SkipParams{Replica: "old", Requests: []slotstore.SkipRequest{{Job: "j", Slot: old, Reason: "test", Retain: 100 * time.Hour}}}); err != nil {
+					t.Fatal(err)
+				}
+				if ms := history(t, st, "j"); len(ms) != 1 || !ms[0].Slot.Equal(old) {
+					t.Fatalf("history %+v, want the marker of %v", ms, old)
+				}
+			}
+			conf := "jobs: {j: {schedule: '@every 1s', starting_deadline: 72h, history: 100h, " + tc.policy + "}}"
+			s := replica(t, st, "a", conf, reg)
+			var runs sync.WaitGroup
+			l := newLoop(s, ctx, &runs)
+			l.schedule(ctx, s.plans[0], now)
+
+			kinds := map[entryKind]int{}
+			caughtUp := 0
+			var first *entry
+			for _, e := range l.h {
+				kinds[e.kind]++
+				if e.kind == lapse && strings.HasPrefix(e.reason, "catch_up") {
+					caughtUp++
+				}
+				if e.kind == fire {
+					first = e
+				}
+			}
+			t.Logf("heap: %d entries, by kind %v", len(l.h), kinds)
+			if kinds[fire] != 1 || kinds[retry] != tc.retries || caughtUp != tc.records {
+				t.Errorf("fire %d, retry %d, not-caught-up records %d; want 1, %d, %d", kinds[fire], kinds[retry], caughtUp, tc.retries, tc.records)
+			}
+			// The slots of the jitter still ahead of their try are one chain
+			// of fire entries, from the oldest of them.
+			p := s.plans[0]
+			if want := p.sched.Next(now.Add(-p.jitter)); first == nil || !first.slot.Equal(want) || !first.at.Equal(want.Add(p.jitter)) {
+				t.Errorf("first fire entry %+v, want slot %v at %v", first, want, want.Add(p.jitter))
+			}
+			if bound := tc.retries + 2*maxMissedRecords + 2; len(l.h) > bound {
+				t.Errorf("%d heap entries, want at most %d", len(l.h), bound)
+			}
+		})
+	}
 }

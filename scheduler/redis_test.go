@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func TestRedisCutHolderStopsBeforeTakeover(t *testing.T) {
 	rec := &recorder{sleep: 30 * time.Second}
 	reg := jobs.NewRegistry()
 	reg.Register("long", rec.fn)
-	conf := "shutdown_grace: 1s\njobs: {long: {schedule: \"@every 24h\", starting_deadline: 24h, lease: 2s}}"
+	conf := fmt.Sprintf("shutdown_grace: 1s\njobs: {long: {schedule: %q, lease: 2s}}", soon(2*time.Second))
 	stopA := start(t, replica(t, viaProxy, "a", conf, reg))
 	deadline := time.Now().Add(5 * time.Second)
 	for len(rec.snapshot()) == 0 && time.Now().Before(deadline) {

@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,18 +21,22 @@ import (
 // Scheduler runs the jobs of one replica. Build it with New and start it with
 // Run; it is not reusable after Run returns.
 type Scheduler struct {
-	cfg       *Config
-	reg       *jobs.Registry
-	plans     []*plan
-	duties    []*dutyPlan
-	replica   string
-	log       *slog.Logger
-	store     slotstore.Store
-	ownsStore bool
-	now       func() time.Time
-	grace     time.Duration
-	metrics   *metrics
-	registry  *prometheus.Registry
+	cfg     *Config
+	reg     *jobs.Registry
+	plans   []*plan
+	duties  []*dutyPlan
+	replica string
+	// incarnation tells this process from others started with the same
+	// replica name; markers keep it, so a lost claim reply is adopted only
+	// by the process that made the claim.
+	incarnation string
+	log         *slog.Logger
+	store       slotstore.Store
+	ownsStore   bool
+	now         func() time.Time
+	grace       time.Duration
+	metrics     *metrics
+	registry    *prometheus.Registry
 }
 
 // Option configures a Scheduler beyond its Config.
@@ -66,7 +72,8 @@ func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Scheduler{cfg: cfg, reg: reg, plans: plans, duties: duties, replica: cfg.replicaName(), now: time.Now, grace: cfg.ShutdownGrace.D()}
+	s := &Scheduler{cfg: cfg, reg: reg, plans: plans, duties: duties, replica: cfg.replicaName(), now: time.Now, grace: cfg.ShutdownGrace.D(),
+		incarnation: newIncarnation()}
 	if s.grace == 0 {
 		s.grace = DefaultShutdownGrace
 	}
@@ -219,6 +226,13 @@ func (s *Scheduler) maxLease() time.Duration {
 		d = max(d, p.lease)
 	}
 	return d
+}
+
+// newIncarnation returns a random name for this process.
+func newIncarnation() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
 }
 
 func storeKind(k string) string {

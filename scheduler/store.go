@@ -36,6 +36,7 @@ func openStore(ctx context.Context, cfg StoreConfig) (slotstore.Store, error) {
 			},
 			Prefix: r.Prefix, DialTimeout: r.DialTimeout.D(), ReadTimeout: r.ReadTimeout.D(),
 			WriteTimeout: r.WriteTimeout.D(), PoolSize: r.PoolSize,
+			WaitReplicas: r.WaitReplicas, WaitTimeout: r.WaitTimeout.D(),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("open redis store: %w", err) // redisstore never shows the password

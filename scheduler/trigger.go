@@ -89,7 +89,17 @@ func (s *Scheduler) claimManual(ctx context.Context, p *plan) (TriggerResult, sl
 		}
 		return t
 	}
-	slot := free(s.now().Truncate(time.Second))
+	// A slot from before the job's generation would be skipped (the store
+	// cannot tell whether it ran before it lost its data): start after it.
+	gens, err := s.store.Enroll(ctx, slotstore.EnrollParams{Jobs: []string{job}})
+	if err != nil {
+		return TriggerResult{Job: job}, slotstore.Claim{}, time.Time{}, fmt.Errorf("trigger %s: enroll: %w", job, err)
+	}
+	first := s.now().Truncate(time.Second)
+	if len(gens) == 1 && slotstore.BeforeGeneration(first, gens[0].Born) {
+		first = gens[0].Born.Truncate(time.Second).Add(time.Second)
+	}
+	slot := free(first)
 	out := TriggerResult{Job: job}
 	for tries := 0; ; tries++ {
 		out.Slot = slot
@@ -97,7 +107,7 @@ func (s *Scheduler) claimManual(ctx context.Context, p *plan) (TriggerResult, sl
 			return out, slotstore.Claim{}, time.Time{}, fmt.Errorf("trigger: %s is scheduled every second of the next minute; no slot is free for a manual run", job)
 		}
 		sent := time.Now()
-		res, err := s.store.Claim(ctx, slotstore.ClaimParams{Replica: s.replica, Requests: []slotstore.ClaimRequest{{
+		res, err := s.store.Claim(ctx, slotstore.ClaimParams{Replica: s.replica, Incarnation: s.incarnation, Requests: []slotstore.ClaimRequest{{
 			Job: p.name, Slot: slot, Lease: p.lease, OnCrash: p.onCrash, MaxAttempts: p.maxAtt, Retain: p.history,
 			Overlap: slotstore.Overlap(p.overlap), Manual: true,
 		}}})

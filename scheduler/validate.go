@@ -1,12 +1,14 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 	"hash/fnv"
 	"net"
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slotcron/slotcron/internal/schedule"
@@ -44,6 +46,11 @@ func (c *Config) Validate(reg *jobs.Registry) error {
 
 // resolve validates the configuration and builds the job and duty plans.
 func (c *Config) resolve(reg *jobs.Registry) ([]*plan, []*dutyPlan, error) {
+	return c.resolveContext(context.Background(), reg)
+}
+
+// resolveContext is resolve, given up with ctx's error when ctx ends.
+func (c *Config) resolveContext(ctx context.Context, reg *jobs.Registry) ([]*plan, []*dutyPlan, error) {
 	var errs ConfigErrors
 	add := func(e *ConfigError) { errs = append(errs, e) }
 
@@ -61,6 +68,7 @@ func (c *Config) resolve(reg *jobs.Registry) ([]*plan, []*dutyPlan, error) {
 	if _, err := parseLevel(c.Log.Level); err != nil {
 		add(c.errAt(err.Error(), "log", "level"))
 	}
+	c.checkMax("shutdown_grace", c.ShutdownGrace, add, "shutdown_grace")
 	c.checkPolicy(c.Defaults, []string{"defaults"}, add)
 	defaults := c.Defaults.merge(builtin)
 
@@ -70,7 +78,10 @@ func (c *Config) resolve(reg *jobs.Registry) ([]*plan, []*dutyPlan, error) {
 	}
 	sort.Strings(names)
 	var plans []*plan
-	for _, name := range names {
+	for i, name := range names {
+		if i%1024 == 0 && ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
 		if p := c.resolveJob(name, reg, defaults, add); p != nil {
 			plans = append(plans, p)
 		}
@@ -113,6 +124,9 @@ func (c *Config) resolveDuty(name string, reg *jobs.Registry, add func(*ConfigEr
 	} else if lease < MinLease {
 		ok = false
 		add(c.errAt(fmt.Sprintf("lease %v is shorter than %v", dc.Lease, MinLease), "duties", name, "lease"))
+	} else if lease > MaxLease {
+		ok = false
+		add(c.errAt(fmt.Sprintf("lease %v is longer than %v: a leader that died would keep its duty from every replica that long", dc.Lease, MaxLease), "duties", name, "lease"))
 	}
 	fnName := dc.Run
 	if fnName == "" {
@@ -161,7 +175,7 @@ func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, ad
 	var sched *schedule.Schedule
 	if jc.Schedule == "" {
 		fail(c.errAt("schedule is required", path...))
-	} else if _, err := time.LoadLocation(pol.Timezone); err == nil && pol.Timezone != "Local" {
+	} else if knownZone(pol.Timezone) && pol.Timezone != "Local" {
 		s, err := schedule.Parse(jc.Schedule, pol.Timezone)
 		switch {
 		case err != nil:
@@ -171,7 +185,8 @@ func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, ad
 		}
 		sched = s
 	}
-	if pol.History < pol.StartingDeadline+pol.Lease {
+	// Out of bounds (reported where set), the sum could overflow.
+	if pol.inBounds() && pol.History < pol.StartingDeadline+pol.Lease {
 		// Point at the setting that made the sum too big: the job's own if it
 		// set one, else the defaults.
 		key := []string{"defaults", "history"}
@@ -216,12 +231,23 @@ func (c *Config) checkPolicy(p Policy, path []string, add func(*ConfigError)) {
 	if p.Timezone != "" {
 		if p.Timezone == "Local" {
 			add(c.errAt(`time zone "Local" depends on the host; name an IANA zone so every replica agrees`, at("timezone")...))
-		} else if _, err := time.LoadLocation(p.Timezone); err != nil {
+		} else if !knownZone(p.Timezone) {
 			add(c.errAt(fmt.Sprintf("unknown time zone %q", p.Timezone), at("timezone")...))
 		}
 	}
 	if p.Lease != 0 && p.Lease.D() < MinLease {
 		add(c.errAt(fmt.Sprintf("lease %v is shorter than %v", p.Lease, MinLease), at("lease")...))
+	}
+	if p.Lease.D() > MaxLease {
+		add(c.errAt(fmt.Sprintf("lease %v is longer than %v: a holder that died would keep its slot from every replica that long", p.Lease, MaxLease), at("lease")...))
+	}
+	c.checkMax("timeout", p.Timeout, add, at("timeout")...)
+	c.checkMax("starting_deadline", p.StartingDeadline, add, at("starting_deadline")...)
+	c.checkMax("history", p.History, add, at("history")...)
+	c.checkMax("jitter", p.Jitter, add, at("jitter")...)
+	c.checkMax("retries.max_backoff", p.Retries.MaxBackoff, add, append(at("retries"), "max_backoff")...)
+	if p.Retries.Backoff.D() > MaxRetryBackoff {
+		add(c.errAt(fmt.Sprintf("retries.backoff %v is longer than %v (it doubles with each retry)", p.Retries.Backoff, MaxRetryBackoff), append(at("retries"), "backoff")...))
 	}
 	switch p.OnCrash {
 	case "", "retry", "skip":
@@ -250,6 +276,40 @@ func (c *Config) checkPolicy(p Policy, path []string, add func(*ConfigError)) {
 	if p.CatchUpLimit < 0 {
 		add(c.errAt("catch_up_limit must not be negative", at("catch_up_limit")...))
 	}
+	if p.CatchUpLimit > MaxCatchUpLimit {
+		add(c.errAt(fmt.Sprintf("catch_up_limit %d is more than %d, the most slots of one job a replica starts at once when it comes up", p.CatchUpLimit, MaxCatchUpLimit), at("catch_up_limit")...))
+	}
+}
+
+// checkMax reports a duration setting longer than MaxDuration.
+func (c *Config) checkMax(name string, d Duration, add func(*ConfigError), path ...string) {
+	if d.D() > MaxDuration {
+		add(c.errAt(fmt.Sprintf("%s %v is longer than %v (ten years), the longest any duration may be", name, d, MaxDuration), path...))
+	}
+}
+
+// inBounds reports whether the durations whose sums validation and the
+// engine take are within their bounds, so those sums cannot overflow.
+func (p Policy) inBounds() bool {
+	return p.Lease.D() <= MaxLease && p.StartingDeadline.D() <= MaxDuration && p.History.D() <= MaxDuration &&
+		p.Timeout.D() <= MaxDuration && p.Jitter.D() <= MaxDuration
+}
+
+// knownZones holds the time zone names time.LoadLocation has accepted.
+// LoadLocation reads and parses the zone's file on every call: for a zone
+// named by thousands of jobs, that was a third of validate's time.
+var knownZones sync.Map // string → struct{}
+
+// knownZone reports whether time.LoadLocation accepts name.
+func knownZone(name string) bool {
+	if _, ok := knownZones.Load(name); ok {
+		return true
+	}
+	if _, err := time.LoadLocation(name); err != nil {
+		return false
+	}
+	knownZones.Store(name, struct{}{})
+	return true
 }
 
 // jitterFor is the job's delay in [0, window): a hash of its name, so every

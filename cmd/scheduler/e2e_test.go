@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/cmd/scheduler/demo"
 	"github.com/slotcron/slotcron/internal/testserver"
+	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/scheduler"
 )
 
 // The test binary doubles as the scheduler binary: with this variable set,
@@ -24,7 +27,10 @@ const childEnv = "SLOTCRON_E2E_CHILD"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
-		main()
+		reg := jobs.NewRegistry()
+		demo.Register(reg)
+		reg.Register("effects", effects) // the fault tests' job
+		scheduler.Main(reg)
 		return
 	}
 	os.Exit(m.Run())
@@ -237,15 +243,25 @@ func threeReplicas(t *testing.T, store string) {
 	}
 }
 
-// holderJob is a job that sleeps far longer than its 2 s lease; it is due at
-// once when the first replica starts (catch_up: latest).
-const holderJob = "  long: {run: sleep, schedule: \"@every 1h\", starting_deadline: 1h, lease: 2s, params: {duration: %s}}\n"
+// holderJob is a job that sleeps for d, far longer than its 2 s lease; its
+// one slot of the day is due two seconds from now.
+func holderJob(d string) string {
+	return fmt.Sprintf("  long: {run: sleep, schedule: %q, lease: 2s, params: {duration: %s}}\n", soon(2*time.Second), d)
+}
+
+// soon is a daily schedule whose slot is the second d from now, in UTC: a
+// slot after the store's record of the job begins (a slot from before
+// would be skipped, since the store cannot know whether it ran).
+func soon(d time.Duration) string {
+	at := time.Now().Add(d).UTC()
+	return fmt.Sprintf("%d %d %d * * *", at.Second(), at.Minute(), at.Hour())
+}
 
 // kill -9 of the holder: the other replica takes the slot over within the
 // lease plus one renewal interval, with a higher fence.
 func TestKilledHolderIsTakenOver(t *testing.T) {
 	skipShort(t)
-	config := writeConfig(t, "", fmt.Sprintf(holderJob, "30s"))
+	config := writeConfig(t, "", holderJob("30s"))
 	a := startReplica(t, "a", config)
 	first := a.waitFor(t, "run started", 10*time.Second)
 	b := startReplica(t, "b", config)
@@ -272,7 +288,7 @@ func TestKilledHolderIsTakenOver(t *testing.T) {
 // and never records the slot's outcome.
 func TestPausedHolderStopsBeforeFinishing(t *testing.T) {
 	skipShort(t)
-	config := writeConfig(t, "", fmt.Sprintf(holderJob, "6s"))
+	config := writeConfig(t, "", holderJob("6s"))
 	a := startReplica(t, "a", config)
 	first := a.waitFor(t, "run started", 10*time.Second)
 	b := startReplica(t, "b", config)

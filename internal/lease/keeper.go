@@ -35,6 +35,11 @@ type Config struct {
 	// Gone reports whether a Renew error means the store no longer holds
 	// the lease (no retry can help).
 	Gone func(error) bool
+	// Ended, when set, reports whether a Renew error means the holder's own
+	// work already recorded its end in the store (a transaction that
+	// completed the run): renewals stop, the lease is not lost, and OnLost
+	// is never called (Keeper.Ended).
+	Ended func(error) bool
 	// OnLost is called once, from the Keeper's goroutines, when the lease
 	// is lost: expired is true when trust ran out, false when Renew said
 	// the lease is gone (err is then its error).
@@ -62,6 +67,7 @@ type Keeper struct {
 	timer   *time.Timer // fires at until
 	lostc   chan struct{}
 	stopped bool // Stop was called: OnLost must not be
+	ended   bool // a renewal found the work recorded as ended: OnLost must not be
 
 	stopc chan struct{}
 	done  chan struct{}
@@ -107,6 +113,28 @@ func Within(now, until time.Time) bool {
 	return now.Before(until) && now.Round(0).Before(until.Round(0))
 }
 
+// Ended reports whether a renewal found that the holder's work already
+// recorded its end in the store (Config.Ended): the lease is no longer
+// needed, and was not lost.
+func (k *Keeper) Ended() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.ended
+}
+
+// end stops the trust timer for good: the work recorded its end.
+func (k *Keeper) end() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	select {
+	case <-k.lostc:
+		return // lost first
+	default:
+	}
+	k.ended = true
+	k.timer.Stop()
+}
+
 // Pause stops renewals and waits for the renewing goroutine; the trust
 // window keeps running. A holder calls it before its final write, so no
 // renewal races that write.
@@ -148,7 +176,7 @@ func (k *Keeper) lose(expired bool, err error) {
 		return
 	default:
 	}
-	if k.stopped {
+	if k.stopped || k.ended {
 		k.mu.Unlock()
 		return
 	}
@@ -203,6 +231,9 @@ func (k *Keeper) renewLoop() {
 			}
 			k.extend(sent)
 			t.Reset(interval)
+		case k.c.Ended != nil && k.c.Ended(err):
+			k.end()
+			return
 		case k.c.Gone(err):
 			k.lose(false, err)
 			return

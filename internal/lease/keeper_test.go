@@ -125,3 +125,43 @@ func TestPauseAndStop(t *testing.T) {
 		}
 	})
 }
+
+var errEnded = errors.New("ended")
+
+// A renewal that finds the work recorded as ended stops renewing and never
+// reports the lease lost, even after the trust window.
+func TestEndedIsNotLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeStore{}
+		lost := make(chan lostCall, 1)
+		k := Start(time.Now(), Config{
+			Lease: 3 * time.Second, Renew: f.renew,
+			Gone:   func(err error) bool { return errors.Is(err, errGone) },
+			Ended:  func(err error) bool { return errors.Is(err, errEnded) },
+			OnLost: func(expired bool, err error) { lost <- lostCall{time.Now(), expired, err} },
+		})
+		defer k.Stop()
+		time.Sleep(1500 * time.Millisecond) // one renewal
+		f.set(errEnded)
+		time.Sleep(10 * time.Second)
+		select {
+		case c := <-lost:
+			t.Fatalf("lease reported lost (expired %v, err %v) after the work ended", c.expired, c.err)
+		default:
+		}
+		if !k.Ended() {
+			t.Fatal("Ended() is false after a renewal found the work ended")
+		}
+		select {
+		case <-k.Lost():
+			t.Fatal("Lost() closed after the work ended")
+		default:
+		}
+		f.mu.Lock()
+		n := f.n
+		f.mu.Unlock()
+		if n != 2 {
+			t.Errorf("%d renewals, want 2: none after the one that found the work ended", n)
+		}
+	})
+}
