@@ -2,8 +2,15 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/jobs"
@@ -53,4 +60,87 @@ func TestPostgresRestartRecovers(t *testing.T) {
 	if before == 0 || after < 2 {
 		t.Errorf("%d runs before the restart, %d after it; want runs on both sides", before, after)
 	}
+}
+
+// A job that completes its slot in its own transaction (CompleteTx) while a
+// renewal waits on the marker's row is not told its lease was lost: the
+// renewal finds the slot finished under its own fence, the job's context
+// goes on, and no lease is counted lost.
+func TestPostgresCompleteTxIsNotALostLease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts postgres")
+	}
+	t.Parallel()
+	pg := testserver.StartPostgres(t)
+	ctx := context.Background()
+	st, err := pgstore.New(ctx, pgstore.Options{DSN: pg.DSN()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	pool, err := pgxpool.New(ctx, pg.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+
+	var mu sync.Mutex
+	var problems []string
+	runs := 0
+	reg := jobs.NewRegistry()
+	reg.Register("j", func(ctx context.Context, run jobs.Run) error {
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if err := pgstore.CompleteTx(ctx, tx, run); err != nil {
+				return err
+			}
+			// Hold the marker's row past a renewal (every lease/3 = 1 s).
+			time.Sleep(1500 * time.Millisecond)
+			return nil
+		})
+		time.Sleep(200 * time.Millisecond) // the blocked renewal has its answer
+		mu.Lock()
+		defer mu.Unlock()
+		runs++
+		if err != nil || ctx.Err() != nil {
+			problems = append(problems, fmt.Sprintf("%s: err %v, context %v", run.Key(), err, context.Cause(ctx)))
+		}
+		return nil
+	})
+	s := replica(t, st, "a", fmt.Sprintf(`jobs: {j: {schedule: "*/3 * * * * *", lease: 3s}}`), reg)
+	stop := start(t, s)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := runs
+		mu.Unlock()
+		if n >= 3 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if runs < 3 {
+		t.Fatalf("%d runs in 20 s, want 3", runs)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+	if lost := counterValue(t, s.metrics.leasesLost.WithLabelValues("j")); lost != 0 {
+		t.Errorf("%v leases counted lost", lost)
+	}
+	if ok := counterValue(t, s.metrics.runs.WithLabelValues("j", "succeeded")); ok < 3 {
+		t.Errorf("%v runs counted succeeded, want at least 3", ok)
+	}
+}
+
+// counterValue reads a counter.
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
