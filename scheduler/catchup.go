@@ -118,6 +118,9 @@ func (l *loop) newestSlot(ctx context.Context, p *plan) (time.Time, bool) {
 	return ms[0].Slot, true
 }
 
+// reasonPaused is the reason of a slot skipped while its job is paused.
+const reasonPaused = "paused"
+
 // missedSkip is the request that records slot of p skipped with reason
 // because its starting window closed: the store records it only once its
 // own clock has passed the window too (guarantee 7), so a replica whose
@@ -149,9 +152,18 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 			if p == nil {
 				continue
 			}
+			at := l.s.now().Add(r.Remaining + time.Millisecond)
+			if q.Reason == reasonPaused {
+				// Not yet due by the store's clock: try the slot again then,
+				// as a claim, so a resume in between lets it run.
+				l.s.log.Debug("paused slot not due yet by the store's clock", "job", q.Job, "slot", q.Slot.Format(time.RFC3339),
+					"replica", l.s.replica, "remaining", r.Remaining.Round(time.Millisecond))
+				l.h.push(&entry{at: at, p: p, slot: q.Slot, kind: retry})
+				continue
+			}
 			l.s.log.Info("slot not missed yet by the store's clock", "job", q.Job, "slot", q.Slot.Format(time.RFC3339),
 				"replica", l.s.replica, "remaining", r.Remaining.Round(time.Millisecond))
-			l.h.push(&entry{at: l.s.now().Add(r.Remaining + time.Millisecond), p: p, slot: q.Slot, kind: lapse, reason: q.Reason})
+			l.h.push(&entry{at: at, p: p, slot: q.Slot, kind: lapse, reason: q.Reason})
 		}
 		reqs = reqs[n:]
 	}
@@ -209,7 +221,10 @@ func (l *loop) dropPaused(ctx context.Context, batch []*entry) []*entry {
 		}
 		l.s.log.Info("slot skipped", "job", e.p.name, "slot", e.slot.Format(time.RFC3339), "replica", l.s.replica, "reason", "paused")
 		l.s.metrics.missed.WithLabelValues(e.p.name, "paused").Inc()
-		skips = append(skips, slotstore.SkipRequest{Job: e.p.name, Slot: e.slot, Reason: "paused", Retain: e.p.history})
+		// Not before its slot by the store's clock: a replica whose clock
+		// runs fast must not erase slots a resume may still let run.
+		skips = append(skips, slotstore.SkipRequest{Job: e.p.name, Slot: e.slot, Reason: reasonPaused, Retain: e.p.history,
+			NotBefore: e.slot})
 	}
 	l.skip(ctx, skips)
 	return kept

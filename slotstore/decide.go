@@ -167,12 +167,17 @@ const (
 	// Record the slot, which has no marker and is older than its job's
 	// generation, skipped with Reason ReasonDataLoss. No fence.
 	DecideDataLoss
+	// Mark the slot, whose marker was claimed before its job's generation
+	// began and is not held by a live lease, abandoned with Reason
+	// ReasonDataLoss: the store may have lost a newer state of it.
+	DecideAbandonDataLoss
 )
 
 // Decide applies the claim rules to the slot's current marker (nil when the
 // slot has none) at the store's time now; born is when the job's generation
 // began (Generation.Born): a slot older than it gets no first marker but a
-// skipped one. running holds the markers of the
+// skipped one, and a marker claimed before it is abandoned rather than taken
+// over once no live lease holds it. running holds the markers of the
 // job's running slots as the store has them at that moment, including
 // changes made earlier in the same batch; Decide reads it only when
 // r.ChecksOverlap() and m is nil, so callers may pass nil otherwise, and it
@@ -202,17 +207,30 @@ func Decide(m *Marker, r ClaimRequest, now, born time.Time, running []Marker) De
 		}
 		return DecideWin
 	}
+	// A marker claimed before the job's generation began came back from
+	// before a loss (a restored backup): its slot may have finished since,
+	// so once no live lease holds it, it is abandoned, never taken over.
+	stale := !r.Term && m.ClaimedAt.Before(born)
 	switch m.State {
 	case StateReleased:
+		if stale {
+			return DecideAbandonDataLoss
+		}
 		return DecideWin
 	case StateRetrying:
 		if now.Before(m.LeaseEnd) {
 			return DecideLose
 		}
+		if stale {
+			return DecideAbandonDataLoss
+		}
 		return DecideWin
 	case StateRunning:
 		if now.Before(m.LeaseEnd) {
 			return DecideLose
+		}
+		if stale {
+			return DecideAbandonDataLoss
 		}
 		if r.OnCrash == OnCrashSkip || (r.MaxAttempts > 0 && m.Attempt >= r.MaxAttempts) {
 			return DecideAbandon
@@ -269,6 +287,11 @@ func Apply(d Decision, m Marker, r ClaimRequest, replica, incarnation string, fe
 		if r.OnCrash == OnCrashSkip {
 			m.Reason = ReasonOnCrashSkip
 		}
+		return m, ClaimResult{Status: Abandoned, Marker: m}
+	case DecideAbandonDataLoss:
+		m.State = StateAbandoned
+		m.FinishedAt = now
+		m.Reason = ReasonDataLoss
 		return m, ClaimResult{Status: Abandoned, Marker: m}
 	case DecideSkip:
 		m = skipped(r.Job, r.Slot, r.Slot.Add(r.Retain), ReasonOverlap, replica, r.Manual, now)

@@ -294,3 +294,50 @@ func TestStatusAndState(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideGeneration: a slot older than its job's generation gets no first
+// marker, and a marker claimed before it is abandoned, not taken over, once
+// no live lease holds it; a term claim is exempt from both.
+func TestDecideGeneration(t *testing.T) {
+	born := time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC)
+	now := born.Add(time.Minute)
+	before, after := born.Add(-time.Second), born.Add(time.Second)
+	m := func(state slotstore.State, claimed, leaseEnd time.Time) *slotstore.Marker {
+		return &slotstore.Marker{Job: "j", Slot: before, State: state, Fence: 7, Attempt: 1, ClaimedAt: claimed, LeaseEnd: leaseEnd}
+	}
+	r := slotstore.ClaimRequest{Job: "j", Slot: before, Lease: time.Minute, OnCrash: slotstore.OnCrashRetry}
+	term := r
+	term.Term = true
+	later := r
+	later.Slot = after
+	for _, tc := range []struct {
+		name   string
+		marker *slotstore.Marker
+		req    slotstore.ClaimRequest
+		want   slotstore.Decision
+	}{
+		{"no marker, older slot", nil, r, slotstore.DecideDataLoss},
+		{"no marker, slot of the generation", nil, later, slotstore.DecideWin},
+		{"no marker, term", nil, term, slotstore.DecideWin},
+		{"running from before, expired", m(slotstore.StateRunning, before, now.Add(-time.Second)), r, slotstore.DecideAbandonDataLoss},
+		{"running from before, live", m(slotstore.StateRunning, before, now.Add(time.Second)), r, slotstore.DecideLose},
+		{"released from before", m(slotstore.StateReleased, before, before), r, slotstore.DecideAbandonDataLoss},
+		{"retrying from before, due", m(slotstore.StateRetrying, before, now.Add(-time.Second)), r, slotstore.DecideAbandonDataLoss},
+		{"retrying from before, not due", m(slotstore.StateRetrying, before, now.Add(time.Second)), r, slotstore.DecideLose},
+		{"running from before, term", m(slotstore.StateRunning, before, now.Add(-time.Second)), term, slotstore.DecideWin},
+		{"running since the generation, expired", m(slotstore.StateRunning, after, now.Add(-time.Second)), r, slotstore.DecideWin},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := slotstore.Decide(tc.marker, tc.req, now, born, nil)
+			if d != tc.want {
+				t.Fatalf("Decide = %v, want %v", d, tc.want)
+			}
+			if d == slotstore.DecideAbandonDataLoss {
+				got, res := slotstore.Apply(d, *tc.marker, tc.req, "b", "", 0, now)
+				if res.Status != slotstore.Abandoned || got.State != slotstore.StateAbandoned || got.Reason != slotstore.ReasonDataLoss {
+					t.Errorf("applied: %v %+v", res.Status, got)
+				}
+			}
+		})
+	}
+}

@@ -311,6 +311,10 @@ type EnrollParams struct {
 // would create the first marker of a slot older than Born does not win:
 // the slot is recorded skipped with ReasonDataLoss, because it may have run
 // before the loss, and a finished slot must never run again (guarantee 3).
+// Likewise a marker claimed before Born (one a restored backup brought back,
+// perhaps still "running" though the slot finished since) is never taken
+// over, retried or reclaimed: once no live lease holds it, a claim marks it
+// abandoned with ReasonDataLoss. Term claims are exempt from both rules.
 type Generation struct {
 	Job  string
 	Born time.Time // by the store's clock
@@ -367,7 +371,9 @@ const (
 	// slot of the winning claim follows.
 	ReasonReplacedBy = "replaced by "
 	// ReasonDataLoss: skipped because the slot is older than its job's
-	// generation, so the store cannot know whether it ran (Generation).
+	// generation, so the store cannot know whether it ran, or abandoned
+	// because its marker was claimed before the generation began, so the
+	// store may have lost a newer state of it (Generation).
 	ReasonDataLoss = "data loss: the slot predates the store's record of the job"
 )
 

@@ -86,7 +86,11 @@
 // identifier, for as long as it lives: VACUUM FREEZE, VACUUM FULL and
 // CLUSTER keep a tuple's raw xmin (PostgreSQL 9.4 and later mark frozen
 // tuples with flags instead of overwriting xmin), and comparing 32 bits
-// ignores the epoch, which an xid wraparound advances. Any other row is
+// ignores the epoch, which an xid wraparound advances. (An ALTER TABLE that
+// rewrites the generations table, or pg_repack on it, writes new tuples: it
+// begins every generation anew, which skips the slots then due that have no
+// marker yet. Do not rewrite that table; it is small and never needs it.)
+// Any other row is
 // taken as written by someone else, and the next enroll or claim of the job
 // begins its generation anew at the database's time then, so the claims of
 // slots older than that which have no marker are recorded skipped for data

@@ -144,12 +144,18 @@
 //     failover; nothing here closes it. After restoring a backup, deleting
 //     every <prefix>{...}:gen key makes each job begin a new generation at
 //     its next claim, so the slots after the backup are skipped, not run;
-//     markers the backup holds as running are taken over once their lease
-//     has ended, as after any crash.
+//     markers the backup holds as running, released or retrying were
+//     claimed before the new generation, so once their lease has ended they
+//     are abandoned (ReasonDataLoss), never taken over: the slot may have
+//     finished after the backup was made.
 //
 // A job's generation also begins with the first version of slotcron that
 // enrolls it: slots from before that have no marker (a catch-up across the
 // upgrade) are skipped for data loss.
+//
+// Redis must not evict keys: set maxmemory-policy noeviction. An evicted
+// marker is a loss the generation cannot see, like the lost last writes
+// above.
 //
 // # Waiting for replicas
 //

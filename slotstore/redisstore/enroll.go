@@ -33,10 +33,9 @@ func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotsto
 	parts := s.split(len(jobs), func(i int) string { return jobs[i] })
 	calls := make([]call, len(parts))
 	for i, idx := range parts {
-		keys := make([]string, 0, 2*len(idx))
-		for _, at := range idx {
-			k := keysOf(s.prefix, jobs[at])
-			keys = append(keys, k.gen, k.fence)
+		keys := make([]string, len(idx))
+		for j, at := range idx {
+			keys[j] = keysOf(s.prefix, jobs[at]).gen
 		}
 		calls[i] = call{script: enrollScript, keys: keys}
 	}

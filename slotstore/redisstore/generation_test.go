@@ -197,32 +197,3 @@ func eventually[T any](t *testing.T, what string, f func() (T, error)) T {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
-// TestGenerationUpgrade: a job whose data predates generations (it has a
-// fence counter but no generation) keeps its history through an upgrade:
-// its generation is born at the start, so a past slot with no marker is
-// still claimed (catch-up), by Enroll or by a claim alike; a job with no
-// data at all begins its generation now.
-func TestGenerationUpgrade(t *testing.T) {
-	r := testserver.StartRedis(t)
-	s := openWith(t, redisstore.Options{Addrs: []string{r.Addr()}, Prefix: "up:"})
-	c := redis.NewClient(&redis.Options{Addr: r.Addr()})
-	defer c.Close()
-	for _, job := range []string{"enrolled", "claimed"} {
-		mustDo(t, c.Set(t.Context(), "up:{"+job+"}:fence", 42, 0).Err())
-	}
-	past := time.Now().Add(-time.Hour).Truncate(time.Second)
-	if g := enroll(t, s, "enrolled"); g.Born.After(time.Unix(1, 0)) {
-		t.Errorf("generation of a job known before generations: born %v, want the start", g.Born)
-	}
-	for _, job := range []string{"enrolled", "claimed"} {
-		res := claim(t, s, "r1", slotstore.ClaimRequest{Job: job, Slot: past, Lease: time.Minute})
-		if res[0].Status != slotstore.Won || res[0].Claim.Fence <= 42 {
-			t.Errorf("past slot of %s, known before generations: %v %+v", job, res[0].Status, res[0].Claim)
-		}
-	}
-	res := claim(t, s, "r1", slotstore.ClaimRequest{Job: "new", Slot: past, Lease: time.Minute})
-	if res[0].Status != slotstore.Skipped || res[0].Marker.Reason != slotstore.ReasonDataLoss {
-		t.Errorf("past slot of a job with no data: %v %+v", res[0].Status, res[0].Marker)
-	}
-}

@@ -37,17 +37,19 @@ func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slots
 	if limit <= 0 {
 		limit = defaultLimit
 	}
-	var (
-		rows *sql.Rows
-		err  error
-	)
+	db, done, err := s.read(ctx, "history")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	var rows *sql.Rows
 	switch {
 	case p.State != "":
-		rows, err = s.conn().QueryContext(ctx, historyInState, p.Job, string(p.State), limit)
+		rows, err = db.QueryContext(ctx, historyInState, p.Job, string(p.State), limit)
 	case p.Job == "":
-		rows, err = s.conn().QueryContext(ctx, historyOfAll, limit)
+		rows, err = db.QueryContext(ctx, historyOfAll, limit)
 	default:
-		rows, err = s.conn().QueryContext(ctx, historyOfJob, p.Job, limit)
+		rows, err = db.QueryContext(ctx, historyOfJob, p.Job, limit)
 	}
 	if err != nil {
 		return nil, s.fail("history", err)

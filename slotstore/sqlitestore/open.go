@@ -3,10 +3,13 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,10 +33,13 @@ const maxConns = 4
 // concurrent use by many goroutines, and several Stores, in one process or
 // many, may share one file. Its zero value is not usable; call Open.
 type Store struct {
-	db     atomic.Pointer[sql.DB] // replaced when the file is (reopen)
+	// mu guards db and file: follow replaces them, with mu held, while
+	// reads hold it shared for as long as they use db.
+	mu     sync.RWMutex
+	db     *sql.DB
+	file   os.FileInfo // the file db has open, to notice it deleted or replaced
 	path   string
 	busy   time.Duration
-	file   os.FileInfo // the file db has open, to notice it deleted or replaced
 	now    func() time.Time
 	writes chan struct{} // a token per write, so this Store's writes queue here, not on the file lock
 	closed atomic.Bool
@@ -80,8 +86,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.db.Store(db)
-	s.file = file
+	s.db, s.file = db, file
 	return s, nil
 }
 
@@ -106,8 +111,37 @@ func (s *Store) open(ctx context.Context) (*sql.DB, os.FileInfo, error) {
 	return db, file, nil
 }
 
-// conn returns the database the store uses now.
-func (s *Store) conn() *sql.DB { return s.db.Load() }
+// conn returns the database the store uses now. Writers call it during
+// their write turn, when follow cannot run; readers go through read.
+func (s *Store) conn() *sql.DB {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.db
+}
+
+// read returns the database for a read and a func that ends the read;
+// the database stays open until then. If the file at the path is no longer
+// the one the store has open, it follows it first, as a write would.
+func (s *Store) read(ctx context.Context, op string) (*sql.DB, func(), error) {
+	if s.changed() {
+		done, err := s.begin(ctx, op) // follows the path
+		if err != nil {
+			return nil, nil, err
+		}
+		done()
+	}
+	s.mu.RLock()
+	return s.db, s.mu.RUnlock, nil
+}
+
+// changed reports whether the file at the path may not be the one the
+// store has open.
+func (s *Store) changed() bool {
+	cur, err := os.Stat(s.path)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return err != nil || !os.SameFile(cur, s.file)
+}
 
 // follow notices that the file at s.path is no longer the one the store
 // has open — deleted, replaced by a new file or by an older copy — and
@@ -119,8 +153,13 @@ func (s *Store) conn() *sql.DB { return s.db.Load() }
 // could each win the same slot. It runs during the caller's write turn.
 func (s *Store) follow(ctx context.Context) error {
 	cur, err := os.Stat(s.path)
-	if err == nil && os.SameFile(cur, s.file) {
+	switch {
+	case err == nil && os.SameFile(cur, s.file):
 		return nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		// Not a sign of a replaced file (permissions, I/O): fail the call
+		// rather than begin new generations for nothing.
+		return fmt.Errorf("stat %s: %w", s.path, err)
 	}
 	db, file, err := s.open(ctx)
 	if err != nil {
@@ -130,8 +169,10 @@ func (s *Store) follow(ctx context.Context) error {
 		db.Close()
 		return s.fail("open "+s.path+": begin new generations", err)
 	}
-	old := s.db.Swap(db)
-	s.file = file
+	s.mu.Lock()
+	old := s.db
+	s.db, s.file = db, file
+	s.mu.Unlock()
 	old.Close()
 	return nil
 }

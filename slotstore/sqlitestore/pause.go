@@ -41,7 +41,12 @@ func (s *Store) Pauses(ctx context.Context) (slotstore.Pauses, error) {
 	if s.closed.Load() {
 		return out, fmt.Errorf("sqlitestore: pauses: %w", slotstore.ErrClosed)
 	}
-	rows, err := s.conn().QueryContext(ctx, allPauses)
+	db, done, err := s.read(ctx, "pauses")
+	if err != nil {
+		return out, err
+	}
+	defer done()
+	rows, err := db.QueryContext(ctx, allPauses)
 	if err != nil {
 		return out, s.fail("pauses", err)
 	}

@@ -183,6 +183,12 @@ BEGIN
 
         -- Decide.
         v_dec := 'lose';
+        IF NOT p_skipping[i] THEN
+            v_b := v_born[array_position(v_gjobs, p_job[i])];
+            IF v_b IS NULL THEN
+                RAISE EXCEPTION 'slotcron claim: job % has no generation', p_job[i];
+            END IF;
+        END IF;
         IF p_skipping[i] THEN
             IF NOT v_found THEN
                 IF v_now < p_not_before[i] THEN
@@ -192,10 +198,6 @@ BEGIN
                 END IF;
             END IF;
         ELSIF NOT v_found THEN
-            v_b := v_born[array_position(v_gjobs, p_job[i])];
-            IF v_b IS NULL THEN
-                RAISE EXCEPTION 'slotcron claim: job % has no generation', p_job[i];
-            END IF;
             IF p_takeover_only[i] THEN
                 NULL; -- absent
             ELSIF p_slot[i] < v_b AND NOT p_term[i] THEN
@@ -209,6 +211,13 @@ BEGIN
                     v_dec := 'overlap';
                 END IF;
             END IF;
+        -- A marker claimed before the generation began came back from
+        -- before a loss (a restored backup): its slot may have finished
+        -- since, so once no live lease holds it, it is abandoned, never
+        -- taken over (slotstore.Decide).
+        ELSIF v_cur.state IN ('released', 'retrying', 'running') AND v_cur.claimed_at < v_b AND NOT p_term[i]
+                AND (v_cur.state = 'released' OR v_now >= v_cur.lease_end) THEN
+            v_dec := 'abandon loss';
         ELSIF v_cur.state = 'released' THEN
             v_dec := 'win';
         ELSIF v_cur.state = 'retrying' THEN
@@ -261,10 +270,11 @@ BEGIN
                     v_now + p_lease_us[i] * interval '1 microsecond', p_keep_until[i], p_manual[i], p_incarnation)
                 RETURNING m.* INTO v_cur;
             END IF;
-        ELSIF v_dec = 'abandon' THEN
+        ELSIF v_dec IN ('abandon', 'abandon loss') THEN
             UPDATE {schema}.markers m
             SET state = 'abandoned', finished_at = v_now,
-                reason = CASE WHEN p_crash_skip[i] THEN 'on_crash skip' ELSE 'max attempts' END
+                reason = CASE WHEN v_dec = 'abandon loss' THEN p_data_loss
+                              WHEN p_crash_skip[i] THEN 'on_crash skip' ELSE 'max attempts' END
             WHERE m.job = p_job[i] AND m.slot = p_slot[i]
             RETURNING m.* INTO v_cur;
         ELSIF v_dec IN ('skip', 'overlap', 'data loss') THEN

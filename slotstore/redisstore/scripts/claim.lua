@@ -39,9 +39,7 @@ end
 
 -- When job g's generation began (Unix ms): its record, or, for a job that
 -- has none (never enrolled or claimed, or its record lost with the rest of
--- the data), now: the claim begins it, and the writes below record it. A
--- job with a fence counter but no record has data that was not lost (it
--- predates generations: an upgrade); its generation is born at the start.
+-- the data), now: the claim begins it, and the writes below record it.
 local borns, births = {}, {}
 local function bornOf(g)
   local b = borns[g]
@@ -51,9 +49,6 @@ local function bornOf(g)
       b = tonumber(v)
     else
       b = now
-      if redis.call('EXISTS', jobKey(g, FENCE)) == 1 then
-        b = 1
-      end
       births[g] = true
     end
     borns[g] = b
@@ -181,6 +176,12 @@ for i = 1, n do
         decision = 'replace'
       end
     end
+  elseif (state == 'released' or state == 'retrying' or state == 'running') and not term
+      and tonumber(m[5]) < born and (state == 'released' or now >= tonumber(m[6])) then
+    -- Claimed before the generation began: it came back from before a loss
+    -- (a restored backup), and its slot may have finished since. Once no
+    -- live lease holds it, it is abandoned, never taken over.
+    decision = 'abandon loss'
   elseif state == 'released' then
     decision = 'win'
   elseif state == 'retrying' then
@@ -223,6 +224,9 @@ for i = 1, n do
     if onCrash == 'skip' then
       m[12] = 'on_crash skip'
     end
+    status = 4
+  elseif decision == 'abandon loss' then
+    m[1], m[8], m[12] = 'abandoned', nowText, dataLoss
     status = 4
   elseif decision == 'skip' then
     local mark = ''

@@ -1,21 +1,15 @@
 -- Begins the generation of every job that has none, at Redis's time now,
--- and returns every job's generation. A job whose fence counter exists
--- has data that was not lost: its record predates generations (an
--- upgrade), and its generation is born at the start (1 ms).
--- KEYS: the generation and the fence counter of each job, in pairs (one
---       job may come more than once).
--- Reply: when each job's generation began (Unix ms), in job order.
+-- and returns every job's generation.
+-- KEYS: the generation of each job (one job may come more than once).
+-- Reply: when each job's generation began (Unix ms), in KEYS order.
 local now = clock()
 local out = {}
-for i = 1, #KEYS, 2 do
-  local born = redis.call('GET', KEYS[i])
+for i, key in ipairs(KEYS) do
+  local born = redis.call('GET', key)
   if not born then
     born = int(now)
-    if redis.call('EXISTS', KEYS[i + 1]) == 1 then
-      born = '1'
-    end
-    redis.call('SET', KEYS[i], born)
+    redis.call('SET', key, born)
   end
-  out[#out + 1] = born
+  out[i] = born
 end
 return out
