@@ -94,20 +94,30 @@ func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotsto
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
+	unlock, now, err := s.lock(ctx)
+	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, slotstore.ErrClosed
-	}
-	now := s.now()
+	defer unlock()
 	out := make([]slotstore.Generation, len(jobs))
 	for i, j := range jobs {
 		out[i] = slotstore.Generation{Job: j, Born: s.bornOf(j, now)}
 	}
 	return out, nil
+}
+
+// lock takes the store's mutex for a batch at the store's time now, unless
+// ctx is done or the store closed.
+func (s *Store) lock(ctx context.Context) (unlock func(), now time.Time, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, time.Time{}, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, time.Time{}, slotstore.ErrClosed
+	}
+	return s.mu.Unlock, s.now(), nil
 }
 
 // runningOf returns the markers of job's running slots.
@@ -125,15 +135,11 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
+	unlock, now, err := s.lock(ctx)
+	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, slotstore.ErrClosed
-	}
-	now := s.now()
+	defer unlock()
 	out := make([]slotstore.ClaimResult, len(reqs))
 	for i, r := range reqs {
 		cur, ok := s.markers[keyOf(r.Job, r.Slot)]
@@ -173,15 +179,11 @@ func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.C
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
+	unlock, now, err := s.lock(ctx)
+	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, slotstore.ErrClosed
-	}
-	now := s.now()
+	defer unlock()
 	out := make([]slotstore.ClaimResult, len(reqs))
 	for i, r := range reqs {
 		var curp *slotstore.Marker
