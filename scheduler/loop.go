@@ -55,6 +55,9 @@ type loop struct {
 	// dataLoss holds the jobs whose slots the store skipped for data loss
 	// since the last one it did not: the loss is logged once.
 	dataLoss map[string]bool
+	// newJobs holds the jobs whose generation this replica's start-up
+	// began: their skipped catch-up is logged as such, not as a loss.
+	newJobs map[string]bool
 }
 
 // retryNote is a failed slot whose retry is due at at.
@@ -69,7 +72,8 @@ func newLoop(s *Scheduler, runCtx context.Context, runs *sync.WaitGroup) *loop {
 		plans[p.name] = p
 	}
 	return &loop{s: s, runCtx: runCtx, runs: runs, watched: make(map[slotKey]bool), retries: make(chan retryNote, 64),
-		unknown: make(map[slotKey]bool), plans: plans, dataLoss: make(map[string]bool)}
+		unknown: make(map[slotKey]bool), plans: plans, dataLoss: make(map[string]bool),
+		newJobs: make(map[string]bool)}
 }
 
 func (l *loop) running() int64 { return l.active.Load() }
@@ -228,6 +232,7 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 	switch r.Status {
 	case slotstore.Won:
 		delete(l.dataLoss, e.p.name)
+		delete(l.newJobs, e.p.name)
 		for _, ref := range r.Replaced {
 			l.s.log.Info("run replaced", "job", ref.Job, "slot", ref.Slot.UTC().Format(time.RFC3339), "fence", ref.Fence,
 				"by", e.slot.Format(time.RFC3339), "replica", l.s.replica)
@@ -253,6 +258,10 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 		l.push(&entry{p: e.p, slot: e.slot, kind: watch, until: e.p.retryUntil(e.slot)},
 			l.s.now().Add(max(r.Remaining-time.Since(sent), time.Millisecond)))
 	case slotstore.Skipped:
+		if r.Marker.Reason == slotstore.ReasonDataLoss && r.Marker.Holder == l.s.replica && l.newJobs[e.p.name] {
+			l.s.log.Info("slot not caught up: the store has just begun to record the job", attrs...)
+			break
+		}
 		if r.Marker.Reason == slotstore.ReasonDataLoss && r.Marker.Holder == l.s.replica {
 			l.s.metrics.missed.WithLabelValues(e.p.name, "data loss").Inc()
 			if !l.dataLoss[e.p.name] {
@@ -293,8 +302,17 @@ func (l *loop) enroll(ctx context.Context) bool {
 		for len(names) > 0 {
 			n := min(len(names), maxBatch)
 			ectx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
-			_, err := l.s.store.Enroll(ectx, slotstore.EnrollParams{Jobs: names[:n]})
+			sent := l.s.now()
+			gens, err := l.s.store.Enroll(ectx, slotstore.EnrollParams{Jobs: names[:n]})
 			cancel()
+			for _, g := range gens {
+				// Begun by this enrolment (give or take the clocks): the
+				// store has just started to record the job, so slots before
+				// it were never run here; skipping them is no news.
+				if g.Born.After(sent.Add(-time.Second)) {
+					l.newJobs[g.Job] = true
+				}
+			}
 			l.s.metrics.storeCall(err)
 			if err != nil {
 				if ctx.Err() != nil {
