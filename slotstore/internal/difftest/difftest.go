@@ -4,7 +4,8 @@
 //
 // Run drives both stores through the same random operations (claim and skip
 // batches with every policy, renewals, finishes with and without retries,
-// releases) and compares every answer. Leases are either Short, expired by
+// releases; skips with and without NotBefore; claims of several
+// incarnations) and compares every answer. Leases are either Short, expired by
 // the next operation, or an hour, never; retries are due either at once or
 // in the year 2200. So both stores agree on expiry whatever their clocks;
 // memstore's clock moves a millisecond per call. memstore counts fences
@@ -138,7 +139,9 @@ func (d *driver) skip() {
 	reqs := make([]slotstore.SkipRequest, 1+d.rng.IntN(4))
 	for i := range reqs {
 		reqs[i] = slotstore.SkipRequest{Job: jobNames[d.rng.IntN(len(jobNames))], Slot: d.slot(),
-			Reason: []string{"missed", "catch_up"}[d.rng.IntN(2)]}
+			Reason: []string{"missed", "catch_up"}[d.rng.IntN(2)],
+			// None, long past on both clocks, or long after the test.
+			NotBefore: []time.Time{{}, time.Unix(0, 0), time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)}[d.rng.IntN(3)]}
 	}
 	p := slotstore.SkipParams{Replica: fmt.Sprintf("r%d", d.rng.IntN(3)), Requests: reqs}
 	gr, err := d.got.Skip(d.t.Context(), p)
@@ -159,7 +162,8 @@ func (d *driver) claim() {
 	for i := range reqs {
 		reqs[i] = d.request()
 	}
-	p := slotstore.ClaimParams{Replica: fmt.Sprintf("r%d", d.rng.IntN(3)), Requests: reqs}
+	p := slotstore.ClaimParams{Replica: fmt.Sprintf("r%d", d.rng.IntN(3)), Incarnation: fmt.Sprintf("i%d", d.rng.IntN(3)),
+		Requests: reqs}
 	gr, err := d.got.Claim(d.t.Context(), p)
 	if err != nil {
 		d.t.Fatalf("step %d: backend claim: %v", d.step, err)
@@ -215,9 +219,11 @@ func diff(g, m slotstore.ClaimResult) string {
 		return fmt.Sprintf("claim %+v, memstore %+v", g.Claim, m.Claim)
 	case gm.Job != mm.Job || !gm.Slot.Equal(mm.Slot) || gm.State != mm.State || gm.Holder != mm.Holder ||
 		gm.Attempt != mm.Attempt || gm.Outcome != mm.Outcome || gm.Error != mm.Error || gm.Reason != mm.Reason ||
-		gm.Manual != mm.Manual || !gm.KeepUntil.Equal(mm.KeepUntil) || gm.FinishedAt.IsZero() != mm.FinishedAt.IsZero():
+		gm.Manual != mm.Manual || gm.Incarnation != mm.Incarnation || !gm.KeepUntil.Equal(mm.KeepUntil) ||
+		gm.FinishedAt.IsZero() != mm.FinishedAt.IsZero():
 		return fmt.Sprintf("marker %+v, memstore %+v", gm, mm)
-	case (g.Status == slotstore.Held || g.Status == slotstore.Waiting) && (g.Remaining <= 0) != (m.Remaining <= 0):
+	case (g.Status == slotstore.Held || g.Status == slotstore.Waiting || g.Status == slotstore.NotYet) &&
+		(g.Remaining <= 0) != (m.Remaining <= 0):
 		return fmt.Sprintf("remaining %v, memstore %v", g.Remaining, m.Remaining)
 	}
 	return ""
