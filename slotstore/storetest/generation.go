@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -144,5 +146,28 @@ func testIncarnation(t *testing.T, s slotstore.Store) {
 	res, err = s.Claim(t.Context(), slotstore.ClaimParams{Replica: "worker", Incarnation: "b2", Requests: []slotstore.ClaimRequest{r}})
 	if err != nil || len(res) != 1 || res[0].Status != slotstore.Won || res[0].Marker.Incarnation != "b2" {
 		t.Fatalf("takeover by another incarnation: %+v, %v", res, err)
+	}
+}
+
+// testEnrollConcurrently: replicas that start together and enroll one new
+// job at once all get its one generation.
+func testEnrollConcurrently(t *testing.T, s slotstore.Store) {
+	const n = 8
+	var wg sync.WaitGroup
+	gens := make([][]slotstore.Generation, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			gens[i], errs[i] = s.Enroll(t.Context(), slotstore.EnrollParams{Jobs: []string{"together", fmt.Sprint("own", i)}})
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || len(gens[i]) != 2 || gens[i][0].Job != "together" || gens[i][0].Born.IsZero() {
+			t.Fatalf("enroll %d: %+v, %v", i, gens[i], errs[i])
+		}
+		if !gens[i][0].Born.Equal(gens[0][0].Born) {
+			t.Errorf("enroll %d: born %s, enroll 0: %s", i, stamp(gens[i][0].Born), stamp(gens[0][0].Born))
+		}
 	}
 }

@@ -60,6 +60,7 @@ func Run(t *testing.T, newStore func(t *testing.T) slotstore.Store) {
 		{"Manual", testManual},
 		{"Closed", testClosed},
 		{"Generation", testGeneration},
+		{"EnrollConcurrently", testEnrollConcurrently},
 		{"SkipNotBefore", testSkipNotBefore},
 		{"RenewFinished", testRenewFinished},
 		{"Incarnation", testIncarnation},
