@@ -2,7 +2,6 @@ package fence
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/slotcron/slotcron/jobs"
@@ -31,16 +30,7 @@ type memApplied struct {
 // once per slot, as Redis.SetOnce does. Records and TTLs run on this
 // process's clock.
 func (m *Memory) SetOnce(ctx context.Context, key string, run jobs.Run, value []byte, ttl time.Duration) error {
-	if err := validate(key, run.Fence); err != nil {
-		return err
-	}
-	if err := validateRun(run); err != nil {
-		return err
-	}
-	if ttl < 0 {
-		return fmt.Errorf("%w: key %q: negative TTL %v", ErrInvalid, key, ttl)
-	}
-	retain, err := retention(m.Retain)
+	retain, err := checkSetOnce(key, run, ttl, m.Retain)
 	if err != nil {
 		return err
 	}

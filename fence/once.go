@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/slotcron/slotcron/jobs"
 )
 
 // DefaultRetain is how long PG.Once, Redis.SetOnce and Memory.SetOnce keep
@@ -23,6 +25,21 @@ func retention(d time.Duration) (time.Duration, error) {
 		return DefaultRetain, nil
 	}
 	return d, nil
+}
+
+// checkSetOnce validates the arguments of a SetOnce and returns the
+// retention of its record: retain, or DefaultRetain when zero.
+func checkSetOnce(key string, run jobs.Run, ttl, retain time.Duration) (time.Duration, error) {
+	if err := validate(key, run.Fence); err != nil {
+		return 0, err
+	}
+	if err := validateRun(run); err != nil {
+		return 0, err
+	}
+	if ttl < 0 {
+		return 0, fmt.Errorf("%w: key %q: negative TTL %v", ErrInvalid, key, ttl)
+	}
+	return retention(retain)
 }
 
 // refuse counts and logs a refused once-per-slot write and returns its

@@ -50,16 +50,7 @@ var (
 // Redis without persistence that restarts forgets the records, and a
 // repeat may then write again.
 func (r Redis) SetOnce(ctx context.Context, key string, run jobs.Run, value []byte, ttl time.Duration) error {
-	if err := validate(key, run.Fence); err != nil {
-		return err
-	}
-	if err := validateRun(run); err != nil {
-		return err
-	}
-	if ttl < 0 {
-		return fmt.Errorf("%w: key %q: negative TTL %v", ErrInvalid, key, ttl)
-	}
-	retain, err := retention(r.Retain)
+	retain, err := checkSetOnce(key, run, ttl, r.Retain)
 	if err != nil {
 		return err
 	}
