@@ -148,7 +148,7 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 				continue
 			}
 			q := reqs[i]
-			p := l.plans[q.Job]
+			p := l.s.plan(q.Job)
 			if p == nil {
 				continue
 			}

@@ -50,8 +50,6 @@ type loop struct {
 	// such a slot turns out held by this replica, the claim won and its
 	// reply was lost, and the run is adopted.
 	unknown map[slotKey]bool
-	// plans are the jobs by name.
-	plans map[string]*plan
 	// dataLoss holds the jobs whose slots the store skipped for data loss
 	// since the last one it did not: the loss is logged once.
 	dataLoss map[string]bool
@@ -67,12 +65,8 @@ type retryNote struct {
 }
 
 func newLoop(s *Scheduler, runCtx context.Context, runs *sync.WaitGroup) *loop {
-	plans := make(map[string]*plan, len(s.plans))
-	for _, p := range s.plans {
-		plans[p.name] = p
-	}
 	return &loop{s: s, runCtx: runCtx, runs: runs, watched: make(map[slotKey]bool), retries: make(chan retryNote, 64),
-		unknown: make(map[slotKey]bool), plans: plans, dataLoss: make(map[string]bool),
+		unknown: make(map[slotKey]bool), dataLoss: make(map[string]bool),
 		newJobs: make(map[string]bool)}
 }
 

@@ -24,6 +24,7 @@ type Scheduler struct {
 	cfg     *Config
 	reg     *jobs.Registry
 	plans   []*plan
+	byName  map[string]*plan // plans by job name
 	duties  []*dutyPlan
 	replica string
 	// incarnation tells this process from others started with the same
@@ -76,6 +77,10 @@ func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
 		incarnation: newIncarnation()}
 	if s.grace == 0 {
 		s.grace = DefaultShutdownGrace
+	}
+	s.byName = make(map[string]*plan, len(plans))
+	for _, p := range plans {
+		s.byName[p.name] = p
 	}
 	for _, o := range opts {
 		o(s)

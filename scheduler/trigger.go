@@ -61,14 +61,7 @@ func (s *Scheduler) Trigger(ctx context.Context, job string) (TriggerResult, err
 // errNoJob reports a trigger of a job the configuration does not have.
 var errNoJob = errors.New("no such job")
 
-func (s *Scheduler) plan(job string) *plan {
-	for _, p := range s.plans {
-		if p.name == job {
-			return p
-		}
-	}
-	return nil
-}
+func (s *Scheduler) plan(job string) *plan { return s.byName[job] }
 
 // claimManual claims a manual slot of p; it returns the claim to run, or
 // ErrBusy, or why the slot could not be won.
