@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/sqlitestore"
 )
 
 // TestReadsDuringFollow: reads racing the store's move to a new file never
@@ -44,10 +46,20 @@ func TestReadsDuringFollow(t *testing.T) {
 		for _, p := range []string{path, path + "-wal", path + "-shm"} {
 			os.Remove(p)
 		}
-		if _, err := a.Enroll(t.Context(), slotstore.EnrollParams{Jobs: []string{"j"}}); err != nil {
-			t.Fatal(err)
+		// The move may meet a reader's connection holding the new file
+		// (SQLITE_BUSY); a write fails then and the next one moves, as the
+		// engine's retries do.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			_, err := a.Enroll(t.Context(), slotstore.EnrollParams{Jobs: []string{"j"}})
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, sqlitestore.ErrBusy) || time.Now().After(deadline) {
+				t.Fatal(err)
+			}
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // let the readers run between moves
 	}
 	cancel()
 	wg.Wait()
