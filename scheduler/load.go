@@ -102,13 +102,20 @@ func parse(name string, data []byte) (*Config, ConfigErrors) {
 	return cfg, errs
 }
 
-var envRef = regexp.MustCompile(`\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+// envRef matches what expandEnv replaces: $${, a reference, or the start
+// of a placeholder written in the document itself. A default ends at its
+// line: one spanning lines (YAML's line breaks, NEL, LS and PS included)
+// would take them out of the document with it and move every later line.
+var envRef = regexp.MustCompile(`\$\$\{|` + placeholderStem +
+	`|\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}\r\n\x{85}\x{2028}\x{2029}]*))?\}`)
 
 // placeholder stands for the i-th ${...} while the document is parsed: a
 // plain word, valid in any YAML context, on the same line as the reference.
-func placeholder(i int) string { return fmt.Sprintf("__slotcron_env_%d__", i) }
+func placeholder(i int) string { return fmt.Sprintf("%s%d__", placeholderStem, i) }
 
-var placeholderRE = regexp.MustCompile(`__slotcron_env_\d+__`)
+const placeholderStem = "__slotcron_env_"
+
+var placeholderRE = regexp.MustCompile(placeholderStem + `\d+__`)
 
 // expandEnv replaces ${VAR} and ${VAR:-default}: an unset or empty VAR
 // without a default becomes empty, and $${ stands for a literal ${. Nothing
@@ -119,11 +126,24 @@ var placeholderRE = regexp.MustCompile(`__slotcron_env_\d+__`)
 // newline stays one value), and ${VAR} works unquoted even in flow mappings.
 // A plain (unquoted) scalar is typed again after expansion, so
 // db: ${REDIS_DB} decodes as a number.
+//
+// Text of the document that starts like a placeholder is swapped for one
+// too, whose value is that text: fillEnv would otherwise take a word such
+// as __slotcron_env_0__ for the first reference's placeholder. Equal
+// matches share a placeholder, so an anchor and its alias stay equal.
 func expandEnv(data []byte) ([]byte, map[string]string) {
 	values := map[string]string{}
+	seen := map[string]string{} // match → its placeholder
 	out := envRef.ReplaceAllFunc(data, func(m []byte) []byte {
-		v := "${"
-		if string(m) != "$${" {
+		if ph, ok := seen[string(m)]; ok {
+			return []byte(ph)
+		}
+		v := string(m)
+		switch v {
+		case "$${":
+			v = "${"
+		case placeholderStem: // stands for itself
+		default:
 			sub := envRef.FindSubmatch(m)
 			if env, ok := os.LookupEnv(string(sub[1])); ok && env != "" {
 				v = env
@@ -133,6 +153,7 @@ func expandEnv(data []byte) ([]byte, map[string]string) {
 		}
 		ph := placeholder(len(values))
 		values[ph] = v
+		seen[string(m)] = ph
 		return []byte(ph)
 	})
 	return out, values

@@ -15,7 +15,10 @@ func (r ClaimRequest) Normalize() (ClaimRequest, error) {
 	if r.Job == "" {
 		return r, invalid("claim: empty job")
 	}
-	if r.Slot.IsZero() {
+	// Judged after truncation: a slot within a second after the zero Time
+	// truncates to it, and a claim of it would hand out a Ref that Renew,
+	// Finish and Release refuse (Ref.Validate).
+	if r.Slot.UTC().Truncate(time.Second).IsZero() {
 		return r, invalid("claim %s: zero slot", r.Job)
 	}
 	if r.Lease <= 0 {
@@ -83,7 +86,7 @@ func (r SkipRequest) Normalize() (SkipRequest, error) {
 	if r.Job == "" {
 		return r, invalid("skip: empty job")
 	}
-	if r.Slot.IsZero() {
+	if r.Slot.UTC().Truncate(time.Second).IsZero() { // as ClaimRequest.Normalize
 		return r, invalid("skip %s: zero slot", r.Job)
 	}
 	if r.Reason == "" {

@@ -1,6 +1,9 @@
 package schedule
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -54,4 +57,51 @@ func zoneIndex(tz string) uint8 {
 		}
 	}
 	return 0
+}
+
+// FuzzParse parses any spec in any time zone name: no input may panic or
+// hang; a refused one is an ErrInvalid error naming the spec; an accepted one
+// keeps its spec, never reads the host's local zone, and answers Next and
+// Prev within their horizon.
+func FuzzParse(f *testing.F) {
+	for _, tc := range []struct{ spec, tz string }{
+		// From TestParse.
+		{"30 2 * * *", "Europe/Berlin"}, {"0 9-17 * * 1-5", "America/New_York"}, {"*/15 9-17 * * mon-fri", "UTC"},
+		{"0 30 2 * * *", ""}, {"0 0-23/3 * * *", ""}, {"0 ? * * *", ""}, {"@annually", ""}, {"@hourly", ""},
+		{"@every 1h30m", ""}, {"CRON_TZ=America/New_York 0 9 * * *", "Europe/Berlin"},
+		{"TZ=Asia/Tokyo 0 9 * * *", ""}, {"CRON_TZ=Europe/Berlin @every 7s", ""}, {"  0 9 * * *  ", ""},
+		// From TestParseErrors.
+		{"61 * * * *", ""}, {"*/0 * * * *", ""}, {"0 , * * *", ""}, {"* * * * * * *", ""}, {"   ", ""},
+		{"0 * * * *", "Mars/Base"}, {"TZ=Local 0 * * * *", "UTC"}, {"CRON_TZ= 0 * * * *", ""},
+		{"TZ=UTC TZ=UTC 0 * * * *", ""}, {"@every 1500ms", ""}, {"@every -5s", ""}, {"@every 1s 2s", ""},
+		{"@fortnightly", ""}, {"@daily 5", ""},
+		// Zones with odd offsets and rules.
+		{"0 2 * * *", "Australia/Lord_Howe"}, {"30 1 * * *", "Asia/Kathmandu"}, {"0 0 * * *", "Etc/GMT-14"},
+		{"0 0 * * *", "Antarctica/Troll"}, {"*/5 * * * *", "Factory"},
+	} {
+		f.Add(tc.spec, tc.tz)
+	}
+	at := time.Date(2026, 3, 29, 1, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, spec, tz string) {
+		s, err := Parse(spec, tz)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), fmt.Sprintf("schedule %q: ", spec)) {
+				t.Fatalf("Parse(%q, %q) error %q: want ErrInvalid naming the spec", spec, tz, err)
+			}
+			return
+		}
+		if s.String() != spec || s.Location() == nil || s.Location() == time.Local || s.Location().String() == "Local" {
+			t.Fatalf("Parse(%q, %q) = spec %q, zone %v", spec, tz, s, s.Location())
+		}
+		if e := s.Every(); e != 0 && (e < time.Second || e%time.Second != 0) {
+			t.Fatalf("Parse(%q) every %v: want whole seconds, at least 1s", spec, e)
+		}
+		next, prev := s.Next(at), s.Prev(at)
+		if !next.IsZero() && (!next.After(at) || next.After(at.AddDate(horizonYears, 0, 0))) {
+			t.Fatalf("%q in %s: Next(%v) = %v: not after it within the horizon", spec, s.Location(), at, next)
+		}
+		if !prev.IsZero() && (prev.After(at) || prev.Before(at.AddDate(-horizonYears, 0, 0))) {
+			t.Fatalf("%q in %s: Prev(%v) = %v: not at or before it within the horizon", spec, s.Location(), at, prev)
+		}
+	})
 }

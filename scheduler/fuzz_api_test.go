@@ -1,0 +1,163 @@
+package scheduler
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/memstore"
+)
+
+// FuzzAPI sends one request, read from arbitrary method, target and
+// Authorization header as the server reads it, to the API of a replica on
+// a memory store. setup picks the store's state: bit 0 pauses the cluster,
+// bit 1 pauses job report, bit 2 holds a slot of the forbid job solo on
+// another replica, bit 3 leaves http.token unset. No request may panic or
+// fail the server (5xx); one refused (4xx) changes nothing in the store,
+// except a trigger refused as busy, which records its manual slot skipped;
+// a read changes nothing; and nothing changes without the bearer token.
+func FuzzAPI(f *testing.F) {
+	for _, tc := range []struct {
+		setup                uint8
+		method, target, auth string
+	}{
+		// From TestHTTPAPI.
+		{0, "GET", "/api/jobs", ""},
+		{0, "POST", "/api/jobs/report/trigger", ""},
+		{0, "POST", "/api/jobs/report/trigger", "Bearer wrong"},
+		{0, "POST", "/api/jobs/nope/trigger", "Bearer s3cret"},
+		{0, "POST", "/api/jobs/report/trigger", "Bearer s3cret"},
+		{0, "POST", "/api/pause?job=report", "Bearer s3cret"},
+		{2, "POST", "/api/resume?job=report", "Bearer s3cret"},
+		{0, "GET", "/api/history?job=report", ""},
+		{0, "GET", "/", ""},
+		{0, "GET", "/api/history?limit=0", ""},
+		// Refusals and odd inputs.
+		{1, "POST", "/api/jobs/report/trigger", "Bearer s3cret"},
+		{4, "POST", "/api/jobs/solo/trigger", "Bearer s3cret"},
+		{8, "POST", "/api/pause", "Bearer "},
+		{0, "POST", "/api/pause?job=", "bearer s3cret"},
+		{0, "GET", "/api/history?limit=10000&state=running&job=solo", ""},
+		{0, "GET", "/api/history?limit=-1", ""},
+		{0, "DELETE", "/api/jobs", ""},
+		{0, "POST", "/api/jobs/%72eport/trigger", "Bearer s3cret"},
+		{0, "POST", "/api/jobs/report/../../pause", "Bearer s3cret"},
+	} {
+		f.Add(tc.setup, tc.method, tc.target, tc.auth)
+	}
+	f.Fuzz(func(t *testing.T, setup uint8, method, target, auth string) {
+		req := readRequest(method, target, auth)
+		if req == nil {
+			return // the server answers 400 before any handler sees it
+		}
+		rig := newAPIRig(t, setup)
+		before := rig.state(t)
+		rec := httptest.NewRecorder()
+		rig.mux.ServeHTTP(rec, req)
+		rig.runs.Wait() // a triggered run ends
+		after := rig.state(t)
+		rig.check(t, req, rec, before, after)
+	})
+}
+
+// readRequest reads the request a client sending these would make the
+// server see, or nil if the server would refuse it unread. A request line
+// and header are bounded by the server's header limit.
+func readRequest(method, target, auth string) *http.Request {
+	if len(method)+len(target)+len(auth) > http.DefaultMaxHeaderBytes {
+		return nil
+	}
+	raw := method + " " + target + " HTTP/1.1\r\nHost: slotcron.test\r\n"
+	if auth != "" {
+		raw += "Authorization: " + auth + "\r\n"
+	}
+	req, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw + "\r\n")))
+	if err != nil {
+		return nil
+	}
+	for _, vs := range req.Header { // as net/http's server checks them
+		for _, v := range vs {
+			if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+				return nil
+			}
+		}
+	}
+	return req
+}
+
+// apiRig is one replica's API on a fresh memory store.
+type apiRig struct {
+	st    *memstore.Store
+	mux   *http.ServeMux
+	runs  sync.WaitGroup
+	token string
+}
+
+func newAPIRig(t *testing.T, setup uint8) *apiRig {
+	rig := &apiRig{st: memstore.New(), token: "s3cret"}
+	if setup&8 != 0 {
+		rig.token = ""
+	}
+	reg := jobs.NewRegistry()
+	reg.Register("report", func(context.Context, jobs.Run) error { return nil })
+	reg.Register("solo", func(context.Context, jobs.Run) error { return nil })
+	s := replica(t, rig.st, "a", `http: {token: "`+rig.token+`"}
+jobs: {report: {schedule: '@daily'}, solo: {schedule: '@hourly', overlap: forbid}}`, reg)
+	ctx := t.Context()
+	gens, err := rig.st.Enroll(ctx, slotstore.EnrollParams{Jobs: []string{"report", "solo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := gens[0].Born.Truncate(time.Second).Add(time.Hour)
+	claim := func(job string) slotstore.Claim {
+		res, err := rig.st.Claim(ctx, slotstore.ClaimParams{Replica: "b", Requests: []slotstore.ClaimRequest{
+			{Job: job, Slot: slot, Lease: time.Hour}}})
+		if err != nil || res[0].Status != slotstore.Won {
+			t.Fatalf("claim %s: %v %v", job, res, err)
+		}
+		return res[0].Claim
+	}
+	if err := rig.st.Finish(ctx, slotstore.FinishParams{Ref: claim("report").Ref, Outcome: slotstore.Succeeded}); err != nil {
+		t.Fatal(err)
+	}
+	for bit, job := range map[uint8]string{1: "", 2: "report"} {
+		if setup&bit != 0 {
+			if err := rig.st.SetPause(ctx, slotstore.PauseParams{Job: job, Paused: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if setup&4 != 0 {
+		claim("solo")
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	rig.mux = http.NewServeMux()
+	(&api{s: s, l: newLoop(s, runCtx, &rig.runs)}).routes(rig.mux)
+	return rig
+}
+
+// apiState is what the API can change in the store.
+type apiState struct {
+	Markers []slotstore.Marker
+	Pauses  slotstore.Pauses
+}
+
+func (rig *apiRig) state(t *testing.T) apiState {
+	ms, err := rig.st.History(t.Context(), slotstore.HistoryParams{Limit: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := rig.st.Pauses(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return apiState{ms, ps}
+}

@@ -1,0 +1,108 @@
+package memstore_test
+
+import (
+	"errors"
+	"maps"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// checkClaims checks the answers to a claim batch against the state before.
+func (m *model) checkClaims(before map[key]slotstore.Marker, reqs []slotstore.ClaimRequest, res []slotstore.ClaimResult) {
+	if len(res) != len(reqs) {
+		m.fatalf("%d claims, %d results", len(reqs), len(res))
+	}
+	before = maps.Clone(before)
+	for i, r := range reqs {
+		if _, ok := m.born[r.Job]; !ok {
+			m.born[r.Job] = m.now // a claim begins its job's generation
+		}
+		k, got := keyOf(r.Job, r.Slot), res[i]
+		prior, had := before[k]
+		if got.Status != slotstore.Absent {
+			before[k] = got.Marker // later requests of the batch see it
+		}
+		for _, ref := range got.Replaced {
+			before[keyOf(ref.Job, ref.Slot)] = slotstore.Marker{Job: ref.Job, Slot: ref.Slot, State: slotstore.StateReplaced}
+		}
+		if got.Status != slotstore.Won {
+			continue
+		}
+		c := got.Claim
+		switch {
+		case had && (prior.State.Final() || (prior.State == slotstore.StateRunning || prior.State == slotstore.StateRetrying) &&
+			m.now.Before(prior.LeaseEnd)):
+			m.fatalf("claim %+v won %+v over %+v", r, c, prior)
+		case !had && !r.Term && r.Slot.Before(m.born[r.Job]):
+			m.fatalf("claim %+v won a slot older than its generation, born %v", r, m.born[r.Job])
+		case c.Fence <= m.fence[r.Job]:
+			m.fatalf("claim %+v won fence %d after %d", r, c.Fence, m.fence[r.Job])
+		case c.Ref.Validate() != nil:
+			m.fatalf("claim %+v won %+v, which no renew, finish or release accepts: %v", r, c, c.Ref.Validate())
+		}
+		m.fence[r.Job] = c.Fence
+		m.won = append(m.won, c.Ref)
+	}
+}
+
+// checkMutation checks a renew, finish or release of ref as doc.go's
+// "Fenced mutations" says it must answer.
+func (m *model) checkMutation(op string, before map[key]slotstore.Marker, ref slotstore.Ref, invalid, err error) {
+	mk, ok := before[keyOf(ref.Job, ref.Slot)]
+	settled := mk.State == slotstore.StateDone || mk.State == slotstore.StateRetrying
+	var want error
+	switch {
+	case invalid != nil:
+		want = slotstore.ErrInvalid
+	case !ok || mk.Fence != ref.Fence:
+		want = slotstore.ErrLeaseLost
+	case mk.State == slotstore.StateRunning, settled && op == "finish":
+	case settled && op == "renew":
+		want = slotstore.ErrFinished
+	default:
+		want = slotstore.ErrLeaseLost
+	}
+	if (err == nil) != (want == nil) || !errors.Is(err, want) {
+		m.fatalf("%s %+v of %+v: %v, want %v", op, ref, mk, err, want)
+	}
+}
+
+// checkSkips checks the answers to a skip batch: a slot without a marker is
+// recorded skipped once the store's clock reaches NotBefore, never before.
+func (m *model) checkSkips(before map[key]slotstore.Marker, reqs []slotstore.SkipRequest, res []slotstore.ClaimResult) {
+	if len(res) != len(reqs) {
+		m.fatalf("%d skips, %d results", len(reqs), len(res))
+	}
+	before = maps.Clone(before)
+	for i, r := range reqs {
+		k, got := keyOf(r.Job, r.Slot), res[i]
+		if _, had := before[k]; had {
+			continue
+		}
+		want := slotstore.Skipped
+		if m.now.Before(r.NotBefore) {
+			want = slotstore.NotYet
+		}
+		if got.Status != want {
+			m.fatalf("skip %+v at %v: %v, want %v", r, m.now, got.Status, want)
+		}
+		if want == slotstore.Skipped {
+			before[k] = got.Marker
+		}
+	}
+}
+
+// checkEnroll checks that a job's generation begins once, when first seen.
+func (m *model) checkEnroll(jobs []string, gens []slotstore.Generation) {
+	if len(gens) != len(jobs) {
+		m.fatalf("enrolled %d jobs, %d generations", len(jobs), len(gens))
+	}
+	for i, g := range gens {
+		if _, ok := m.born[jobs[i]]; !ok {
+			m.born[jobs[i]] = m.now
+		}
+		if g.Job != jobs[i] || !g.Born.Equal(m.born[jobs[i]]) {
+			m.fatalf("enroll %q: %+v, want born %v", jobs[i], g, m.born[jobs[i]])
+		}
+	}
+}
