@@ -32,12 +32,16 @@ const (
 // SIGTERM or SIGINT stops the command: run shuts down gracefully (exit 0)
 // once the scheduler has started, and every command stops at once, with
 // exit 1, before then. A second signal ends the process at once.
-func Main(reg *jobs.Registry) {
+//
+// opts configure the scheduler that run starts (WithClock, WithRegistry,
+// ...); run's logger is built from the configuration unless an option
+// replaces it.
+func Main(reg *jobs.Registry, opts ...Option) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// After the first signal the default action is back: the second one
 	// ends the process, whatever it is waiting for.
 	context.AfterFunc(ctx, stop)
-	code := Command(ctx, os.Args[1:], os.Stdout, os.Stderr, reg)
+	code := Command(ctx, os.Args[1:], os.Stdout, os.Stderr, reg, opts...)
 	stop()
 	os.Exit(code)
 }
@@ -64,8 +68,9 @@ Run '%[1]s <command> -h' for a command's flags.
 `
 
 // Command runs one CLI command with args (without the program name) and
-// returns its exit code. Main calls it; tests can too.
-func Command(ctx context.Context, args []string, stdout, stderr io.Writer, reg *jobs.Registry) int {
+// returns its exit code. Main calls it; tests can too. opts configure the
+// scheduler of the run command, as in Main.
+func Command(ctx context.Context, args []string, stdout, stderr io.Writer, reg *jobs.Registry, opts ...Option) int {
 	prog := "scheduler"
 	if len(args) == 0 {
 		fmt.Fprintf(stderr, usage, prog)
@@ -75,7 +80,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer, reg *
 	var err error
 	switch cmd {
 	case "run":
-		err = cmdRun(ctx, rest, stderr, reg)
+		err = cmdRun(ctx, rest, stderr, reg, opts)
 	case "validate":
 		err = cmdValidate(ctx, rest, stdout, stderr, reg)
 	case "next":
@@ -145,7 +150,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-func cmdRun(ctx context.Context, args []string, stderr io.Writer, reg *jobs.Registry) error {
+func cmdRun(ctx context.Context, args []string, stderr io.Writer, reg *jobs.Registry, opts []Option) error {
 	fs, path := newFlags("run", stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -155,7 +160,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer, reg *jobs.Regi
 		if err != nil {
 			return nil, err
 		}
-		return New(cfg, reg, WithLogger(newLogger(cfg.Log, stderr)))
+		return New(cfg, reg, append([]Option{WithLogger(newLogger(cfg.Log, stderr))}, opts...)...)
 	})
 	if err != nil {
 		return err

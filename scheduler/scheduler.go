@@ -110,10 +110,12 @@ func (s *Scheduler) Replica() string { return s.replica }
 // gracefully: it stops claiming, lets running jobs finish for up to
 // shutdown_grace, cancels the rest, releases their slots so another replica
 // takes them over at once, and returns nil. It returns only when every
-// goroutine it started has ended. A store that cannot be opened is an error.
+// goroutine it started has ended. A store that cannot be opened is retried
+// for up to StoreWait (a replica restarted while its store restarts too
+// waits for it); after that it is an error.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if s.store == nil {
-		st, err := openStore(ctx, s.cfg.Store)
+		st, err := s.openStore(ctx)
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/memstore"
@@ -53,4 +54,28 @@ func openStore(ctx context.Context, cfg StoreConfig) (slotstore.Store, error) {
 		return s, nil
 	}
 	return nil, fmt.Errorf("unknown store kind %q", cfg.Kind)
+}
+
+// StoreWait is how long Run retries opening a store it cannot reach at
+// start-up before it gives up.
+const StoreWait = time.Minute
+
+// openStore opens the configured store, retrying for up to StoreWait with
+// a backoff from 250 ms to 5 s, and logging each failure.
+func (s *Scheduler) openStore(ctx context.Context) (slotstore.Store, error) {
+	give := time.Now().Add(StoreWait)
+	wait := 250 * time.Millisecond
+	for try := 1; ; try++ {
+		st, err := openStore(ctx, s.cfg.Store)
+		if err == nil || ctx.Err() != nil || time.Now().Add(wait).After(give) {
+			return st, err
+		}
+		s.log.Warn("opening the store failed; retrying", "replica", s.replica, "err", err, "try", try, "in", wait)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
 }

@@ -1,0 +1,64 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotcron/slotcron/internal/testserver"
+	"github.com/slotcron/slotcron/jobs"
+)
+
+// A replica started while its store is unreachable waits for the store
+// instead of exiting: it retries opening it, logging each failure, and
+// starts once the store answers.
+func TestRunWaitsForItsStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts redis-server")
+	}
+	t.Parallel()
+	srv := testserver.StartRedis(t)
+	proxy := testserver.StartProxy(t, srv.Addr())
+	proxy.Cut()
+	cfg, err := Parse("wait.yaml", []byte(fmt.Sprintf("store: {kind: redis, redis: {addr: %q}}\njobs: {hello: {schedule: '@hourly'}}", proxy.Addr())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := jobs.NewRegistry()
+	reg.Register("hello", func(context.Context, jobs.Run) error { return nil })
+	// The handler serialises its writes; the test reads the file back.
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	logs := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
+	s, err := New(cfg, reg, WithLogger(slog.New(slog.NewTextHandler(logFile, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	waitLog := func(msg string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logs(), msg); {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q logged; logs:\n%s", msg, logs())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitLog("opening the store failed; retrying")
+	proxy.Restore()
+	waitLog("scheduler started")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
