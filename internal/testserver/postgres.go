@@ -144,6 +144,28 @@ func (p *Postgres) Restart(tb testing.TB) {
 	}
 }
 
+// Crash stops the server with an immediate shutdown (SIGQUIT: no
+// checkpoint, crash recovery at the next start), as a crashed server
+// stops, and starts it again on the same port. Committed transactions
+// survive it; connections open before it are broken.
+func (p *Postgres) Crash(tb testing.TB) {
+	tb.Helper()
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd != nil {
+		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+		}
+	}
+	p.stop()
+	if err := p.serve(); err != nil {
+		tb.Fatalf("testserver: restart postgres after a crash: %v", err)
+	}
+}
+
 // Stop shuts the server down and removes its files. It is safe to call more
 // than once.
 func (p *Postgres) Stop() {
@@ -297,7 +319,11 @@ func (p *Postgres) serve() error {
 	cmd := p.command("postgres", "-D", filepath.Join(p.dir, "data"),
 		"-c", "listen_addresses=127.0.0.1", "-c", "port="+strconv.Itoa(p.port),
 		"-c", "unix_socket_directories="+sock,
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		// fsync off: only a crash of the machine could lose data, and
+		// tests crash only the server. synchronous_commit stays on, so an
+		// immediate shutdown (Crash) keeps every committed transaction,
+		// as a real server's crash does.
+		"-c", "fsync=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=300", "-c", "logging_collector=off")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 

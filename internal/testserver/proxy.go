@@ -17,6 +17,7 @@ type Proxy struct {
 	mu         sync.Mutex
 	ln         net.Listener // nil while cut
 	blackholed bool
+	delay      time.Duration // added before forwarding each read, both ways
 	stopped    bool
 	conns      map[net.Conn]struct{} // every open connection, both sides
 	wg         sync.WaitGroup        // the accept loop and every copier
@@ -59,12 +60,23 @@ func (p *Proxy) Blackhole() {
 	p.blackholed = true
 }
 
-// Restore forwards new connections again. Connections that lived through a
-// blackhole are dropped, since bytes of their streams were lost.
+// Delay holds every chunk of bytes for d before forwarding it, in both
+// directions, so each request and each reply arrives d late. Restore ends
+// it.
+func (p *Proxy) Delay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
+}
+
+// Restore forwards new connections again, without delay. Connections that
+// lived through a blackhole are dropped, since bytes of their streams were
+// lost.
 func (p *Proxy) Restore() {
 	p.t.Helper()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.delay = 0
 	if p.blackholed {
 		p.blackholed = false
 		p.dropLocked()
@@ -139,6 +151,9 @@ func (p *Proxy) pipe(src, dst net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		if d := p.delayNow(); n > 0 && d > 0 {
+			time.Sleep(d)
+		}
 		if n > 0 && dst != nil && !p.isBlackholed() {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
@@ -148,6 +163,12 @@ func (p *Proxy) pipe(src, dst net.Conn) {
 			return
 		}
 	}
+}
+
+func (p *Proxy) delayNow() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.delay
 }
 
 func (p *Proxy) isBlackholed() bool {
