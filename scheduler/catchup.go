@@ -144,12 +144,21 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 			l.s.log.Warn("recording skipped slots failed", "slots", n, "err", err)
 		}
 		for i, r := range res {
-			if r.Status != slotstore.NotYet || i >= n {
-				continue
+			if i >= n {
+				break
 			}
 			q := reqs[i]
 			p := l.s.plan(q.Job)
 			if p == nil {
+				continue
+			}
+			if r.Status == slotstore.Held {
+				// Claimed meanwhile by a replica that may die: watch it, as
+				// a replica whose claim lost does.
+				l.push(&entry{p: p, slot: q.Slot, kind: watch}, l.s.now().Add(min(r.Remaining, p.lease/3)))
+				continue
+			}
+			if r.Status != slotstore.NotYet {
 				continue
 			}
 			at := l.s.now().Add(r.Remaining + time.Millisecond)

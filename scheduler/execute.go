@@ -24,6 +24,10 @@ var errReplaced = errors.New("scheduler: replaced by a later slot")
 // lease_lost, released, replaced or retrying.
 type runEnd string
 
+// endLeaseLost ends a run whose claim passed to another replica, or whose
+// outcome could not be recorded: nothing of it is in the store.
+const endLeaseLost runEnd = "lease_lost"
+
 // runHooks are what the loop wants to hear from a run; nil fields are
 // ignored.
 type runHooks struct {
@@ -84,14 +88,14 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 	}
 	if !keeper.Trusted() {
 		log.Warn("run ended after lease lost; outcome not recorded", "duration", dur, "err", errString(err))
-		return count("lease_lost")
+		return count(endLeaseLost)
 	}
 	if err != nil && errors.Is(context.Cause(ctx), errShutdown) {
 		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer rcancel()
 		if rerr := s.store.Release(rctx, c.Ref); rerr != nil {
 			log.Warn("release failed; the slot is taken over when its lease ends", "err", rerr)
-			return count("lease_lost")
+			return count(endLeaseLost)
 		}
 		log.Info("run released", "duration", dur, "err", errString(err))
 		return count("released")
@@ -109,7 +113,7 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 		fp.RetryAt, _ = p.retryAt(c.Slot, c.Attempt, s.now())
 	}
 	if !s.finish(keeper, fp, log) {
-		return count("lease_lost")
+		return count(endLeaseLost)
 	}
 	attrs := []any{"outcome", outcome, "duration", dur}
 	if err != nil {

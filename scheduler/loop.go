@@ -44,8 +44,9 @@ type loop struct {
 	// cancel function (slotKey → context.CancelCauseFunc); run goroutines
 	// remove theirs when they end.
 	mine sync.Map
-	// retries carries the retries runs scheduled to the loop goroutine.
-	retries chan retryNote
+	// watches carries to the loop goroutine the slots runs ask it to
+	// watch: a retry a failed run scheduled, a slot whose lease a run lost.
+	watches chan watchNote
 	// unknown holds the slots whose last claim's outcome is unknown: if
 	// such a slot turns out held by this replica, the claim won and its
 	// reply was lost, and the run is adopted.
@@ -58,14 +59,17 @@ type loop struct {
 	newJobs map[string]bool
 }
 
-// retryNote is a failed slot whose retry is due at at.
-type retryNote struct {
+// watchNote asks the loop to watch a slot from at: a failed slot whose
+// retry is due then (retry set), or a slot whose lease this replica lost,
+// so it takes the slot over should its successor die too.
+type watchNote struct {
 	p        *plan
 	slot, at time.Time
+	retry    bool
 }
 
 func newLoop(s *Scheduler, runCtx context.Context, runs *sync.WaitGroup) *loop {
-	return &loop{s: s, runCtx: runCtx, runs: runs, watched: make(map[slotKey]bool), retries: make(chan retryNote, 64),
+	return &loop{s: s, runCtx: runCtx, runs: runs, watched: make(map[slotKey]bool), watches: make(chan watchNote, 64),
 		unknown: make(map[slotKey]bool), dataLoss: make(map[string]bool),
 		newJobs: make(map[string]bool)}
 }
@@ -94,10 +98,14 @@ func (l *loop) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case n := <-l.retries:
+		case n := <-l.watches:
 			// Watch the slot from the moment its retry is due, like any
-			// slot another replica may take.
-			l.push(&entry{p: n.p, slot: n.slot, kind: watch, until: n.p.retryUntil(n.slot)}, n.at)
+			// slot another replica may take; a takeover has no window.
+			e := &entry{p: n.p, slot: n.slot, kind: watch}
+			if n.retry {
+				e.until = n.p.retryUntil(n.slot)
+			}
+			l.push(e, n.at)
 			continue
 		case <-timer.C:
 		}
@@ -360,14 +368,26 @@ func (l *loop) start(p *plan, c slotstore.Claim, sent time.Time) {
 	l.mine.Store(k, cancel)
 	hooks := runHooks{retryAt: func(slot, at time.Time) {
 		select {
-		case l.retries <- retryNote{p: p, slot: slot, at: at}:
+		case l.watches <- watchNote{p: p, slot: slot, at: at, retry: true}:
 		case <-l.runCtx.Done():
 		}
 	}}
 	l.runs.Go(func() {
 		defer l.active.Add(-1)
-		defer l.mine.Delete(k)
-		l.s.execute(ctx, cancel, p, c, sent, hooks)
+		end := func() runEnd {
+			defer l.mine.Delete(k)
+			return l.s.execute(ctx, cancel, p, c, sent, hooks)
+		}()
+		if end != endLeaseLost {
+			return
+		}
+		// The successor may die too, and the replicas that watched the slot
+		// may be gone or busy elsewhere: watch it like any claimed slot. A
+		// full channel drops the note; the next scan finds the slot.
+		select {
+		case l.watches <- watchNote{p: p, slot: c.Slot, at: l.s.now()}:
+		default:
+		}
 	})
 }
 

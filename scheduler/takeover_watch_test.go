@@ -1,0 +1,100 @@
+package scheduler
+
+import (
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// A holder that lost its lease watches the slot it lost: when its successor
+// dies too, it takes the slot over once the successor's lease ends, not at
+// its next scan of running slots a minute later.
+func TestHolderThatLostItsLeaseWatchesTheSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, rec, reg := rig(&recorder{sleep: 20 * time.Second}, "long")
+		conf := `jobs: {long: {schedule: "@every 1h", lease: 3s, max_attempts: 5}}`
+		toA, toB := &flaky{Store: st}, &flaky{Store: st}
+		stopA := start(t, replica(t, toA, "a", conf, reg))
+		synctest.Wait() // a has claimed the slot due now
+		stopB := start(t, replica(t, toB, "b", conf, reg))
+
+		time.Sleep(500 * time.Millisecond)
+		toA.cut(true) // b takes the slot over when a's lease ends
+		time.Sleep(5 * time.Second)
+		toA.cut(false)
+		time.Sleep(2 * time.Second)
+		cut := time.Now()
+		toB.cut(true) // and then b is cut off too
+		time.Sleep(6 * time.Second)
+		stopA()
+		stopB()
+
+		evs := rec.snapshot()
+		if len(evs) != 3 {
+			t.Fatalf("%d runs, want a's, b's takeover and a's takeover back: %+v", len(evs), evs)
+		}
+		back := evs[2]
+		if back.run.Replica != "a" || back.run.Attempt != 3 || back.run.Fence <= evs[1].run.Fence {
+			t.Fatalf("third run: replica %s attempt %d fence %d; want a, attempt 3, fence above %d",
+				back.run.Replica, back.run.Attempt, back.run.Fence, evs[1].run.Fence)
+		}
+		// b's last renewal was sent before the cut: its lease ends within
+		// a lease of it, and a claims at that moment.
+		if late := back.started.Sub(cut); late > 3*time.Second+time.Second {
+			t.Errorf("a took the slot back %v after b was cut off, want within lease + lease/3", late)
+		}
+	})
+}
+
+// A replica whose clock jumps ahead finds a slot missed and, the store's
+// clock not agreeing yet, tries to record it when the window closes;
+// finding it claimed then, it watches the slot like any replica whose claim
+// lost, and takes it over when the holder dies.
+func TestFastReplicaWatchesASlotItFoundClaimed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, rec, reg := rig(&recorder{sleep: 20 * time.Second}, "long")
+		conf := `jobs: {long: {schedule: "@every 10m", starting_deadline: 5s, lease: 3s, catch_up: none}}`
+		cfg, err := Parse("test.yaml", []byte(conf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Replica = "fast"
+		var skew atomic.Int64
+		fast, err := New(cfg, reg, WithStore(st), WithLogger(testLogger()),
+			WithClock(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		slot := time.Now().Truncate(10 * time.Minute).Add(10 * time.Minute)
+		holder := &flaky{Store: st}
+		stopFast := start(t, fast)
+		stopA := start(t, replica(t, holder, "a", conf, reg))
+		time.Sleep(time.Until(slot) - 100*time.Millisecond)
+		skew.Store(int64(20 * time.Second)) // the slot is missed by this clock
+		time.Sleep(600 * time.Millisecond)
+		holder.cut(true) // a dies mid-run
+		time.Sleep(10 * time.Second)
+		stopA()
+		stopFast()
+
+		var evs []event
+		for _, ev := range rec.snapshot() {
+			if ev.run.Slot.Equal(slot) {
+				evs = append(evs, ev)
+			}
+		}
+		if len(evs) != 2 {
+			t.Fatalf("%d runs of the slot, want a's and the fast replica's takeover: %+v", len(evs), evs)
+		}
+		if r := evs[1].run; r.Replica != "fast" || r.Attempt != 2 {
+			t.Fatalf("second run: replica %s attempt %d, want fast, attempt 2", r.Replica, r.Attempt)
+		}
+		// The fast replica looks again when the slot's window closes by the
+		// store's clock, after a's lease ended.
+		if late := evs[1].started.Sub(slot); late > 5*time.Second+time.Second {
+			t.Errorf("takeover %v after the slot, want by the end of its window", late)
+		}
+	})
+}
