@@ -181,6 +181,9 @@ func (l *loop) claim(ctx context.Context, batch []*entry) {
 			// A watched slot was claimed before: never create its marker
 			// anew, whatever happened to the old one.
 			TakeoverOnly: e.kind == watch,
+			// Not before the slot by the store's clock, however far ahead
+			// this replica's clock runs (guarantee 3 after a loss).
+			NotBefore: e.slot,
 		}
 	}
 	sent := time.Now()
@@ -277,6 +280,14 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 		if r.Marker.Holder == l.s.replica && r.Marker.Reason == slotstore.ReasonOverlap {
 			l.s.metrics.missed.WithLabelValues(e.p.name, slotstore.ReasonOverlap).Inc()
 		}
+	case slotstore.NotYet:
+		// This replica's clock runs ahead of the store's: the store hands
+		// out a slot only once its own clock says it is due.
+		l.s.log.Debug("slot not due yet by the store's clock", append(attrs, "remaining", r.Remaining.Round(time.Millisecond))...)
+		if e.kind == fire {
+			e.kind = retry // the next slot is scheduled already
+		}
+		l.push(e, l.s.now().Add(max(r.Remaining-time.Since(sent), time.Millisecond)))
 	case slotstore.Absent:
 		l.s.log.Debug("slot gone", append(attrs, "reason", "its marker no longer exists")...)
 	case slotstore.Abandoned:

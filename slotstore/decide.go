@@ -45,6 +45,9 @@ func (r ClaimRequest) Normalize() (ClaimRequest, error) {
 		r.Retain = DefaultRetain
 	}
 	r.Slot = r.Slot.UTC().Truncate(time.Second)
+	if !r.NotBefore.IsZero() {
+		r.NotBefore = r.NotBefore.UTC()
+	}
 	return r, nil
 }
 
@@ -174,7 +177,13 @@ const (
 	// began and is not held by a live lease, abandoned with Reason
 	// ReasonDataLoss: the store may have lost a newer state of it.
 	DecideAbandonDataLoss
+	// Leave the slot, which has no marker, alone: the store's clock has not
+	// reached the claim's NotBefore. Apply answers NotYet.
+	DecideNotYet
 )
+
+// Changes reports whether the decision writes the slot's marker.
+func (d Decision) Changes() bool { return d != DecideLose && d != DecideNotYet }
 
 // Decide applies the claim rules to the slot's current marker (nil when the
 // slot has none) at the store's time now; born is when the job's generation
@@ -195,6 +204,11 @@ func Decide(m *Marker, r ClaimRequest, now, born time.Time, running []Marker) De
 		}
 		if BeforeGeneration(r.Slot, born) && !r.Term {
 			return DecideDataLoss
+		}
+		// A replica whose clock runs ahead tries early; it gets the slot
+		// when the store's clock reaches r.NotBefore.
+		if now.Before(r.NotBefore) {
+			return DecideNotYet
 		}
 		switch r.Overlap {
 		case OverlapForbid:
@@ -302,6 +316,8 @@ func Apply(d Decision, m Marker, r ClaimRequest, replica, incarnation string, fe
 	case DecideDataLoss:
 		m = skipped(r.Job, r.Slot, r.Slot.Add(r.Retain), ReasonDataLoss, replica, r.Manual, now)
 		return m, ClaimResult{Status: Skipped, Marker: m}
+	case DecideNotYet:
+		return m, ClaimResult{Status: NotYet, Remaining: r.NotBefore.Sub(now)}
 	}
 	res := ClaimResult{Marker: m}
 	switch m.State {

@@ -85,6 +85,13 @@
 // before its own clock passes it (Status NotYet): a replica whose clock
 // runs fast cannot record as missed a slot the others may still run.
 //
+// Claims work alike: a replica sets ClaimRequest.NotBefore to the slot, and
+// the store creates no first marker before its own clock reaches it. So a
+// replica whose clock runs ahead does not run a slot early, and no marker
+// ever exists before its slot's time: every marker a loss of data can take
+// is of a slot older than the generation that begins after the loss, which
+// guarantee 3 relies on.
+//
 // Decide, Apply, Supersede and ApplySkip are the decision table in Go;
 // backends that cannot run Go encode the same table, and storetest checks
 // every backend against it.
@@ -104,7 +111,8 @@
 //     expired, the next Claim takes it over (attempt+1, higher fence) or,
 //     with OnCrash skip or no attempts left, marks it abandoned.
 //  5. Misses are judged by the store's clock: Skip records nothing before
-//     the request's NotBefore by the store's clock.
+//     the request's NotBefore by the store's clock, and Claim creates no
+//     first marker before its NotBefore.
 //
 // # Fenced mutations
 //

@@ -105,6 +105,14 @@ type ClaimRequest struct {
 	// creates its marker wins whatever the job's generation (a new term
 	// after the store lost the old one is what must happen).
 	Term bool
+	// NotBefore, when set, is the earliest time by the store's clock at
+	// which the claim may create the slot's first marker; before it the
+	// claim changes nothing and answers NotYet. A replica sets it to the
+	// slot, so one whose clock runs ahead gets the slot when it is due:
+	// no marker then exists before its slot's time, and every marker a
+	// loss of data can take is of a slot older than the generation that
+	// begins after the loss (guarantee 3). It does not bind takeovers.
+	NotBefore time.Time
 	// Manual marks the slot as a manual trigger's: a claim that creates
 	// the slot's marker (won, or skipped for overlap) records it in
 	// Marker.Manual; later claims of the slot keep the marker's own.
@@ -163,9 +171,9 @@ const (
 	// Waiting: the slot failed and its retry is due later; Remaining says
 	// when, by the store's clock. Nothing was changed.
 	Waiting
-	// NotYet: a Skip came before its NotBefore by the store's clock;
-	// Remaining says how long until it may be recorded. Nothing was
-	// changed.
+	// NotYet: a Skip, or a Claim of a slot with no marker, came before its
+	// NotBefore by the store's clock; Remaining says how long until it may
+	// be recorded or claimed. Nothing was changed.
 	NotYet
 )
 

@@ -159,7 +159,7 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 			fence = s.fences[r.Job]
 		}
 		m, res := slotstore.Apply(d, cur, r, p.Replica, p.Incarnation, fence, now)
-		if d != slotstore.DecideLose {
+		if d.Changes() {
 			s.put(m)
 		}
 		if d == slotstore.DecideReplace {

@@ -27,7 +27,7 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 		if r.Overlap == slotstore.OverlapReplace {
 			reason = slotstore.ReasonReplacedBy + r.Slot.Format(time.RFC3339)
 		}
-		b.add(r, false, reason, time.Time{})
+		b.add(r, false, reason, r.NotBefore)
 	}
 	return s.run(ctx, "claim", p.Replica, p.Incarnation, b)
 }
@@ -120,9 +120,13 @@ func (s *Store) run(ctx context.Context, op, replica, incarnation string, b *bat
 		}
 		i := int(ord) - 1
 		res := result(m, won, prev, now.UTC())
-		if b.skipping[i] && m.State == "" {
+		switch {
+		case b.skipping[i] && m.State == "":
 			// A skip leaves a slot without a marker only before its
 			// NotBefore.
+			res = slotstore.ClaimResult{Status: slotstore.NotYet, Remaining: max(b.notBefore[i].Time.Sub(now), time.Microsecond)}
+		case !b.skipping[i] && m.State == "" && !b.takeover[i]:
+			// So does a claim.
 			res = slotstore.ClaimResult{Status: slotstore.NotYet, Remaining: max(b.notBefore[i].Time.Sub(now), time.Microsecond)}
 		}
 		if won {

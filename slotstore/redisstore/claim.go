@@ -30,7 +30,7 @@ type request struct {
 	// reason is a skip's reason, or the one a replace claim gives the
 	// markers it supersedes.
 	reason string
-	// notBefore is a skip's NotBefore.
+	// notBefore is the request's NotBefore, a skip's or a claim's.
 	notBefore time.Time
 }
 
@@ -50,7 +50,7 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 	}
 	rs := make([]request, len(reqs))
 	for i, r := range reqs {
-		rs[i] = request{ClaimRequest: r}
+		rs[i] = request{ClaimRequest: r, notBefore: r.NotBefore}
 		if r.Overlap == slotstore.OverlapReplace {
 			rs[i].reason = slotstore.ReasonReplacedBy + r.Slot.Format(time.RFC3339)
 		}
@@ -201,9 +201,9 @@ func (s *Store) claimCall(replica, incarnation string, reqs []request, idx []int
 		kind, notBefore := "c", ""
 		if r.skip {
 			kind = "s"
-			if !r.notBefore.IsZero() {
-				notBefore = strconv.FormatInt(r.notBefore.UnixMicro(), 10)
-			}
+		}
+		if !r.notBefore.IsZero() {
+			notBefore = strconv.FormatInt(r.notBefore.UnixMicro(), 10)
 		}
 		args = append(args, g, r.Slot.Unix(), millisUp(r.Lease), string(r.OnCrash), r.MaxAttempts,
 			r.Slot.Add(r.Retain).UnixMilli(), flag(r.TakeoverOnly), string(r.Overlap), flag(r.Manual), kind, r.reason,

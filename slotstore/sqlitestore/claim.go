@@ -249,7 +249,7 @@ func (st *stmts) claimAll(ctx context.Context, p slotstore.ClaimParams, reqs []s
 		}
 		m, res := slotstore.Apply(d, base, r, p.Replica, p.Incarnation, fence, now)
 		res.Marker = stored(m)
-		if d != slotstore.DecideLose {
+		if d.Changes() {
 			if err := st.put(ctx, res.Marker); err != nil {
 				return nil, err
 			}

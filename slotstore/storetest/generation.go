@@ -98,6 +98,31 @@ func testSkipNotBefore(t *testing.T, s slotstore.Store) {
 	}
 }
 
+// testClaimNotBefore: a claim that would create a slot's first marker
+// before its NotBefore by the store's clock creates nothing and says how
+// long to wait; after it, or for a slot with a marker, the claim decides as
+// usual.
+func testClaimNotBefore(t *testing.T, s slotstore.Store) {
+	const job = "claimnb"
+	sl := slots(2)
+	early := req(job, sl[0], longLease)
+	early.NotBefore = time.Now().Add(time.Hour)
+	res := claimOne(t, s, "r1", early)
+	if res.Status != slotstore.NotYet || res.Remaining < time.Hour-time.Minute || res.Remaining > time.Hour+time.Second {
+		t.Fatalf("early claim: %v, remaining %v; want not yet, about an hour", res.Status, res.Remaining)
+	}
+	if _, ok := find(t, s, job, sl[0]); ok {
+		t.Fatal("an early claim recorded a marker")
+	}
+	due := early
+	due.NotBefore = time.Now().Add(-time.Second)
+	won := mustWin(t, s, "r2", due)
+	// A slot with a marker answers as before, early or not.
+	if res := claimOne(t, s, "r1", early); res.Status != slotstore.Held || res.Marker.Fence != won.Claim.Fence {
+		t.Errorf("early claim of a held slot: %+v", res)
+	}
+}
+
 // testRenewFinished: a renewal of a slot its own claim finished says so
 // (ErrFinished), distinct from a lost lease; Release and stale fences
 // still answer ErrLeaseLost.

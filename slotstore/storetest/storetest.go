@@ -62,6 +62,7 @@ func Run(t *testing.T, newStore func(t *testing.T) slotstore.Store) {
 		{"Generation", testGeneration},
 		{"EnrollConcurrently", testEnrollConcurrently},
 		{"SkipNotBefore", testSkipNotBefore},
+		{"ClaimNotBefore", testClaimNotBefore},
 		{"RenewFinished", testRenewFinished},
 		{"Incarnation", testIncarnation},
 	}

@@ -163,6 +163,10 @@ for i = 1, n do
       -- Older than the generation: its marker may have been lost with the
       -- data, after it ran.
       decision, reason = 'skip', dataLoss
+    elseif not takeoverOnly and notBefore ~= '' and micros < tonumber(notBefore) then
+      -- Before its NotBefore by this clock (a replica whose clock runs
+      -- ahead): no first marker yet.
+      early = true
     elseif not takeoverOnly then
       decision = 'win'
       if overlap == 'forbid' then
