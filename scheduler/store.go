@@ -2,8 +2,15 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/memstore"
@@ -61,21 +68,43 @@ func openStore(ctx context.Context, cfg StoreConfig) (slotstore.Store, error) {
 const StoreWait = time.Minute
 
 // openStore opens the configured store, retrying for up to StoreWait with
-// a backoff from 250 ms to 5 s, and logging each failure.
+// a backoff from 250 ms to 5 s while the store cannot be reached, and
+// logging each failure. Any other error (a bad option, a refused login, a
+// missing directory) is returned at once: waiting would not mend it.
 func (s *Scheduler) openStore(ctx context.Context) (slotstore.Store, error) {
-	give := time.Now().Add(StoreWait)
+	octx, cancel := context.WithTimeout(ctx, StoreWait)
+	defer cancel()
 	wait := 250 * time.Millisecond
 	for try := 1; ; try++ {
-		st, err := openStore(ctx, s.cfg.Store)
-		if err == nil || ctx.Err() != nil || time.Now().Add(wait).After(give) {
+		st, err := openStore(octx, s.cfg.Store)
+		if err == nil || !unreachable(err) || octx.Err() != nil {
+			if err != nil && ctx.Err() == nil && octx.Err() != nil {
+				err = fmt.Errorf("%w (gave up after %v)", err, StoreWait)
+			}
 			return st, err
 		}
 		s.log.Warn("opening the store failed; retrying", "replica", s.replica, "err", err, "try", try, "in", wait)
 		select {
-		case <-ctx.Done():
-			return nil, err
+		case <-octx.Done():
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
+}
+
+// unreachable reports whether err says the store could not be reached, or
+// was not ready to serve: a refused or broken connection, a timeout, a
+// server starting up or shutting down.
+func unreachable(err error) bool {
+	var netErr net.Error
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr):
+		return pgErr.Code == "57P03" || pgErr.Code == "57P01" // cannot connect now; admin shutdown
+	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	// Redis answers LOADING while it reads its data set at start-up.
+	return strings.Contains(err.Error(), "LOADING")
 }

@@ -62,3 +62,31 @@ func TestRunWaitsForItsStore(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 }
+
+// A store that cannot be opened for a reason waiting cannot mend (here a
+// SQLite file in a directory that does not exist) fails Run at once.
+func TestRunDoesNotWaitForABrokenStore(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "missing", "slotcron.db")
+	cfg, err := Parse("broken.yaml", []byte(fmt.Sprintf("store: {kind: sqlite, sqlite: {path: %q}}\njobs: {hello: {schedule: '@hourly'}}", path)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := jobs.NewRegistry()
+	reg.Register("hello", func(context.Context, jobs.Run) error { return nil })
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	s, err := New(cfg, reg, WithLogger(slog.New(slog.NewTextHandler(logFile, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(context.Background()); err == nil {
+		t.Fatal("Run opened a SQLite file in a missing directory")
+	}
+	if b, _ := os.ReadFile(logFile.Name()); strings.Contains(string(b), "retrying") {
+		t.Fatalf("Run retried a store it can never open:\n%s", b)
+	}
+}
