@@ -34,6 +34,16 @@ check: ## gofmt, go vet
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && exit 1)
 	$(GO) vet $(PKGS)
 
+CHAOS_STORES   ?= sqlite,redis,postgres
+CHAOS_DURATION ?= 3m
+CHAOS_SEED     ?= 0
+CHAOS_DIR      ?=
+
+.PHONY: chaos
+chaos: setup ## kill, freeze, cut and clock faults on real replicas, then the checker (CHAOS_DURATION=10m CHAOS_SEED=N CHAOS_STORES=redis)
+	$(GO) test ./internal/chaos -run 'TestChaos$$' -count=1 -timeout 0 -v -args \
+		-chaos.stores=$(CHAOS_STORES) -chaos.seed=$(CHAOS_SEED) -chaos.duration=$(CHAOS_DURATION) -chaos.dir=$(abspath $(CHAOS_DIR))
+
 .PHONY: bench
 bench: ## run the benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

@@ -273,7 +273,7 @@ func (p *Postgres) command(name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(p.bin, name), args...)
 	cmd.Dir = p.dir
 	cmd.Env = []string{"LC_ALL=C", "LANG=C", "PATH=" + p.bin + ":/usr/bin:/bin"}
-	orphanProof(cmd) // no server outlives a test binary that dies without cleaning up
+	OrphanProof(cmd) // no server outlives a test binary that dies without cleaning up
 	if p.cred != nil {
 		if cmd.SysProcAttr == nil {
 			cmd.SysProcAttr = &syscall.SysProcAttr{}

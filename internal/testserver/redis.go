@@ -110,7 +110,7 @@ func (r *Redis) start() error {
 	args = append(append(args, "--port", strconv.Itoa(r.port)), r.args...)
 	cmd := exec.Command(r.bin, args...)
 	cmd.Dir = r.dir
-	orphanProof(cmd)
+	OrphanProof(cmd)
 	if err := cmd.Start(); err != nil {
 		return err
 	}

@@ -1,0 +1,392 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// row is one row of an effects table.
+type row struct {
+	key     slotKey
+	fence   int64
+	attempt int
+	replica string
+	at      time.Time
+}
+
+// readRows reads table from db, every row.
+func readRows(ctx context.Context, db *pgxpool.Pool, table string) ([]row, error) {
+	rows, err := db.Query(ctx, `SELECT job, slot, fence, attempt, replica, at FROM `+table+` ORDER BY at`)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: read %s: %w", table, err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		err := r.Scan(&x.key.job, &x.key.slot, &x.fence, &x.attempt, &x.replica, &x.at)
+		x.key.slot = x.key.slot.UTC()
+		return x, err
+	})
+}
+
+// bySlot groups rows by slot.
+func bySlot(rows []row) map[slotKey][]row {
+	out := map[slotKey][]row{}
+	for _, r := range rows {
+		out[r.key] = append(out[r.key], r)
+	}
+	return out
+}
+
+// check reads what the replicas did and judges it.
+func (s *session) check() *Report {
+	ctx := context.Background()
+	rep := &Report{Store: s.o.Store, Seed: s.o.Seed, Duration: s.o.Duration, Replicas: s.o.Replicas, Lease: s.o.Lease,
+		Faults: map[string]int{}, Duplicates: map[string]int{}, Refusals: map[string]int{}, CheckLatency: s.o.LatencyBound}
+	s.mu.Lock()
+	faults := slices.Clone(s.faults)
+	probes := slices.Clone(s.probes)
+	odd := slices.Clone(s.odd)
+	started, stopped := s.started, s.stopped
+	s.mu.Unlock()
+	for _, f := range faults {
+		rep.Faults[f.Kind]++
+	}
+	tables := map[string]map[slotKey][]row{}
+	for _, t := range []string{"starts", "effect_once", "effect_fenced", "effect_plain"} {
+		rows, err := readRows(ctx, s.effects, t)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		tables[t] = bySlot(rows)
+	}
+	if s.o.Store == StorePostgres {
+		db, err := pgxpool.New(ctx, s.storeDSN)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		rows, err := readRows(ctx, db, "chaos_complete")
+		db.Close()
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		tables["chaos_complete"] = bySlot(rows)
+	}
+	styles := map[string]string{"effect_once": "once", "effect_fenced": "fenced", "effect_plain": "unfenced", "chaos_complete": "complete"}
+	for t, style := range styles {
+		if _, ok := tables[t]; !ok {
+			continue
+		}
+		rep.Duplicates[style] = 0
+		for k, rs := range tables[t] {
+			if len(rs) > 1 {
+				rep.Duplicates[style]++
+				rep.Dups = append(rep.Dups, fmt.Sprintf("%s: %d %s effects (fences %v)", k, len(rs), style, fences(rs)))
+			}
+		}
+	}
+	for _, rs := range tables["starts"] {
+		rep.Reexecutions += len(rs) - 1
+	}
+	refusals, err := s.effects.Query(ctx, `SELECT style || ' ' || kind, count(*) FROM refusals GROUP BY 1`)
+	if err == nil {
+		for refusals.Next() {
+			var k string
+			var n int
+			if refusals.Scan(&k, &n) == nil {
+				rep.Refusals[k] = n
+			}
+		}
+		refusals.Close()
+	}
+	lines := s.lines()
+	// Slots due from one second after every replica had started until the
+	// faults ended must each have had their effect once.
+	for _, j := range s.jobs() {
+		first := started.Add(time.Second).Truncate(j.every).Add(j.every)
+		for at := first; !at.After(stopped); at = at.Add(j.every) {
+			k := slotKey{j.name, at.UTC()}
+			rep.Slots++
+			switch len(tables[j.effect][k]) {
+			case 0:
+				rep.Lost = append(rep.Lost, s.classify(k, j.every, faults, lines))
+			case 1:
+				rep.ExactlyOnce++
+			}
+		}
+	}
+	rep.Takeovers, rep.Unmeasured = s.takeovers(probes, tables["starts"], faults, lines)
+	rep.EarlySkips = s.earlySkips()
+	rep.Reruns = s.reruns(tables["starts"])
+	rep.FenceOrder = fenceOrder(tables["starts"])
+	late, err := s.lateEffects(ctx, tables["starts"], faults)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	rep.LateEffects = late
+	rep.Odd = append(odd, alarms(lines)...)
+	return rep
+}
+
+func fences(rs []row) []int64 {
+	var out []int64
+	for _, r := range rs {
+		out = append(out, r.fence)
+	}
+	return out
+}
+
+// lines returns the log lines of every replica.
+func (s *session) lines() []logLine {
+	var out []logLine
+	for _, m := range s.members {
+		out = append(out, m.allLines()...)
+	}
+	return out
+}
+
+// classify says what the store and the logs recorded of a slot with no
+// effect, names the fault nearest to it, and excuses it only when the
+// store lost its data around it or was down through its window. A slot
+// seen done is never excused: its effect was lost.
+func (s *session) classify(k slotKey, period time.Duration, faults []Fault, lines []logLine) LostSlot {
+	l := LostSlot{Key: k.String(), State: "no marker"}
+	s.mu.Lock()
+	versions := slices.Clone(s.markers[k])
+	s.mu.Unlock()
+	done := false
+	for _, m := range versions {
+		l.State, l.Reason = string(m.State), m.Reason
+		done = done || m.State == slotstore.StateDone
+	}
+	slot := k.slot.Format(time.RFC3339)
+	for _, ln := range lines {
+		if ln.Job == k.job && ln.Slot == slot && ln.Msg != "run started" {
+			l.Logged = append(l.Logged, fmt.Sprintf("%s: %s %s", ln.replica, ln.Msg, ln.Reason))
+		}
+	}
+	around := s.o.Deadline + 3*s.o.Lease
+	best := time.Duration(1<<63 - 1)
+	for _, f := range faults {
+		d := f.At.Sub(k.slot).Abs()
+		if f.Until.After(k.slot) && f.At.Before(k.slot) {
+			d = 0
+		}
+		if d <= around && d < best {
+			best = d
+			l.Fault = fmt.Sprintf("%s %s at %+.1fs", f.Kind, f.Replica, f.At.Sub(k.slot).Seconds())
+		}
+		if done || l.Excused != "" {
+			continue
+		}
+		loss := f.Kind == FaultRedisRestart || f.Kind == FaultRedisFlush
+		switch {
+		case loss && l.Reason == slotstore.ReasonDataLoss && !f.At.After(k.slot.Add(s.o.Deadline)) && k.slot.Sub(f.At) <= period+around:
+			// Guarantee 3 is conservative: the first claim of each job
+			// after the loss begins its new generation, and a slot before
+			// that is skipped, as it may have run before the loss.
+			l.Excused = "the store lost its data"
+		case loss && (l.State == string(slotstore.StateRunning) || l.State == "no marker") && d <= around:
+			// Running at the loss, or due while it happened.
+			l.Excused = "the store lost its data"
+		case (f.Kind == FaultRedisRestart || f.Kind == FaultPGCrash) && f.At.Before(k.slot.Add(s.o.Deadline)) && f.Until.Add(s.o.Lease).After(k.slot):
+			l.Excused = "the store was down"
+		}
+	}
+	return l
+}
+
+// takeovers measures, for each holder taken out mid-run, how long until
+// another replica started its slot, against the lease it had left. On
+// SQLite a replica frozen while it held the file's write lock blocks every
+// replica until it resumes; a takeover during which a replica was frozen
+// and another's store calls failed is marked Blocked. A killed holder
+// whose slot no one started again is listed as unmeasured, unless the
+// store lost its data or went down meanwhile.
+func (s *session) takeovers(probes []*probe, starts map[slotKey][]row, faults []Fault, lines []logLine) ([]Takeover, []string) {
+	var out []Takeover
+	var unmeasured []string
+	for _, p := range probes {
+		found := false
+		for _, r := range starts[p.key] {
+			if r.fence <= p.fence {
+				continue
+			}
+			found = true
+			t := Takeover{Key: p.key.String(), Fault: p.fault, Latency: r.at.Sub(p.at), Remaining: max(p.leaseEnd.Sub(p.at), 0)}
+			if s.o.Store == StoreSQLite {
+				for _, f := range faults {
+					frozen := f.Kind == FaultStop || f.Kind == FaultEffectStop
+					if frozen && f.Kind+" "+f.Replica != p.fault && f.At.Before(r.at) && f.Until.After(p.at) &&
+						storeFailed(lines, f.Replica, p.at, r.at) {
+						t.Blocked = f.Kind + " " + f.Replica
+					}
+				}
+			}
+			out = append(out, t)
+			break
+		}
+		killed := strings.HasPrefix(p.fault, FaultKill+" ") || strings.HasPrefix(p.fault, FaultEffectKill+" ")
+		if found || !killed {
+			continue // a frozen holder may resume in time and finish its slot
+		}
+		excused := false
+		for _, f := range faults {
+			if f.storeFault() && f.Until.After(p.at.Add(-time.Second)) && f.At.Before(p.leaseEnd.Add(s.o.Deadline)) {
+				excused = true
+			}
+		}
+		if !excused {
+			unmeasured = append(unmeasured, fmt.Sprintf("%s: holder taken out (%s) at %s, fence %d; no successor started it",
+				p.key, p.fault, p.at.UTC().Format(time.RFC3339Nano), p.fence))
+		}
+	}
+	return out, unmeasured
+}
+
+// reruns lists every start of a slot after the slot was seen done, by a
+// claim newer than the one that finished it (guarantee 3).
+func (s *session) reruns(starts map[slotKey][]row) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k, vs := range s.markers {
+		for _, m := range vs {
+			if m.State != slotstore.StateDone {
+				continue
+			}
+			for _, r := range starts[k] {
+				if r.fence > m.Fence && r.at.After(m.FinishedAt) {
+					out = append(out, fmt.Sprintf("%s done at %s (fence %d) started again by %s with fence %d at %s",
+						k, m.FinishedAt.UTC().Format(time.RFC3339Nano), m.Fence, r.replica, r.fence, r.at.UTC().Format(time.RFC3339Nano)))
+				}
+			}
+			break
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// fenceOrder lists slots whose attempts did not get growing fences
+// (guarantee 2).
+func fenceOrder(starts map[slotKey][]row) []string {
+	var out []string
+	for k, rs := range starts {
+		rs = slices.Clone(rs)
+		slices.SortFunc(rs, func(a, b row) int { return a.attempt - b.attempt })
+		for i := 1; i < len(rs); i++ {
+			if rs[i].attempt > rs[i-1].attempt && rs[i].fence <= rs[i-1].fence {
+				out = append(out, fmt.Sprintf("%s: attempt %d fence %d after attempt %d fence %d",
+					k, rs[i].attempt, rs[i].fence, rs[i-1].attempt, rs[i-1].fence))
+			}
+		}
+	}
+	return out
+}
+
+// lateEffects lists effects of work that honours its context whose last
+// look at the context came after a successor had started the slot: the
+// holder did not stop before its successor started (guarantee 5). A holder
+// frozen meanwhile is excused: a stopped process cannot cancel anything.
+func (s *session) lateEffects(ctx context.Context, starts map[slotKey][]row, faults []Fault) ([]string, error) {
+	rows, err := s.effects.Query(ctx, `SELECT job, slot, fence, replica, checked FROM effect_plain WHERE checked IS NOT NULL`)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: read effect_plain: %w", err)
+	}
+	type late struct {
+		key     slotKey
+		fence   int64
+		replica string
+		checked time.Time
+	}
+	ls, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (late, error) {
+		var l late
+		err := r.Scan(&l.key.job, &l.key.slot, &l.fence, &l.replica, &l.checked)
+		l.key.slot = l.key.slot.UTC()
+		return l, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("chaos: read effect_plain: %w", err)
+	}
+	var out []string
+	for _, l := range ls {
+		var mine time.Time // when the writer started its attempt
+		for _, r := range starts[l.key] {
+			if r.fence == l.fence {
+				mine = r.at
+			}
+		}
+		for _, r := range starts[l.key] {
+			if r.fence <= l.fence || !r.at.Before(l.checked) {
+				continue
+			}
+			frozen := false
+			for _, f := range faults {
+				stop := f.Kind == FaultStop || f.Kind == FaultEffectStop || f.Kind == FaultTxStop
+				if stop && f.Replica == l.replica && f.At.Before(l.checked) && f.Until.After(mine) {
+					frozen = true
+				}
+			}
+			if !frozen {
+				out = append(out, fmt.Sprintf("%s: %s (fence %d) still working at %s, after %s started it with fence %d at %s",
+					l.key, l.replica, l.fence, l.checked.UTC().Format(time.RFC3339Nano), r.replica, r.fence, r.at.UTC().Format(time.RFC3339Nano)))
+			}
+			break
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// storeFailed reports whether a replica other than frozen logged a failed
+// store call between from and to: the store was blocked for it.
+func storeFailed(lines []logLine, frozen string, from, to time.Time) bool {
+	for _, l := range lines {
+		if l.replica != frozen && !l.seen.Before(from) && !l.seen.After(to) &&
+			(l.Msg == "claim failed" || l.Msg == "lease renewal failed") {
+			return true
+		}
+	}
+	return false
+}
+
+// earlySkips lists every slot the store recorded missed before its
+// starting window closed by the store's clock.
+func (s *session) earlySkips() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k, vs := range s.markers {
+		for _, m := range vs {
+			if m.State != slotstore.StateSkipped || m.Reason == slotstore.ReasonDataLoss || m.Reason == slotstore.ReasonOverlap {
+				continue
+			}
+			if m.ClaimedAt.Before(k.slot.Add(s.o.Deadline)) {
+				out = append(out, fmt.Sprintf("%s skipped (%s) at %s, %.3fs before its window closed", k, m.Reason,
+					m.ClaimedAt.UTC().Format(time.RFC3339Nano), k.slot.Add(s.o.Deadline).Sub(m.ClaimedAt).Seconds()))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// alarms lists the log lines that say something went wrong inside a
+// replica: a race, a panic, a holder trusted after its lease was lost.
+func alarms(lines []logLine) []string {
+	var out []string
+	for _, l := range lines {
+		if alarming(l.raw) {
+			out = append(out, l.replica+": "+l.raw)
+		}
+	}
+	return out
+}

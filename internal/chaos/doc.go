@@ -1,0 +1,59 @@
+// Package chaos tries hard to break slotcron and counts what broke.
+//
+// A session starts 3 to 5 real replica processes of a program that
+// registers its jobs as a user would (ReplicaMain: a registry and
+// scheduler.Main), on SQLite, Redis or Postgres, and inflicts faults on a
+// schedule drawn from one seed:
+//
+//   - kill: SIGKILL, preferring a replica that holds a slot mid-run; the
+//     replica is restarted 1-3 s later;
+//   - stop: SIGSTOP for 0.5-3 leases, then SIGCONT;
+//   - effect-kill, effect-stop: the holder kills or freezes itself right
+//     after its effect committed and before its slot is recorded finished
+//     (commit-then-crash);
+//   - tx-stop (Postgres): the holder freezes inside its CompleteTx
+//     transaction, after CompleteTx and before the commit, holding the
+//     slot's row;
+//   - cut, blackhole, delay: of one replica's connection to the store,
+//     through a TCP proxy per replica;
+//   - redis-restart (a Redis without persistence comes back empty),
+//     redis-flush (FLUSHALL), pg-crash (immediate shutdown and restart);
+//   - clock: one replica's clock off by ±1 min or by more than
+//     starting_deadline, then back (scheduler.WithClock, set through a file
+//     only the replica program reads).
+//
+// The jobs: tick (every second, 50-300 ms of work that ignores
+// cancellation, so a stale holder writes late), slow (every 5 s, 3 s of
+// work that honours its context), minute (every minute, 1-2 s), and on
+// Postgres ledger (every second, its row and the slot's completion in one
+// CompleteTx transaction). Each work job writes its effect three ways to a
+// Postgres database the checker owns and the faults never touch: through
+// the once-per-slot helper (fence.OncePG), through the stale-only fence
+// check (fence.CheckPG on the run key), and unfenced; every start is
+// recorded too.
+//
+// # The checker
+//
+// After the faults the replicas settle, are stopped with SIGTERM (a clean
+// exit is expected), and the checker reads the effects, the store's
+// markers (sampled every second during the session, so a store that lost
+// its data cannot hide what it held) and every replica's log. It reports
+// per store: slots due, slots with exactly one effect, duplicate effects per
+// write style, lost slots (each with its marker's state and reason, what
+// the replicas logged, and the nearest fault), re-executions, takeover
+// latency against the lease the holder had left, fence refusals, slots
+// recorded missed before their window closed by the store's clock, and
+// anything inexplicable (a replica that exited on its own, a race report,
+// a panic, a holder trusted after its lease was lost).
+//
+// A session fails on any duplicate effect through the once-per-slot helper
+// or CompleteTx, any lost slot not excused by the store being down or
+// losing its data around it, a takeover p99 later than one renewal
+// interval past the lease left, any slot skipped before it was due, or
+// anything inexplicable. Duplicates in the fenced and unfenced styles are
+// expected: they show what those styles do not cover.
+//
+// Sessions run as tests: make chaos (TestChaos, every store, minutes
+// each) and a short TestChaosSmoke on Redis in make test. A failure prints
+// the seed and the command that replays it.
+package chaos

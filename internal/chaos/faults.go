@@ -1,0 +1,312 @@
+package chaos
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Kinds of fault.
+const (
+	FaultKill         = "kill"          // SIGKILL, preferring a holder mid-run; restart 1-3 s later
+	FaultStop         = "stop"          // SIGSTOP for 0.5-3 leases, then SIGCONT
+	FaultEffectKill   = "effect-kill"   // the holder kills itself after its effect committed
+	FaultEffectStop   = "effect-stop"   // ... or freezes there
+	FaultTxStop       = "tx-stop"       // frozen inside its CompleteTx transaction, after CompleteTx
+	FaultCut          = "cut"           // the replica's store connection refused
+	FaultBlackhole    = "blackhole"     // ... or silent
+	FaultDelay        = "delay"         // ... or slow
+	FaultClock        = "clock"         // the replica's clock off by ±1 min or more than starting_deadline
+	FaultRedisRestart = "redis-restart" // Redis without persistence restarted: empty
+	FaultRedisFlush   = "redis-flush"   // FLUSHALL
+	FaultPGCrash      = "pg-crash"      // Postgres immediate shutdown and restart
+)
+
+// Fault is one fault the harness inflicted.
+type Fault struct {
+	Kind    string
+	Replica string    // empty for a fault of the store
+	At      time.Time // when it began
+	Until   time.Time // when it ended; At for an instant one
+	Detail  string
+}
+
+// storeFault reports whether f took the store away from every replica.
+func (f Fault) storeFault() bool { return f.Replica == "" }
+
+func (s *session) record(f Fault) {
+	if f.Until.IsZero() {
+		f.Until = f.At
+	}
+	s.mu.Lock()
+	s.faults = append(s.faults, f)
+	s.mu.Unlock()
+}
+
+// weights are the kinds of fault a store gets, each with its weight.
+func (s *session) weights() map[string]int {
+	w := map[string]int{FaultKill: 4, FaultStop: 2, FaultEffectKill: 2, FaultEffectStop: 1, FaultClock: 1}
+	if s.o.Store != StoreSQLite {
+		w[FaultCut], w[FaultBlackhole], w[FaultDelay] = 1, 1, 1
+	}
+	switch s.o.Store {
+	case StoreRedis:
+		w[FaultRedisRestart], w[FaultRedisFlush] = 2, 1
+	case StorePostgres:
+		w[FaultPGCrash], w[FaultTxStop] = 1, 2
+	}
+	return w
+}
+
+func (s *session) pick(w map[string]int) string {
+	kinds := make([]string, 0, len(w))
+	total := 0
+	for k, n := range w {
+		kinds = append(kinds, k)
+		total += n
+	}
+	slices.Sort(kinds) // a map's order is random; the seed's must not be
+	n := s.intn(total)
+	for _, k := range kinds {
+		if n < w[k] {
+			return k
+		}
+		n -= w[k]
+	}
+	return kinds[0]
+}
+
+// draw is every random choice of one fault, made on the fault loop's
+// goroutine from the session's seeded source, so a seed gives the same
+// schedule of kinds, waits and durations whatever the replicas do.
+type draw struct {
+	kind   string
+	pick   int           // which of the candidate replicas
+	holder bool          // a kill prefers a holder mid-run
+	hold   time.Duration // how long a lasting fault lasts
+	delay  time.Duration // a slow connection's delay
+	offset time.Duration // a clock fault's offset
+}
+
+func (s *session) draw(w map[string]int) draw {
+	lease := s.o.Lease
+	d := draw{kind: s.pick(w), pick: s.intn(1 << 20), holder: s.intn(5) > 0}
+	switch d.kind {
+	case FaultStop, FaultEffectStop:
+		d.hold = s.between(lease/2, 3*lease)
+	case FaultTxStop:
+		d.hold = s.between(3*lease/2, 3*lease) // past the lease, so the frozen transaction ends for its successor
+	case FaultCut, FaultBlackhole, FaultDelay:
+		d.hold = s.between(lease, 5*lease/2)
+		d.delay = s.between(100*time.Millisecond, lease/2)
+	case FaultClock:
+		offsets := []time.Duration{time.Minute + time.Second, -time.Minute - time.Second,
+			s.o.Deadline + 3*time.Second, -s.o.Deadline - 3*time.Second}
+		d.offset = offsets[s.intn(len(offsets))]
+		d.hold = s.between(5*time.Second, 20*time.Second)
+	}
+	return d
+}
+
+// injectFaults inflicts faults for d, one every o.Every on average.
+// Faults of the store happen here, one at a time; faults of a replica
+// run on their own, at most two replicas at once, so two stay healthy.
+func (s *session) injectFaults(d time.Duration) {
+	var running sync.WaitGroup
+	quit := make(chan struct{})
+	end := time.Now().Add(d)
+	w := s.weights()
+	for time.Now().Before(end) {
+		time.Sleep(s.between(s.o.Every/2, s.o.Every*3/2))
+		switch dr := s.draw(w); dr.kind {
+		case FaultRedisRestart:
+			at := time.Now()
+			s.redis.Restart(s.t)
+			s.record(Fault{Kind: dr.kind, At: at, Until: time.Now()})
+		case FaultRedisFlush:
+			at := time.Now()
+			c := redis.NewClient(&redis.Options{Addr: s.redis.Addr()})
+			err := c.FlushAll(context.Background()).Err()
+			c.Close()
+			if err != nil {
+				s.oddf("FLUSHALL: %v", err)
+				continue
+			}
+			s.record(Fault{Kind: dr.kind, At: at})
+		case FaultPGCrash:
+			at := time.Now()
+			s.pg.Crash(s.t)
+			s.record(Fault{Kind: dr.kind, At: at, Until: time.Now()})
+		default:
+			m := s.target(dr)
+			if m == nil {
+				continue
+			}
+			running.Go(func() {
+				defer m.release()
+				s.inflict(dr, m, quit)
+			})
+		}
+	}
+	close(quit)
+	running.Wait()
+}
+
+// target picks a healthy replica for a fault and marks it busy, or returns
+// nil when that would leave fewer than two healthy. A kill prefers a
+// replica holding a slot mid-run.
+func (s *session) target(dr draw) *member {
+	var healthy, holders []*member
+	for _, m := range s.members {
+		if m.healthy() {
+			healthy = append(healthy, m)
+			if len(m.holding()) > 0 {
+				holders = append(holders, m)
+			}
+		}
+	}
+	if len(healthy) < 3 {
+		return nil
+	}
+	pool := healthy
+	if dr.kind == FaultKill && len(holders) > 0 && dr.holder {
+		pool = holders
+	}
+	m := pool[dr.pick%len(pool)]
+	if !m.claim() {
+		return nil
+	}
+	return m
+}
+
+// hold waits d, or less if the session ends the faults.
+func hold(d time.Duration, quit <-chan struct{}) {
+	select {
+	case <-time.After(d):
+	case <-quit:
+	}
+}
+
+// inflict inflicts a fault on m and, for a lasting one, ends it.
+func (s *session) inflict(dr draw, m *member, quit <-chan struct{}) {
+	kind := dr.kind
+	f := Fault{Kind: kind, Replica: m.name, At: time.Now()}
+	switch kind {
+	case FaultKill:
+		held := m.holding()
+		if !m.signal(syscall.SIGKILL) {
+			return
+		}
+		s.record(f)
+		s.probe(kind, m.name, f.At, held)
+		m.wait(10 * time.Second)
+		return // the monitor restarts it; start marks it no longer busy
+	case FaultStop:
+		held := m.holding()
+		if !m.signal(syscall.SIGSTOP) {
+			return
+		}
+		s.probe(kind, m.name, f.At, held)
+		hold(dr.hold, quit)
+		m.signal(syscall.SIGCONT)
+	case FaultEffectKill, FaultEffectStop, FaultTxStop:
+		if !s.armed(kind, m, quit) {
+			return
+		}
+		if kind == FaultEffectKill {
+			m.wait(10 * time.Second)
+			return // recorded and probed by the monitor when the process dies
+		}
+		f.At = time.Now()
+		s.probe(kind, m.name, f.At, m.holding())
+		hold(dr.hold, quit)
+		m.signal(syscall.SIGCONT)
+	case FaultCut, FaultBlackhole, FaultDelay:
+		switch kind {
+		case FaultCut:
+			m.proxy.Cut()
+		case FaultBlackhole:
+			m.proxy.Blackhole()
+		case FaultDelay:
+			f.Detail = dr.delay.String()
+			m.proxy.Delay(dr.delay)
+		}
+		hold(dr.hold, quit)
+		m.proxy.Restore()
+	case FaultClock:
+		f.Detail = dr.offset.String()
+		if err := s.ctl.setOffset(m.name, dr.offset); err != nil {
+			s.oddf("set clock of %s: %v", m.name, err)
+			return
+		}
+		hold(dr.hold, quit)
+		if err := s.ctl.setOffset(m.name, 0); err != nil {
+			s.oddf("reset clock of %s: %v", m.name, err)
+		}
+	}
+	f.Until = time.Now()
+	s.record(f)
+}
+
+// armed arms the fault point of kind in m and waits until m's job takes
+// it (for a stop, until the process is stopped); it reports false when
+// none did within a while, and disarms it.
+func (s *session) armed(kind string, m *member, quit <-chan struct{}) bool {
+	point, act := pointAfterEffect, actKill
+	switch kind {
+	case FaultEffectStop:
+		act = actStop
+	case FaultTxStop:
+		point, act = pointInTx, actStop
+	}
+	m.mu.Lock()
+	m.armed = act
+	m.mu.Unlock()
+	if err := s.ctl.arm(m.name, point, act); err != nil {
+		s.oddf("arm %s: %v", m.name, err)
+		return false
+	}
+	deadline := time.After(15 * time.Second)
+	for {
+		if act == actKill && !m.isUp() {
+			return true
+		}
+		if act == actStop && s.ctl.taken(m.name, point, act) {
+			// The job stops itself right after taking the request.
+			for wait := time.Now().Add(5 * time.Second); !m.stopped() && time.Now().Before(wait); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			m.mu.Lock()
+			m.frozen, m.armed = true, ""
+			m.mu.Unlock()
+			if !m.stopped() {
+				s.oddf("%s took a %s request and did not stop", m.name, kind)
+				return false
+			}
+			return true
+		}
+		select {
+		case <-deadline:
+		case <-quit:
+		case <-time.After(20 * time.Millisecond):
+			continue
+		}
+		if s.ctl.disarm(m.name, point, act) {
+			m.mu.Lock()
+			m.armed = ""
+			m.mu.Unlock()
+			return false
+		}
+		// Taken between the two looks.
+	}
+}
+
+func (m *member) isUp() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.up
+}
