@@ -198,6 +198,12 @@ func (s *session) classify(k slotKey, period time.Duration, faults []Fault, line
 			l.Excused = "the store lost its data"
 		case (f.Kind == FaultRedisRestart || f.Kind == FaultPGCrash) && f.At.Before(k.slot.Add(s.o.Deadline)) && f.Until.Add(s.o.Lease).After(k.slot):
 			l.Excused = "the store was down"
+		case s.o.Store == StoreSQLite && (f.Kind == FaultStop || f.Kind == FaultEffectStop) &&
+			!f.At.After(k.slot) && !f.Until.Before(k.slot.Add(s.o.Deadline)) && storeFailed(lines, f.Replica, k.slot, k.slot.Add(s.o.Deadline)):
+			// A replica frozen holding the file's write lock through the
+			// slot's whole window: no replica could claim it (a limit of
+			// the embedded store, stated in the README).
+			l.Excused = "the SQLite file was locked by a frozen replica"
 		}
 	}
 	return l
@@ -206,8 +212,8 @@ func (s *session) classify(k slotKey, period time.Duration, faults []Fault, line
 // takeovers measures, for each holder taken out mid-run, how long until
 // another replica started its slot, against the lease it had left. On
 // SQLite a replica frozen while it held the file's write lock blocks every
-// replica until it resumes; a takeover during which a replica was frozen
-// and another's store calls failed is marked Blocked. A killed holder
+// replica until it resumes; a takeover during which a replica (the holder
+// too) was frozen and another's store calls failed is marked Blocked. A killed holder
 // whose slot no one started again is listed as unmeasured, unless the
 // store lost its data or went down meanwhile.
 func (s *session) takeovers(probes []*probe, starts map[slotKey][]row, faults []Fault, lines []logLine) ([]Takeover, []string) {
@@ -224,8 +230,9 @@ func (s *session) takeovers(probes []*probe, starts map[slotKey][]row, faults []
 			if s.o.Store == StoreSQLite {
 				for _, f := range faults {
 					frozen := f.Kind == FaultStop || f.Kind == FaultEffectStop
-					if frozen && f.Kind+" "+f.Replica != p.fault && f.At.Before(r.at) && f.Until.After(p.at) &&
-						storeFailed(lines, f.Replica, p.at, r.at) {
+					// The frozen replica may be the holder itself: its
+					// process may have frozen inside a write.
+					if frozen && f.At.Before(r.at) && f.Until.After(p.at) && storeFailed(lines, f.Replica, p.at, r.at) {
 						t.Blocked = f.Kind + " " + f.Replica
 					}
 				}

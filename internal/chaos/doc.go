@@ -35,23 +35,32 @@
 // # The checker
 //
 // After the faults the replicas settle, are stopped with SIGTERM (a clean
-// exit is expected), and the checker reads the effects, the store's
-// markers (sampled every second during the session, so a store that lost
-// its data cannot hide what it held) and every replica's log. It reports
-// per store: slots due, slots with exactly one effect, duplicate effects per
-// write style, lost slots (each with its marker's state and reason, what
-// the replicas logged, and the nearest fault), re-executions, takeover
-// latency against the lease the holder had left, fence refusals, slots
-// recorded missed before their window closed by the store's clock, and
-// anything inexplicable (a replica that exited on its own, a race report,
-// a panic, a holder trusted after its lease was lost).
+// exit is expected), and the checker reads the effects, the store's markers
+// (sampled every second during the session, so a store that lost its data
+// cannot hide what it held) and every replica's log. It reports per store:
+// slots due, slots with exactly one effect, duplicate effects per write
+// style, lost slots (each with its marker's state and reason, what the
+// replicas logged, and the nearest fault), re-executions, takeover latency
+// against the lease the holder had left, fence refusals, and every breach
+// below.
 //
-// A session fails on any duplicate effect through the once-per-slot helper
-// or CompleteTx, any lost slot not excused by the store being down or
-// losing its data around it, a takeover p99 later than one renewal
-// interval past the lease left, any slot skipped before it was due, or
-// anything inexplicable. Duplicates in the fenced and unfenced styles are
-// expected: they show what those styles do not cover.
+// A session fails on: a duplicate effect through the once-per-slot helper
+// or CompleteTx; a lost slot not excused by the store losing its data or
+// being down around it (or, on SQLite, by a frozen replica holding the
+// file's lock through the slot's window); a slot started again after it
+// was seen done (guarantee 3); attempts of a slot whose fences did not grow
+// (2); a takeover before the holder's lease ended (1) or, with
+// Options.LatencyBound, a takeover p99 later than one renewal interval past
+// it; a killed holder's slot nobody took over (4); work that honours
+// cancellation still at work after its successor started, unless its
+// process was frozen (5); a slot recorded missed before its window closed
+// by the store's clock (7); a replica that exited on its own, did not stop
+// cleanly, panicked or (under -race) raced. Duplicates in the fenced and
+// unfenced styles are expected: they show what those styles do not cover.
+//
+// Every random choice of the fault schedule is drawn from the seed on one
+// goroutine; which replica a fault hits depends on which are healthy then,
+// so a replay is close to the original, not identical.
 //
 // Sessions run as tests: make chaos (TestChaos, every store, minutes
 // each) and a short TestChaosSmoke on Redis in make test. A failure prints
