@@ -161,10 +161,13 @@ func (s *session) classify(k slotKey, period time.Duration, faults []Fault, line
 	s.mu.Lock()
 	versions := slices.Clone(s.markers[k])
 	s.mu.Unlock()
-	done := false
+	done, dataLoss := false, false
 	for _, m := range versions {
 		l.State, l.Reason = string(m.State), m.Reason
 		done = done || m.State == slotstore.StateDone
+		// A later loss can take the data-loss skip and another replica
+		// record the slot missed: the first decision still stands.
+		dataLoss = dataLoss || m.Reason == slotstore.ReasonDataLoss
 	}
 	slot := k.slot.Format(time.RFC3339)
 	for _, ln := range lines {
@@ -188,13 +191,15 @@ func (s *session) classify(k slotKey, period time.Duration, faults []Fault, line
 		}
 		loss := f.Kind == FaultRedisRestart || f.Kind == FaultRedisFlush
 		switch {
-		case loss && l.Reason == slotstore.ReasonDataLoss && !f.At.After(k.slot.Add(s.o.Deadline)) && k.slot.Sub(f.At) <= period+around:
+		case loss && dataLoss && !f.At.After(k.slot.Add(s.o.Deadline)) && k.slot.Sub(f.At) <= period+around:
 			// Guarantee 3 is conservative: the first claim of each job
 			// after the loss begins its new generation, and a slot before
 			// that is skipped, as it may have run before the loss.
 			l.Excused = "the store lost its data"
-		case loss && (l.State == string(slotstore.StateRunning) || l.State == "no marker") && d <= around:
-			// Running at the loss, or due while it happened.
+		case loss && d <= around:
+			// Running at the loss (its holder's lease went with the
+			// marker, and a replica may record it missed later), or due
+			// while it happened; never one seen done, above.
 			l.Excused = "the store lost its data"
 		case (f.Kind == FaultRedisRestart || f.Kind == FaultPGCrash) && f.At.Before(k.slot.Add(s.o.Deadline)) && f.Until.Add(s.o.Lease).After(k.slot):
 			l.Excused = "the store was down"
