@@ -25,23 +25,7 @@ func TestRunWaitsForItsStore(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	proxy := testserver.StartProxy(t, srv.Addr())
 	proxy.Cut()
-	cfg, err := Parse("wait.yaml", []byte(fmt.Sprintf("store: {kind: redis, redis: {addr: %q}}\njobs: {hello: {schedule: '@hourly'}}", proxy.Addr())))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := jobs.NewRegistry()
-	reg.Register("hello", func(context.Context, jobs.Run) error { return nil })
-	// The handler serialises its writes; the test reads the file back.
-	logFile, err := os.Create(filepath.Join(t.TempDir(), "log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	logs := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
-	s, err := New(cfg, reg, WithLogger(slog.New(slog.NewTextHandler(logFile, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, logs := loggedReplica(t, fmt.Sprintf("store: {kind: redis, redis: {addr: %q}}", proxy.Addr()))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
@@ -68,7 +52,20 @@ func TestRunWaitsForItsStore(t *testing.T) {
 func TestRunDoesNotWaitForABrokenStore(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "missing", "slotcron.db")
-	cfg, err := Parse("broken.yaml", []byte(fmt.Sprintf("store: {kind: sqlite, sqlite: {path: %q}}\njobs: {hello: {schedule: '@hourly'}}", path)))
+	s, logs := loggedReplica(t, fmt.Sprintf("store: {kind: sqlite, sqlite: {path: %q}}", path))
+	if err := s.Run(context.Background()); err == nil {
+		t.Fatal("Run opened a SQLite file in a missing directory")
+	}
+	if strings.Contains(logs(), "retrying") {
+		t.Fatalf("Run retried a store it can never open:\n%s", logs())
+	}
+}
+
+// loggedReplica is a replica of one hourly job on the given store whose
+// log the test reads back (the handler serialises its writes to the file).
+func loggedReplica(t *testing.T, store string) (*Scheduler, func() string) {
+	t.Helper()
+	cfg, err := Parse("wait.yaml", []byte(store+"\njobs: {hello: {schedule: '@hourly'}}"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,15 +75,10 @@ func TestRunDoesNotWaitForABrokenStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer logFile.Close()
+	t.Cleanup(func() { logFile.Close() })
 	s, err := New(cfg, reg, WithLogger(slog.New(slog.NewTextHandler(logFile, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Run(context.Background()); err == nil {
-		t.Fatal("Run opened a SQLite file in a missing directory")
-	}
-	if b, _ := os.ReadFile(logFile.Name()); strings.Contains(string(b), "retrying") {
-		t.Fatalf("Run retried a store it can never open:\n%s", b)
-	}
+	return s, func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
 }
