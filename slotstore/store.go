@@ -326,6 +326,11 @@ type EnrollParams struct {
 type Generation struct {
 	Job  string
 	Born time.Time // by the store's clock
+	// Newest is the slot of the job's newest marker, whatever its state
+	// (a skipped slot's too), zero when the store holds none. A replica
+	// reads it at start-up, in the batch that enrolls its jobs, to learn
+	// which slots came due while no replica ran the job.
+	Newest time.Time
 }
 
 // PauseParams pauses or resumes.

@@ -29,6 +29,8 @@ type Store struct {
 	closed  bool
 	markers map[key]slotstore.Marker
 	running map[string]map[int64]bool // job -> slots (Unix seconds) in state running
+	retry   map[key]bool              // slots in state retrying
+	newest  map[string]int64          // job -> its newest marker's slot (Unix seconds)
 	fences  map[string]int64
 	born    map[string]time.Time // job -> when its generation began
 	pauses  map[string]bool      // job -> paused; "" is the whole cluster
@@ -44,6 +46,7 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 func New(opts ...Option) *Store {
 	s := &Store{
 		now: time.Now, markers: make(map[key]slotstore.Marker), running: make(map[string]map[int64]bool),
+		retry: make(map[key]bool), newest: make(map[string]int64),
 		fences: make(map[string]int64), born: make(map[string]time.Time), pauses: make(map[string]bool),
 	}
 	for _, o := range opts {
@@ -58,6 +61,14 @@ func keyOf(job string, slot time.Time) key { return key{job, slot.UTC().Unix()} 
 func (s *Store) put(m slotstore.Marker) {
 	k := keyOf(m.Job, m.Slot)
 	s.markers[k] = m
+	if n, ok := s.newest[k.job]; !ok || k.slot > n {
+		s.newest[k.job] = k.slot
+	}
+	if m.State == slotstore.StateRetrying {
+		s.retry[k] = true
+	} else {
+		delete(s.retry, k)
+	}
 	if m.State == slotstore.StateRunning {
 		if s.running[m.Job] == nil {
 			s.running[m.Job] = make(map[int64]bool)
@@ -102,6 +113,9 @@ func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotsto
 	out := make([]slotstore.Generation, len(jobs))
 	for i, j := range jobs {
 		out[i] = slotstore.Generation{Job: j, Born: s.bornOf(j, now)}
+		if n, ok := s.newest[j]; ok {
+			out[i].Newest = time.Unix(n, 0).UTC()
+		}
 	}
 	return out, nil
 }
@@ -307,9 +321,26 @@ func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slots
 		return nil, slotstore.ErrClosed
 	}
 	var out []slotstore.Marker
-	for _, m := range s.markers {
-		if p.Matches(m) {
-			out = append(out, m)
+	switch p.State {
+	case slotstore.StateRunning: // from the index, not a walk of every marker
+		for job, slots := range s.running {
+			for slot := range slots {
+				if m := s.markers[key{job, slot}]; p.Matches(m) {
+					out = append(out, m)
+				}
+			}
+		}
+	case slotstore.StateRetrying:
+		for k := range s.retry {
+			if m := s.markers[k]; p.Matches(m) {
+				out = append(out, m)
+			}
+		}
+	default:
+		for _, m := range s.markers {
+			if p.Matches(m) {
+				out = append(out, m)
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -333,11 +364,22 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 	}
 	now := s.now()
 	n := 0
+	stale := map[string]bool{} // jobs whose newest marker went
 	for k, m := range s.markers {
 		if m.Prunable(now) {
 			delete(s.markers, k)
+			delete(s.retry, k)
 			s.drop(k)
+			if s.newest[k.job] == k.slot {
+				delete(s.newest, k.job)
+				stale[k.job] = true
+			}
 			n++
+		}
+	}
+	for k := range s.markers {
+		if cur, ok := s.newest[k.job]; stale[k.job] && (!ok || k.slot > cur) {
+			s.newest[k.job] = k.slot
 		}
 	}
 	return n, nil

@@ -22,6 +22,8 @@ const (
 	// it.
 	bornOf = `INSERT INTO generations (job, born) VALUES (?1, ?2)
 		ON CONFLICT (job) DO UPDATE SET born = born RETURNING born`
+	// selectNewest walks the primary key (job, slot DESC).
+	selectNewest = `SELECT slot FROM markers WHERE job = ? ORDER BY slot DESC LIMIT 1`
 	// selectRunning walks the partial index markers_running.
 	selectRunning = `SELECT ` + columns + ` FROM markers WHERE job = ? AND state = 'running'`
 )
@@ -118,6 +120,13 @@ func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotsto
 				return nil, err
 			}
 			out[i] = slotstore.Generation{Job: j, Born: born}
+			var newest int64
+			switch err := st.newest.QueryRowContext(ctx, j).Scan(&newest); {
+			case err == nil:
+				out[i].Newest = time.Unix(newest, 0).UTC()
+			case !errors.Is(err, sql.ErrNoRows):
+				return nil, err
+			}
 		}
 		return nil, nil
 	})
@@ -132,8 +141,8 @@ func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotsto
 
 // stmts are the statements of a batch, prepared in its transaction.
 type stmts struct {
-	sel, ins, next, running, born *sql.Stmt
-	borns                         map[string]time.Time // the batch's generations, read on first use
+	sel, ins, next, running, born, newest *sql.Stmt
+	borns                                 map[string]time.Time // the batch's generations, read on first use
 }
 
 func prepare(ctx context.Context, tx *sql.Tx) (*stmts, error) {
@@ -141,7 +150,8 @@ func prepare(ctx context.Context, tx *sql.Tx) (*stmts, error) {
 	for _, p := range []struct {
 		dst   **sql.Stmt
 		query string
-	}{{&st.sel, selectMarker}, {&st.ins, putMarker}, {&st.next, nextFence}, {&st.running, selectRunning}, {&st.born, bornOf}} {
+	}{{&st.sel, selectMarker}, {&st.ins, putMarker}, {&st.next, nextFence}, {&st.running, selectRunning}, {&st.born, bornOf},
+		{&st.newest, selectNewest}} {
 		stmt, err := tx.PrepareContext(ctx, p.query)
 		if err != nil {
 			st.close()
@@ -153,7 +163,7 @@ func prepare(ctx context.Context, tx *sql.Tx) (*stmts, error) {
 }
 
 func (st *stmts) close() {
-	for _, stmt := range []*sql.Stmt{st.sel, st.ins, st.next, st.running, st.born} {
+	for _, stmt := range []*sql.Stmt{st.sel, st.ins, st.next, st.running, st.born, st.newest} {
 		if stmt != nil {
 			stmt.Close()
 		}

@@ -196,3 +196,25 @@ func testEnrollConcurrently(t *testing.T, s slotstore.Store) {
 		}
 	}
 }
+
+// testEnrollNewest: Enroll reports the slot of each job's newest marker,
+// whatever its state, and zero for a job with none.
+func testEnrollNewest(t *testing.T, s slotstore.Store) {
+	ss := slots(4)
+	enroll(t, s, "n1", "n2", "n3")
+	mustWin(t, s, "r1", req("n1", ss[0], longLease))
+	c := mustWin(t, s, "r1", req("n1", ss[2], longLease))
+	if err := s.Finish(t.Context(), slotstore.FinishParams{Ref: c.Claim.Ref, Outcome: slotstore.Succeeded}); err != nil {
+		t.Fatalf("finish: %v", err)
+	}
+	mustWin(t, s, "r1", req("n1", ss[1], longLease))
+	skipOne(t, s, "r1", slotstore.SkipRequest{Job: "n2", Slot: ss[3], Reason: "missed"})
+	mustWin(t, s, "r1", req("n2", ss[1], longLease))
+	gens := enroll(t, s, "n3", "n1", "n2")
+	want := []time.Time{{}, ss[2], ss[3]}
+	for i, g := range gens {
+		if !g.Newest.Equal(want[i]) {
+			t.Errorf("newest slot of %s: %s, want %s", g.Job, stamp(g.Newest), stamp(want[i]))
+		}
+	}
+}

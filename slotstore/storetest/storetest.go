@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore func(t *testing.T) slotstore.Store) {
 		{"Closed", testClosed},
 		{"Generation", testGeneration},
 		{"EnrollConcurrently", testEnrollConcurrently},
+		{"EnrollNewest", testEnrollNewest},
 		{"SkipNotBefore", testSkipNotBefore},
 		{"ClaimNotBefore", testClaimNotBefore},
 		{"RenewFinished", testRenewFinished},
