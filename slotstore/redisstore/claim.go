@@ -19,9 +19,6 @@ import (
 // unpacked at once.
 const maxBatch = 1000
 
-// claimStride is the number of values claim.lua returns a request.
-const claimStride = 5 + markerFields
-
 // request is one request of claim.lua: a claim, or a skip when skip is
 // true.
 type request struct {
@@ -112,7 +109,7 @@ func (s *Store) decide(ctx context.Context, op, replica, incarnation string, req
 		res, err := cmd.Result()
 		if err == nil {
 			ran = true
-			err = fillClaims(out, reqs, parts[i], res)
+			err = fillClaims(out, reqs, parts[i], replica, incarnation, res)
 			sure = sure && err == nil
 		} else {
 			sure = sure && notRun(err)
@@ -169,49 +166,78 @@ func (s *Store) split(n int, job func(i int) string) [][]int {
 	return parts
 }
 
-// claimCall builds the claim.lua call for the requests at idx.
+// profile is what a request of claim.lua shares with the other requests of
+// its call that ask alike: everything but the job, the slot and NotBefore.
+// A batch of one replica's due slots has a handful, however many requests.
+type profile struct {
+	lease       int64
+	onCrash     slotstore.OnCrash
+	maxAttempts int
+	retain      int64
+	takeover    bool
+	overlap     slotstore.Overlap
+	manual      bool
+	skip        bool
+	reason      string
+	term        bool
+}
+
+func profileOf(r request) profile {
+	return profile{
+		lease: millisUp(r.Lease), onCrash: r.OnCrash, maxAttempts: r.MaxAttempts, retain: r.Retain.Milliseconds(),
+		takeover: r.TakeoverOnly, overlap: r.Overlap, manual: r.Manual, skip: r.skip, reason: r.reason, term: r.Term,
+	}
+}
+
+// claimCall builds the claim.lua call for the requests at idx: the jobs,
+// the profiles, then four values a request (see the script).
 func (s *Store) claimCall(replica, incarnation string, reqs []request, idx []int) call {
-	group := map[string]int{} // job -> its number g in the script, from 1
-	var jobs []jobKeys
-	var names []any
-	for _, i := range idx {
-		if job := reqs[i].Job; group[job] == 0 {
-			jobs = append(jobs, keysOf(s.prefix, job))
-			names = append(names, job)
-			group[job] = len(jobs)
-		}
-	}
-	keys := make([]string, 0, 5*len(jobs)+len(idx)+1)
-	for _, k := range jobs {
-		keys = append(keys, k.fence, k.gen, k.slots, k.expiry, k.running)
-	}
-	args := make([]any, 0, 5+2*len(names)+13*len(idx))
-	withJobs := "0"
-	if s.single {
-		withJobs = "1"
-	}
-	args = append(append(args, replica, incarnation, len(jobs), withJobs, slotstore.ReasonDataLoss), names...)
-	for _, k := range jobs {
-		args = append(args, k.marker)
-	}
+	group := map[string]int{}  // job -> its number g in the script, from 1
+	kinds := map[profile]int{} // profile -> its number p in the script, from 1
+	var names, tags []any
+	var profiles []profile
+	var tail []any
 	for _, i := range idx {
 		r := reqs[i]
 		g := group[r.Job]
-		keys = append(keys, jobs[g-1].markerKey(r.Slot.Unix()))
-		kind, notBefore := "c", ""
-		if r.skip {
-			kind = "s"
+		if g == 0 {
+			names = append(names, r.Job)
+			tags = append(tags, keysOf(s.prefix, r.Job).tag)
+			g = len(names)
+			group[r.Job] = g
 		}
-		if !r.notBefore.IsZero() {
+		pr := profileOf(r)
+		p := kinds[pr]
+		if p == 0 {
+			profiles = append(profiles, pr)
+			p = len(profiles)
+			kinds[pr] = p
+		}
+		slot := r.Slot.Unix()
+		notBefore := ""
+		switch {
+		case r.notBefore.IsZero():
+		case r.notBefore.Equal(r.Slot):
+			notBefore = "="
+		default:
 			notBefore = strconv.FormatInt(r.notBefore.UnixMicro(), 10)
 		}
-		args = append(args, g, r.Slot.Unix(), millisUp(r.Lease), string(r.OnCrash), r.MaxAttempts,
-			r.Slot.Add(r.Retain).UnixMilli(), flag(r.TakeoverOnly), string(r.Overlap), flag(r.Manual), kind, r.reason,
-			notBefore, flag(r.Term))
+		tail = append(tail, g, slot, p, notBefore)
 	}
+	keys := []string{keysOf(s.prefix, reqs[idx[0]].Job).gen}
+	withJobs := "0"
 	if s.single {
-		keys = append(keys, jobsKey(s.prefix))
+		withJobs = "1"
+		keys = append(keys, jobsKey(s.prefix), s.liveKey())
 	}
+	args := make([]any, 0, 6+2*len(names)+10*len(profiles)+len(tail))
+	args = append(args, replica, incarnation, len(names), withJobs, slotstore.ReasonDataLoss, len(profiles))
+	args = append(append(args, names...), tags...)
+	for _, p := range profiles {
+		args = append(args, p.lease, string(p.onCrash), p.maxAttempts, p.retain, flag(p.takeover), string(p.overlap),
+			flag(p.manual), flag(p.skip), p.reason, flag(p.term))
+	}
+	args = append(args, tail...)
 	return call{script: claimScript, keys: keys, args: args}
 }
 
@@ -223,18 +249,32 @@ func flag(b bool) string {
 	return "0"
 }
 
+// wonFirst is the status claim.lua answers for a claim that won the slot's
+// first marker, with the fence alone: the rest of the marker is what the
+// request asked for.
+const wonFirst = 9
+
 // fillClaims sets the results of the requests at idx from claim.lua's reply.
-func fillClaims(out []slotstore.ClaimResult, reqs []request, idx []int, res any) error {
-	r, n, err := newReply(res, claimStride)
-	if err != nil {
-		return err
+func fillClaims(out []slotstore.ClaimResult, reqs []request, idx []int, replica, incarnation string, res any) error {
+	v, ok := res.([]any)
+	if !ok || len(v) == 0 {
+		return fmt.Errorf("unexpected claim script reply %T", res)
 	}
-	if n != len(idx) {
-		return fmt.Errorf("claim script answered %d requests of %d", n, len(idx))
-	}
+	r := &reply{v: v}
+	now := r.millis()
 	for _, i := range idx {
 		req := reqs[i]
 		status := slotstore.Status(r.int())
+		if status == wonFirst {
+			m := slotstore.Marker{
+				Job: req.Job, Slot: req.Slot, State: slotstore.StateRunning, Holder: replica, Fence: r.int(),
+				Attempt: 1, ClaimedAt: now, LeaseEnd: now.Add(time.Duration(millisUp(req.Lease)) * time.Millisecond),
+				KeepUntil: time.UnixMilli(req.Slot.UnixMilli() + req.Retain.Milliseconds()).UTC(), Manual: req.Manual,
+				Incarnation: incarnation,
+			}
+			out[i] = slotstore.ClaimResult{Status: slotstore.Won, Marker: m, Claim: slotstore.Claim{Ref: m.Ref(), Attempt: 1}}
+			continue
+		}
 		m := r.marker(req.Job, req.Slot.Unix())
 		prev, remaining := r.str(), time.Duration(r.int())*time.Microsecond
 		retry, replaced := r.str() == "1", r.refs(req.Job)
@@ -254,6 +294,9 @@ func fillClaims(out []slotstore.ClaimResult, reqs []request, idx []int, res any)
 			r.fail("status " + strconv.Itoa(int(status)))
 		}
 		out[i] = res
+	}
+	if r.err == nil && r.i != len(v) {
+		r.fail(fmt.Sprintf("%d values for %d requests", len(v), len(idx)))
 	}
 	return r.err
 }

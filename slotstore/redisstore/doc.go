@@ -35,8 +35,21 @@
 // would create a slot's first marker, checks each entry's marker, and adds
 // the slots the batch won before, so a forbid claim sees them and a replace
 // claim supersedes them. Every script that changes a marker's state keeps
-// the running index up to date in the same call. SetPause and Pauses are a
-// single SADD, SREM or SMEMBERS.
+// the running index, and on a single server the live index, up to date in
+// the same call. SetPause and Pauses are a single SADD, SREM or SMEMBERS.
+//
+// # The common claim
+//
+// Most claims are of a slot nobody holds yet, as every replica claims it
+// when it comes due. The call carries, a request, only the job's number, the
+// slot, a profile (lease, policies, retention: the handful a batch shares)
+// and NotBefore; the script reads the marker with one HGETALL and, when it
+// wins the first marker, writes only the fields a first claim sets (a
+// missing field reads as empty, in this version and the previous one) and
+// answers with the fence alone: the store builds the rest of the marker
+// from the request and Redis's time, which the reply carries once. Every
+// other case (takeover, retry, release, overlap forbid or replace, data
+// loss, a skip, a losing claim) answers the whole marker, as before.
 //
 // # Keys
 //

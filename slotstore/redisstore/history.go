@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/slotcron/slotcron/slotstore"
 )
@@ -33,6 +34,10 @@ func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slots
 	limit := p.Limit
 	if limit <= 0 {
 		limit = defaultLimit
+	}
+	if live := s.liveKey(); p.Job == "" && live != "" &&
+		(p.State == slotstore.StateRunning || p.State == slotstore.StateRetrying) {
+		return s.liveHistory(ctx, live, p.State, limit)
 	}
 	jobs := []string{p.Job}
 	if p.Job == "" {
@@ -82,6 +87,73 @@ func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slots
 	return out, nil
 }
 
+// liveHistory lists the markers of every job in state, running or
+// retrying, from the store's live index: one script call per 1,000 live
+// markers, newest slot first, until limit are found and no other shares the
+// slot of the last, whatever the number of jobs and of other markers.
+func (s *Store) liveHistory(ctx context.Context, live string, state slotstore.State, limit int) ([]slotstore.Marker, error) {
+	var out []slotstore.Marker
+	below := ""
+	for {
+		c := call{script: liveScript, keys: []string{live}, args: []any{string(state), below, scanStep, len(s.prefix)}}
+		res, err := s.runAll(ctx, []call{c})[0].Result()
+		if err != nil {
+			return nil, s.failRead("history of live markers", err)
+		}
+		ms, cursor, err := s.readLive(res)
+		if err != nil {
+			return nil, s.failRead("history of live markers", err)
+		}
+		out = append(out, ms...)
+		if cursor == "" {
+			break
+		}
+		below = cursor
+		// Entries come newest slot first: once limit are found, only
+		// entries of the same slot as the last of them may still belong.
+		if len(out) >= limit && cursor < fmt.Sprintf("%011d", out[limit-1].Slot.Unix()) {
+			break
+		}
+	}
+	slices.SortStableFunc(out, func(a, b slotstore.Marker) int {
+		if c := b.Slot.Compare(a.Slot); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Job, b.Job)
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// readLive reads live.lua's reply: the markers and the entry to go on
+// below ("" when the walk is over).
+func (s *Store) readLive(res any) ([]slotstore.Marker, string, error) {
+	v, ok := res.([]any)
+	if !ok || len(v) == 0 {
+		return nil, "", fmt.Errorf("unexpected live script reply %T", res)
+	}
+	cursor, ok := v[0].(string)
+	if !ok {
+		return nil, "", fmt.Errorf("unexpected live script cursor %T", v[0])
+	}
+	r, n, err := newReply(v[1:], 1+markerFields)
+	if err != nil {
+		return nil, "", err
+	}
+	ms := make([]slotstore.Marker, 0, n)
+	for range n {
+		key := r.str()
+		job, slot, ok := s.parseMarkerKey(key)
+		if !ok {
+			r.fail("marker key " + key)
+		}
+		ms = append(ms, r.marker(job, slot))
+	}
+	return ms, cursor, r.err
+}
+
 // historyCall builds the history.lua call that lists up to want markers of
 // job in state (any when empty) below the slot below (from the newest when
 // empty).
@@ -94,7 +166,7 @@ func (s *Store) historyCall(job string, state slotstore.State, want int, below s
 	return call{
 		script: historyScript,
 		keys:   []string{index, k.slots, k.expiry, k.running, k.pruned},
-		args:   []any{k.marker, want, string(state), below, scanStep},
+		args:   []any{k.marker, want, string(state), below, scanStep, s.liveKey()},
 	}
 }
 
@@ -147,7 +219,7 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 			if s.single {
 				keys = append(keys, jobsKey(s.prefix))
 			}
-			calls[i] = call{script: pruneScript, keys: keys, args: []any{k.marker, scanStep, job}}
+			calls[i] = call{script: pruneScript, keys: keys, args: []any{k.marker, scanStep, job, s.liveKey()}}
 		}
 		var more []string
 		for i, cmd := range s.runAll(ctx, calls) {

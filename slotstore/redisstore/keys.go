@@ -16,6 +16,8 @@ import (
 //	<prefix>{<job>}:expiry      zset    slot -> when its marker expires (ms)
 //	<prefix>{<job>}:running     zset    slot -> slot, of the running markers
 //	<prefix>{<job>}:pruned      string  markers History found gone, for Prune
+//	<prefix>live                zset    the running and retrying markers of
+//	                                    every job (a single server only)
 //	<prefix>jobs                set     names of the jobs with markers
 //	<prefix>pauses              set     paused jobs; "" for the whole cluster
 //
@@ -24,6 +26,7 @@ import (
 
 // jobKeys are the keys of one job.
 type jobKeys struct {
+	tag                                        string // prefix of every key of the job
 	fence, gen, slots, expiry, running, pruned string
 	marker                                     string // prefix of the marker keys; append the slot
 }
@@ -32,6 +35,7 @@ type jobKeys struct {
 func keysOf(prefix, job string) jobKeys {
 	tag := prefix + "{" + escape(job) + "}:"
 	return jobKeys{
+		tag:   tag,
 		fence: tag + "fence", gen: tag + "gen", slots: tag + "slots", expiry: tag + "expiry", running: tag + "running",
 		pruned: tag + "pruned", marker: tag + "m:",
 	}
@@ -40,11 +44,40 @@ func keysOf(prefix, job string) jobKeys {
 // markerKey is the key of the marker of slot, in Unix seconds.
 func (k jobKeys) markerKey(slot int64) string { return k.marker + strconv.FormatInt(slot, 10) }
 
+// liveKey is the store-wide index of running and retrying markers, or ""
+// in a Cluster, where no key can be written together with every job's. Its
+// members all have score 0 and sort by name: an 11-digit zero-padded slot
+// (Unix seconds), then the marker's key, so a walk in reverse lexical order
+// lists the newest slot first, and no two markers share a member.
+func (s *Store) liveKey() string {
+	if !s.single {
+		return ""
+	}
+	return s.prefix + "live"
+}
+
 // jobsKey is the set of job names. It has no hash tag: in a Cluster it lives
 // apart from every job, and only History and Prune read it.
 func jobsKey(prefix string) string { return prefix + "jobs" }
 
-var escaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
+// parseMarkerKey returns the job and slot of a marker key of s.
+func (s *Store) parseMarkerKey(key string) (string, int64, bool) {
+	rest, ok := strings.CutPrefix(key, s.prefix+"{")
+	if !ok {
+		return "", 0, false
+	}
+	tag, slot, ok := strings.Cut(rest, "}:m:")
+	if !ok {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(slot, 10, 64)
+	return unescaper.Replace(tag), n, err == nil
+}
+
+var (
+	escaper   = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
+	unescaper = strings.NewReplacer("%25", "%", "%7B", "{", "%7D", "}")
+)
 
 // escape makes job safe inside a hash tag, reversibly.
 func escape(job string) string { return escaper.Replace(job) }

@@ -58,7 +58,7 @@ func (s *Store) mutate(ctx context.Context, op string, ref slotstore.Ref, sc *sc
 		return err
 	}
 	k := keysOf(s.prefix, ref.Job)
-	all := append(append([]any{strconv.FormatInt(ref.Fence, 10)}, args...), slot)
+	all := append(append([]any{strconv.FormatInt(ref.Fence, 10)}, args...), slot, s.liveKey())
 	c := call{script: sc, keys: []string{k.markerKey(slot), k.expiry, k.running}, args: all}
 	var (
 		cmds    []onceCmd

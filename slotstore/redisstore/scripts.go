@@ -31,8 +31,10 @@ var (
 	historyScript = load("history")
 	pruneScript   = load("prune")
 	enrollScript  = load("enroll")
+	liveScript    = load("live")
 
-	allScripts = []*script{claimScript, renewScript, finishScript, releaseScript, historyScript, pruneScript, enrollScript}
+	allScripts = []*script{claimScript, renewScript, finishScript, releaseScript, historyScript, pruneScript, enrollScript,
+		liveScript}
 )
 
 func load(name string) *script {

@@ -4,38 +4,59 @@
 -- fails while deciding (a key of the wrong type) changes nothing, and
 -- generations and fences are stored before any marker that relies on them.
 --
--- KEYS: for each job g = 1..G its fence counter, generation, slot index,
---       expiry index and running index (KEYS[5g-4] .. KEYS[5g]); then the
---       marker of each request (KEYS[5G+i]); then, when ARGV[4] is '1', the
---       set of job names.
+-- KEYS: the generation of the first job (so that a Cluster client routes
+--       the call; every key the script touches shares its hash slot), then,
+--       when ARGV[4] is '1', the set of job names and the live index.
 -- ARGV: replica, incarnation, G, '1' or '0', the reason of a slot skipped
---       for data loss, the G job names, the G prefixes of their marker keys,
---       then thirteen values a request: job g, slot (Unix s), lease (ms),
---       on_crash, max attempts, keep until (Unix ms), takeover only ('1' or
---       '0'), overlap, manual ('1' or '0'), kind ('c' claim or 's' skip),
---       reason (a skip's; for a claim with replace, the reason of the
---       markers it replaces), not before (a skip's, Unix us; '' for none),
---       term ('1' or '0': a standing lease, claimed whatever the generation).
--- Reply: nineteen values a request: status (1 won, 2 held, 3 finished,
---       4 abandoned, 5 absent, 6 skipped, 7 waiting, 8 not yet), the
---       marker's FIELDS as the request left it, the previous holder of a won
---       slot, the remaining lease of a held slot, the time until the retry
---       of a waiting one or until a skip not yet due may be recorded (us),
---       '1' when a won slot was retrying, and the claims a replace claim
---       superseded as 'slot fence slot fence ...'.
-local replica, incarnation, G = ARGV[1], ARGV[2], tonumber(ARGV[3])
+--       for data loss, P, then the G job names, the G prefixes of their
+--       keys ('<prefix>{job}:'), then P profiles of ten values each: lease
+--       (ms), on_crash, max attempts, retain (ms), takeover only ('1' or
+--       '0'), overlap, manual ('1' or '0'), skip ('1' for a skip, '0' for a
+--       claim), reason (a skip's; for a claim with replace, the reason of the
+--       markers it replaces), term ('1' or '0': a standing lease, claimed
+--       whatever the generation); then four values a request: job g, slot
+--       (Unix s), profile p, not before ('' for none, '=' for the slot
+--       itself, else Unix us).
+-- Reply: Redis's time (Unix ms), then for each request either two values,
+--       9 and the fence, for a claim won as the slot's first marker (the
+--       marker is running, attempt 1, claimed now, with nothing else but
+--       what the request says), or eighteen: status (1 won, 2 held,
+--       3 finished, 4 abandoned, 5 absent, 6 skipped, 7 waiting, 8 not
+--       yet), the marker's FIELDS as the request left it, the previous
+--       holder of a won slot, the remaining lease of a held slot, the time
+--       until the retry of a waiting one or until a claim or skip not yet
+--       due may be recorded (us), '1' when a won slot was retrying, and the
+--       claims a replace claim superseded as 'slot fence slot fence ...'.
+local replica, incarnation, G, P = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[6])
 local dataLoss = ARGV[5]
+local live = ''
+if ARGV[4] == '1' then
+  live = KEYS[3]
+end
 local now, micros = clock()
 local nowText = int(now)
-local first = 6 + 2 * G
-local stride = 13
+local tags = {}
+for g = 1, G do
+  tags[g] = ARGV[6 + G + g]
+end
+local profiles = {}
+for p = 1, P do
+  local a = 7 + 2 * G + (p - 1) * 10
+  profiles[p] = {
+    lease = tonumber(ARGV[a]), onCrash = ARGV[a + 1], maxAttempts = tonumber(ARGV[a + 2]),
+    retain = tonumber(ARGV[a + 3]), takeoverOnly = ARGV[a + 4] == '1', overlap = ARGV[a + 5],
+    manual = ARGV[a + 6] == '1', skipping = ARGV[a + 7] == '1', reason = ARGV[a + 8], term = ARGV[a + 9] == '1',
+  }
+end
+local first = 7 + 2 * G + 10 * P
+local stride = 4
 local n = (#ARGV - first + 1) / stride
 
--- The keys of job g, by their place among its five.
-local FENCE, GEN, SLOTS, EXPIRY, RUNNING = 1, 2, 3, 4, 5
+-- The keys of job g, by name (keys.go).
 local function jobKey(g, k)
-  return KEYS[5 * (g - 1) + k]
+  return tags[g] .. k
 end
+local FENCE, GEN, SLOTS, EXPIRY, RUNNING = 'fence', 'gen', 'slots', 'expiry', 'running'
 
 -- When job g's generation began (Unix ms): its record, or, for a job that
 -- has none (never enrolled or claimed, or its record lost with the rest of
@@ -70,12 +91,21 @@ local function nextFence(g)
   return f
 end
 
--- Markers as the batch leaves them, by key, read on first use.
+-- Markers as the batch leaves them, by key, read on first use: a table of
+-- FIELDS by place, with nil for a field the hash lacks (all of them when
+-- there is no marker).
 local markers = {}
 local function markerOf(key)
   local m = markers[key]
   if m == nil then
-    m = redis.call('HMGET', key, unpack(FIELDS))
+    m = {}
+    local h = redis.call('HGETALL', key)
+    for j = 1, #h, 2 do
+      local at = PLACE[h[j]]
+      if at then
+        m[at] = h[j + 1]
+      end
+    end
     markers[key] = m
   end
   return m
@@ -112,7 +142,7 @@ end
 local function others(g, slot)
   local out = {}
   for s in pairs(runningOf(g)) do
-    local key = ARGV[5 + G + g] .. s
+    local key = tags[g] .. 'm:' .. s
     if s ~= slot and markerOf(key)[1] == 'running' then
       out[#out + 1] = {s, key}
     end
@@ -130,16 +160,21 @@ local function touch(key, g, slot)
     dirtyOrder[#dirtyOrder + 1] = key
   end
 end
-local out = {}
+-- fresh holds the markers won as first markers by the compact path: they
+-- carry only the fields a first claim sets, and the reply only their fence.
+local fresh = {}
+local out = {nowText}
 for i = 1, n do
   local a = first + (i - 1) * stride
-  local g, slot = tonumber(ARGV[a]), ARGV[a + 1]
-  local lease, onCrash = tonumber(ARGV[a + 2]), ARGV[a + 3]
-  local maxAttempts, keep = tonumber(ARGV[a + 4]), ARGV[a + 5]
-  local takeoverOnly, overlap, manual = ARGV[a + 6] == '1', ARGV[a + 7], ARGV[a + 8] == '1'
-  local skipping, reason, notBefore = ARGV[a + 9] == 's', ARGV[a + 10], ARGV[a + 11]
-  local term = ARGV[a + 12] == '1'
-  local key = KEYS[5 * G + i]
+  local g, slot, pr, notBefore = tonumber(ARGV[a]), ARGV[a + 1], profiles[tonumber(ARGV[a + 2])], ARGV[a + 3]
+  local lease, onCrash, maxAttempts = pr.lease, pr.onCrash, pr.maxAttempts
+  local takeoverOnly, overlap, manual = pr.takeoverOnly, pr.overlap, pr.manual
+  local skipping, reason, term = pr.skipping, pr.reason, pr.term
+  local keep = int(tonumber(slot) * 1000 + pr.retain)
+  if notBefore == '=' then
+    notBefore = slot .. '000000'
+  end
+  local key = tags[g] .. 'm:' .. slot
   local m = markerOf(key)
   local state = m[1]
 
@@ -206,6 +241,7 @@ for i = 1, n do
       for _, o in ipairs(others(g, slot)) do
         local om = markerOf(o[2])
         om[1], om[12], om[6], om[8] = 'replaced', reason, nowText, nowText
+        fresh[o[2]] = nil
         touch(o[2], g, o[1])
         replaced[#replaced + 1] = o[1] .. ' ' .. om[3]
       end
@@ -261,20 +297,37 @@ for i = 1, n do
     touch(key, g, slot)
   end
 
-  out[#out + 1] = status
-  for j = 1, #FIELDS do
-    out[#out + 1] = m[j] or ''
+  if decision == 'win' and not state then
+    fresh[key] = true
+    out[#out + 1] = 9
+    out[#out + 1] = m[3]
+  else
+    if decision ~= 'lose' then
+      fresh[key] = nil -- no longer as its first claim left it
+    end
+    out[#out + 1] = status
+    for j = 1, #FIELDS do
+      out[#out + 1] = m[j] or ''
+    end
+    out[#out + 1] = prev
+    out[#out + 1] = remaining
+    out[#out + 1] = retry
+    out[#out + 1] = table.concat(replaced, ' ')
   end
-  out[#out + 1] = prev
-  out[#out + 1] = remaining
-  out[#out + 1] = retry
-  out[#out + 1] = table.concat(replaced, ' ')
 end
 
 -- Write: generations and fences first, then markers, then the indexes, a
 -- job at a time.
-if ARGV[4] == '1' then
-  redis.call('SADD', KEYS[#KEYS], unpack(ARGV, 6, 5 + G))
+if ARGV[4] == '1' and #dirtyOrder > 0 then
+  local names, named = {}, {}
+  for _, key in ipairs(dirtyOrder) do
+    local g = dirty[key][1]
+    if not named[g] then
+      named[g] = true
+      names[#names + 1] = ARGV[6 + g]
+    end
+  end
+  redis.call('SADD', KEYS[2], unpack(names))
 end
 for g in pairs(births) do
   redis.call('SET', jobKey(g, GEN), int(borns[g]))
@@ -283,6 +336,7 @@ for g, f in pairs(fences) do
   redis.call('SET', jobKey(g, FENCE), int(f))
 end
 local slots, adds, dels, expiries = {}, {}, {}, {}
+local liveAdds, liveDels = {}, {}
 for g = 1, G do
   slots[g], adds[g], dels[g], expiries[g] = {}, {}, {}, {}
 end
@@ -290,9 +344,21 @@ for _, key in ipairs(dirtyOrder) do
   local g, slot = dirty[key][1], dirty[key][2]
   local m = markers[key]
   local args = {}
-  for j = 1, #FIELDS do
-    args[#args + 1] = FIELDS[j]
-    args[#args + 1] = m[j] or ''
+  if fresh[key] then
+    -- A new hash: only the fields a first claim sets; readers take a
+    -- missing field for ''.
+    args = {'s', m[1], 'h', m[2], 'f', m[3], 'a', m[4], 'c', m[5], 'l', m[6], 'k', m[7]}
+    if m[13] ~= '' then
+      args[#args + 1], args[#args + 2] = 'mn', m[13]
+    end
+    if m[14] ~= '' then
+      args[#args + 1], args[#args + 2] = 'i', m[14]
+    end
+  else
+    for j = 1, #FIELDS do
+      args[#args + 1] = FIELDS[j]
+      args[#args + 1] = m[j] or ''
+    end
   end
   redis.call('HSET', key, unpack(args))
   -- A marker lives until its retention ends and, while running or
@@ -310,6 +376,12 @@ for _, key in ipairs(dirtyOrder) do
   else
     dels[g][#dels[g] + 1] = slot
   end
+  -- Claims leave no marker retrying: live means running here.
+  if m[1] == 'running' then
+    liveAdds[#liveAdds + 1], liveAdds[#liveAdds + 2] = '0', liveMember(key, slot)
+  elseif not fresh[key] then
+    liveDels[#liveDels + 1] = liveMember(key, slot)
+  end
 end
 -- Lua unpacks at most 8,000 values at once: write in chunks.
 local function each(cmd, key, values)
@@ -322,5 +394,9 @@ for g = 1, G do
   each('ZADD', jobKey(g, EXPIRY), expiries[g])
   each('ZADD', jobKey(g, RUNNING), adds[g])
   each('ZREM', jobKey(g, RUNNING), dels[g])
+end
+if live ~= '' then
+  each('ZADD', live, liveAdds)
+  each('ZREM', live, liveDels)
 end
 return out

@@ -4,7 +4,8 @@
 -- lost succeeds.
 -- KEYS: the marker, the job's expiry index and running index.
 -- ARGV: fence, outcome, error, duration (ns), retry due (Unix ms, '' for
---       none), '1' when the caller waits for replicas, slot.
+--       none), '1' when the caller waits for replicas, slot, the store's
+--       live index ('' for none).
 -- Reply: 1, or 0 when the fence is not the running claim's (nothing changed).
 local m = redis.call('HMGET', KEYS[1], 's', 'f', 'k')
 if m[2] ~= ARGV[1] then
@@ -30,5 +31,12 @@ end
 redis.call('HSET', KEYS[1], 's', state, 'o', ARGV[2], 'e', ARGV[3], 'd', ARGV[4],
   'fa', int(now), 'l', int(leaseEnd))
 redis.call('ZREM', KEYS[3], ARGV[7])
+if ARGV[8] ~= '' then
+  if state == 'retrying' then
+    redis.call('ZADD', ARGV[8], 0, liveMember(KEYS[1], ARGV[7]))
+  else
+    redis.call('ZREM', ARGV[8], liveMember(KEYS[1], ARGV[7]))
+  end
+end
 expire(KEYS[1], KEYS[2], ARGV[7], math.max(tonumber(m[3]), leaseEnd))
 return 1

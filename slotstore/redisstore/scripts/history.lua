@@ -7,7 +7,7 @@
 --       and pruned counter.
 -- ARGV: the prefix of its marker keys, the most markers wanted, the state
 --       wanted ('' for any), the slot to list below ('' for the newest), the
---       most entries to look at.
+--       most entries to look at, the store's live index ('' for none).
 -- Reply: the slot to go on below, or '' when the index is exhausted; then
 --       fifteen values a marker: its slot (Unix s), then its FIELDS.
 local want, state, cap = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[5])
@@ -29,6 +29,9 @@ while found < want and seen < cap do
       end
       redis.call('ZREM', KEYS[3], slot)
       redis.call('ZREM', KEYS[4], slot)
+      if ARGV[6] ~= '' then
+        redis.call('ZREM', ARGV[6], liveMember(ARGV[1] .. slot, slot))
+      end
     elseif state == '' or m[1] == state then
       out[#out + 1] = slot
       for j = 1, #FIELDS do

@@ -5,6 +5,11 @@
 -- keep until, finished at (Unix ms, Redis's clock), outcome, error,
 -- duration (ns), reason, manual ('1' or ''), incarnation of the claim.
 local FIELDS = {'s', 'h', 'f', 'a', 'c', 'l', 'k', 'fa', 'o', 'e', 'd', 'r', 'mn', 'i'}
+-- PLACE is the place of each field in FIELDS.
+local PLACE = {}
+for j, f in ipairs(FIELDS) do
+  PLACE[f] = j
+end
 
 -- int formats a whole number exactly; tostring rounds past 14 digits.
 local function int(x)
@@ -23,4 +28,23 @@ end
 local function expire(marker, expiry, slot, at)
   redis.call('PEXPIREAT', marker, int(at))
   redis.call('ZADD', expiry, int(at), slot)
+end
+
+-- liveMember is the entry of a marker in the store's index of live
+-- (running or retrying) markers: its slot, zero-padded so that entries sort
+-- by slot, then its key.
+local function liveMember(key, slot)
+  return string.format('%011d', tonumber(slot)) .. key
+end
+
+-- forget removes the entries of the marker of slot, which Redis has
+-- deleted, from the indexes of the job whose keys begin with tag, and from
+-- the live index when there is one ('' otherwise).
+local function forget(tag, slot, live)
+  redis.call('ZREM', tag .. 'slots', slot)
+  redis.call('ZREM', tag .. 'expiry', slot)
+  redis.call('ZREM', tag .. 'running', slot)
+  if live ~= '' then
+    redis.call('ZREM', live, liveMember(tag .. 'm:' .. slot, slot))
+  end
 end

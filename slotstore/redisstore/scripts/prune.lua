@@ -5,7 +5,7 @@
 -- KEYS: the job's slot, expiry and running indexes, pruned counter, and, on
 --       a single server, the set of job names.
 -- ARGV: the prefix of its marker keys, the most entries to look at, the
---       job's name.
+--       job's name, the store's live index ('' for none).
 -- Reply: {markers pruned, entries looked at}; as many looked at as allowed
 --       means there may be more.
 local now = clock()
@@ -33,6 +33,9 @@ for _, slot in ipairs(due) do
     redis.call('ZREM', KEYS[1], slot)
     redis.call('ZREM', KEYS[2], slot)
     redis.call('ZREM', KEYS[3], slot)
+    if ARGV[4] ~= '' then
+      redis.call('ZREM', ARGV[4], liveMember(key, slot))
+    end
     n = n + 1
   end
 end

@@ -1,6 +1,6 @@
 -- Extends the lease of a running slot held under the presented fence.
 -- KEYS: the marker, the job's expiry index (and its running index, unused).
--- ARGV: fence, lease (ms), slot.
+-- ARGV: fence, lease (ms), slot (and the store's live index, unused).
 -- Reply: 1; 2 when the slot is done or retrying under that fence (its run
 --        recorded its end; nothing changed); 0 when the fence is not the
 --        running claim's (nothing changed).
