@@ -12,10 +12,11 @@ import (
 
 // Claim implements slotstore.Store. The batch is one statement and one
 // round trip: a call of the schema's claim function (migrations/, latest
-// version in 0003_generations.sql), which begins the generations of the
+// version in 0005_claim_set_based.sql), which begins the generations of the
 // batch's jobs that have none, decides every request in one transaction,
-// as slotstore.Decide, Apply and Supersede would in request order, and
-// issues fences in request order.
+// as slotstore.Decide, Apply and Supersede would in request order (fresh
+// slots, and answers that change nothing, in one set-based statement; the
+// rest one by one), and issues each job's fences in request order.
 func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
 	reqs, err := slotstore.NormalizeAll(p.Requests)
 	if err != nil {

@@ -16,7 +16,22 @@
 // the only other locks on markers are taken by single-row statements that
 // wait for nothing else. It then reads the database clock
 // (clock_timestamp), begins the generations of the batch's claimed jobs
-// that have none (see Generations), and decides the requests in order,
+// that have none (see Generations), and decides in one set-based statement
+// every request whose answer needs no lock on an existing marker: the
+// first claim of a slot that has no marker (overlap allow, not older than
+// the generation, NotBefore passed) is inserted there, with its fence; a
+// slot held under a live lease (its marker locked with SKIP LOCKED, so one
+// a mutation holds is left to the next step), finished, waiting for its
+// retry, not yet due or absent is answered there. No other transaction can
+// create a marker of a job whose fence row the claim holds, so a slot found
+// without a marker stays so until the insert. A replica that finds the
+// batch's first fence row locked (another replica is claiming the same
+// slots) waits for that row alone, then reads again, and answers without
+// taking any other fence row when nothing is left to write. The rest
+// (takeovers, released slots, due retries, abandonments, overlap forbid or
+// replace, data loss, skips that write, a slot named twice), with every
+// request of a job that has such a request, so that a job's fences follow
+// request order, is decided in request order,
 // each as slotstore.Decide and slotstore.Apply do: it locks the slot's
 // marker row (SELECT ... FOR UPDATE, which under READ COMMITTED waits for
 // a fenced mutation, a prune or a job's transaction after CompleteTx in
@@ -192,7 +207,7 @@
 // versioned migrations (migrations/NNNN_*.sql) that New applies in one
 // transaction holding a transaction-scoped advisory lock, so replicas
 // starting together migrate once; a schema newer than the build is
-// refused. Version 3:
+// refused. Version 5:
 //
 //	schema_migrations (version)  one row per applied migration
 //	fences (job)                 the last fence issued per job
@@ -214,6 +229,20 @@
 //	claim(...)                   the claim function (claims and skips); claim_result its rows
 //	enroll(jobs, now)            begins and returns generations
 //	renew(job, slot, fence, lease)  'renewed', 'finished' or 'lost'
+//
+// Version 5 (migrations/0005_claim_set_based.sql) replaces only the body
+// of the claim function: same name, arguments and result, no change to a
+// table. A replica of the previous build, still running during a rolling
+// upgrade, calls the function by name, so from the moment the migration
+// commits its claims run the new body too; a claim that had begun before
+// runs the old body to its end. Both bodies lock the fence rows of a
+// batch's jobs in job order before they create a marker of them, and take
+// fences from those rows under that lock, so claims of either body take
+// turns per job and fences still grow; a generation row this cluster wrote
+// is read without a lock only because no body ever rewrites one. History by
+// state, store-wide (the engine's read of running and retrying markers),
+// walks markers_by_state from its state's first entry and stops after the
+// limit: its cost follows the markers returned, not those held.
 //
 // Version 3 drops version 2's claim function: a replica of an older build
 // still running when a newer one migrates the schema gets errors from its

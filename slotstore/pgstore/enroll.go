@@ -11,7 +11,8 @@ import (
 // Enroll implements slotstore.Store: one call of the schema's enroll
 // function, which inserts the generation rows of the jobs that have none,
 // at the database's clock, begins anew those a restore wrote (see the
-// package documentation), and returns every job's generation.
+// package documentation), and returns every job's generation with the slot
+// of its newest marker, in the same statement.
 func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotstore.Generation, error) {
 	jobs, err := p.NormalizeJobs()
 	if err != nil {
@@ -34,26 +35,31 @@ func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotsto
 		return nil, s.fail("enroll", err)
 	}
 	defer rows.Close()
-	born := make(map[string]time.Time, len(jobs))
+	gens := make(map[string]slotstore.Generation, len(jobs))
 	for rows.Next() {
 		var (
-			job string
-			at  time.Time
+			job    string
+			at     time.Time
+			newest *time.Time
 		)
-		if err := rows.Scan(&job, &at); err != nil {
+		if err := rows.Scan(&job, &at, &newest); err != nil {
 			return nil, s.fail("enroll", err)
 		}
-		born[job] = at.UTC()
+		g := slotstore.Generation{Job: job, Born: at.UTC()}
+		if newest != nil {
+			g.Newest = newest.UTC()
+		}
+		gens[job] = g
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.fail("enroll", err)
 	}
 	for i, job := range jobs {
-		at, ok := born[job]
+		g, ok := gens[job]
 		if !ok {
 			return nil, fmt.Errorf("pgstore: enroll: no generation returned for job %q", job)
 		}
-		out[i] = slotstore.Generation{Job: job, Born: at}
+		out[i] = g
 	}
 	return out, nil
 }

@@ -53,7 +53,10 @@ func newQueries(schema string) queries {
 	return queries{
 		claim: in(`SELECT ord, won, prev_holder, retry, ` + columns + `, replaced_slots, replaced_fences, now
 			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`),
-		enroll:  in(`SELECT job, born FROM {schema}.enroll($1, clock_timestamp())`),
+		// enroll also reads each job's newest slot from markers_by_job
+		// (job, slot DESC): one index probe a job.
+		enroll: in(`SELECT g.job, g.born, (SELECT max(m.slot) FROM {schema}.markers m WHERE m.job = g.job COLLATE "C")
+			FROM {schema}.enroll($1, clock_timestamp()) g`),
 		pause:   in(`INSERT INTO {schema}.pauses (job) VALUES ($1) ON CONFLICT DO NOTHING`),
 		resume:  in(`DELETE FROM {schema}.pauses WHERE job = $1`),
 		pauses:  in(`SELECT job FROM {schema}.pauses ORDER BY job`),
