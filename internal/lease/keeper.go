@@ -2,7 +2,8 @@
 // trusting it: the one mechanism behind slot runs (package scheduler) and
 // leadership terms (package leader).
 //
-// A Keeper renews every Lease/3 from its own goroutine. The holder trusts the
+// A Keeper renews every Lease/3 from its own goroutine, started when the
+// first renewal is due. The holder trusts the
 // lease only until sent + Lease − Margin, where sent is when the last
 // successful renewal (or the acquiring call) was sent. The window runs on
 // both of the process's clocks: the monotonic one, immune to wall-clock
@@ -68,6 +69,11 @@ type Keeper struct {
 	lostc   chan struct{}
 	stopped bool // Stop was called: OnLost must not be
 	ended   bool // a renewal found the work recorded as ended: OnLost must not be
+	// renewer starts the renewing goroutine when the first renewal is
+	// due, so work shorter than a renewal interval costs no goroutine.
+	renewer *time.Timer
+	paused  bool // Pause was called
+	renews  bool // the renewing goroutine started: done closes when it ends
 
 	stopc chan struct{}
 	done  chan struct{}
@@ -82,8 +88,8 @@ func Start(sent time.Time, c Config) *Keeper {
 		stopc: make(chan struct{}), done: make(chan struct{})}
 	k.mu.Lock()
 	k.timer = time.AfterFunc(time.Until(k.until), k.expire)
+	k.renewer = time.AfterFunc(c.Lease/3, k.renewLoop)
 	k.mu.Unlock()
-	go k.renewLoop()
 	return k
 }
 
@@ -140,13 +146,18 @@ func (k *Keeper) end() {
 // renewal races that write.
 func (k *Keeper) Pause() {
 	k.mu.Lock()
-	select {
-	case <-k.stopc:
-	default:
+	if !k.paused {
+		k.paused = true
 		close(k.stopc)
+		// A renewer that had not fired never will; one that had is the
+		// renewing goroutine, which ends on stopc.
+		k.renews = !k.renewer.Stop()
 	}
+	renews := k.renews
 	k.mu.Unlock()
-	<-k.done
+	if renews {
+		<-k.done
+	}
 }
 
 // Stop ends the Keeper: no renewal, no trust timer. OnLost is not called
@@ -197,10 +208,12 @@ func (k *Keeper) extend(sent time.Time) {
 	k.timer.Reset(time.Until(k.until))
 }
 
+// renewLoop is the renewing goroutine: the renewer starts it when the first
+// renewal is due.
 func (k *Keeper) renewLoop() {
 	defer close(k.done)
 	interval := k.c.Lease / 3
-	t := time.NewTimer(interval)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
