@@ -131,6 +131,9 @@ func (a *api) pause(paused bool) http.HandlerFunc {
 			httpError(w, http.StatusServiceUnavailable, err.Error())
 			return
 		}
+		if a.l != nil {
+			a.l.pauses.stale.Store(true) // this replica obeys at its next slot
+		}
 		ps, err := a.s.store.Pauses(ctx)
 		if err != nil {
 			httpError(w, http.StatusServiceUnavailable, err.Error())

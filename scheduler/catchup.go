@@ -26,15 +26,18 @@ const maxMissedRecords = 1000
 //
 // It walks the slots lazily and records at most maxMissedRecords of each
 // kind, so its cost is bounded by the policy (catch_up_limit, at most
-// MaxCatchUpLimit) and not by how many slots the window holds.
-func (l *loop) schedule(ctx context.Context, p *plan, now time.Time) {
+// MaxCatchUpLimit) and not by how many slots the window holds. newest is
+// the slot of the job's newest marker (zero for none), which enroll read; it
+// returns the slots to record skipped now, which the caller sends in
+// batches with every other job's.
+func (l *loop) schedule(p *plan, now, newest time.Time) []slotstore.SkipRequest {
 	// The oldest slot not yet due (jitter tries a slot after it) starts the
 	// job's chain of fire entries, each of which pushes the next: slots of
 	// the window still waiting for their try are ordinary slots, pushed one
 	// at a time however many fall in the jitter.
 	if next := p.sched.Next(now.Add(-p.jitter)); !next.IsZero() {
 		l.h.push(&entry{at: next.Add(p.jitter), p: p, slot: next, kind: fire})
-		l.s.metrics.nextRun.WithLabelValues(p.name).Set(seconds(next))
+		l.s.metrics.next(p).Set(seconds(next))
 	}
 	keep := 0
 	switch p.catchUp {
@@ -44,7 +47,7 @@ func (l *loop) schedule(ctx context.Context, p *plan, now time.Time) {
 		keep = p.catchUpLimit
 	}
 	from := now.Add(-p.deadline)
-	newest, known := l.newestSlot(ctx, p)
+	known := !newest.IsZero()
 	var skips []slotstore.SkipRequest
 	// lapseAt is when no replica may start s any more: its starting window
 	// has closed on every clock within a second of this one.
@@ -82,40 +85,31 @@ func (l *loop) schedule(ctx context.Context, p *plan, now time.Time) {
 		l.s.log.Info("slot not caught up", "job", p.name, "slot", s.Format(time.RFC3339), "catch_up", p.catchUp)
 		l.h.push(&entry{at: lapseAt(s), p: p, slot: s, kind: lapse, reason: "catch_up " + p.catchUp})
 	}
-	if known {
-		n := 0
-		for s := p.sched.Next(newest); !s.IsZero() && s.Before(from); s = p.sched.Next(s) {
-			if n == maxMissedRecords {
-				l.s.log.Warn("more missed slots than recorded", "job", p.name, "recorded", n, "until", from.Format(time.RFC3339))
-				break
-			}
-			n++
-			const reason = "missed: no replica claimed it in time"
-			if at := lapseAt(s); at.After(now) {
-				l.h.push(&entry{at: at, p: p, slot: s, kind: lapse, reason: reason})
-				continue
-			}
-			skips = append(skips, p.missedSkip(s, reason))
-			l.s.log.Warn("slot missed", "job", p.name, "slot", s.Format(time.RFC3339), "replica", l.s.replica, "reason", "no replica claimed it in time")
-			l.s.metrics.missed.WithLabelValues(p.name, "down").Inc()
-		}
+	if !known {
+		return nil
 	}
-	l.skip(ctx, skips)
-}
-
-// newestSlot is the slot of p's newest marker, if the store has one.
-func (l *loop) newestSlot(ctx context.Context, p *plan) (time.Time, bool) {
-	sctx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
-	defer cancel()
-	ms, err := l.s.store.History(sctx, slotstore.HistoryParams{Job: p.name, Limit: 1})
-	l.s.metrics.storeCall(err)
-	if err != nil || len(ms) == 0 {
-		if err != nil && ctx.Err() == nil {
-			l.s.log.Warn("reading the newest slot failed", "job", p.name, "err", err)
+	n := 0
+	for s := p.sched.Next(newest); !s.IsZero() && s.Before(from); s = p.sched.Next(s) {
+		if n == maxMissedRecords {
+			l.s.log.Warn("more missed slots than recorded", "job", p.name, "recorded", n, "until", from.Format(time.RFC3339))
+			break
 		}
-		return time.Time{}, false
+		n++
+		const reason = "missed: no replica claimed it in time"
+		if at := lapseAt(s); at.After(now) {
+			l.h.push(&entry{at: at, p: p, slot: s, kind: lapse, reason: reason})
+			continue
+		}
+		skips = append(skips, p.missedSkip(s, reason))
 	}
-	return ms[0].Slot, true
+	if len(skips) > 0 {
+		// One line per job, not per slot: a cluster down for an hour with
+		// many jobs would otherwise flood the log.
+		l.s.log.Warn("slots missed", "job", p.name, "count", len(skips), "first", skips[0].Slot.Format(time.RFC3339),
+			"last", skips[len(skips)-1].Slot.Format(time.RFC3339), "replica", l.s.replica, "reason", "no replica claimed them in time")
+		l.s.metrics.missed.WithLabelValues(p.name, "down").Add(float64(len(skips)))
+	}
+	return skips
 }
 
 // reasonPaused is the reason of a slot skipped while its job is paused.
@@ -180,9 +174,11 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 
 // dropPaused removes the entries of paused jobs from a batch before it is
 // claimed and records their slots skipped with reason "paused". Watches
-// (takeovers of slots already claimed, and retries) go on. If the pauses
-// cannot be read, the fresh entries are put back with backoff, like a
-// failed claim: a pause must not fail open.
+// (takeovers of slots already claimed, and retries) go on. The pauses come
+// from the loop's latest read when it is fresh (sent less than pauseFresh
+// ago), which the loop sends ahead of the slots; otherwise they are read
+// now. If they cannot be read, the new entries are put back with backoff,
+// like a failed claim: a pause must not fail open.
 func (l *loop) dropPaused(ctx context.Context, batch []*entry) []*entry {
 	fresh := false
 	for _, e := range batch {
@@ -191,35 +187,41 @@ func (l *loop) dropPaused(ctx context.Context, batch []*entry) []*entry {
 	if !fresh {
 		return batch
 	}
-	pctx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
-	defer cancel()
-	ps, err := l.s.store.Pauses(pctx)
-	l.s.metrics.storeCall(err)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		l.s.log.Warn("reading pauses failed; new slots wait", "err", err)
-		kept := batch[:0]
-		for _, e := range batch {
-			if e.kind == watch {
-				kept = append(kept, e)
-				continue
+	if !l.pauses.fresh(time.Now()) {
+		l.pauses.stale.Store(false)
+		sent := time.Now()
+		pctx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
+		ps, err := l.s.store.Pauses(pctx)
+		cancel()
+		l.s.metrics.storeCall(err)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
 			}
-			e.tries++
-			if e.kind == fire {
-				e.kind = retry
+			l.s.log.Warn("reading pauses failed; new slots wait", "err", err)
+			kept := batch[:0]
+			for _, e := range batch {
+				if e.kind == watch {
+					kept = append(kept, e)
+					continue
+				}
+				e.tries++
+				if e.kind == fire {
+					e.kind = retry
+				}
+				l.push(e, l.s.now().Add(backoff(e.tries)))
 			}
-			l.push(e, l.s.now().Add(backoff(e.tries)))
+			return kept
 		}
-		return kept
+		l.pauses.ps, l.pauses.sent = ps, sent
 	}
-	paused := map[string]bool{}
+	ps := l.pauses.ps
+	if !ps.All && len(ps.Jobs) == 0 {
+		return batch
+	}
+	paused := make(map[string]bool, len(ps.Jobs))
 	for _, j := range ps.Jobs {
 		paused[j] = true
-	}
-	if !ps.All && len(paused) == 0 {
-		return batch
 	}
 	kept := batch[:0]
 	var skips []slotstore.SkipRequest

@@ -20,6 +20,8 @@ type Config struct {
 	Log LogConfig `yaml:"log"`
 	// HTTP configures /metrics, /healthz and /readyz; off by default.
 	HTTP HTTPConfig `yaml:"http"`
+	// Metrics configures what /metrics serves.
+	Metrics MetricsConfig `yaml:"metrics"`
 	// ShutdownGrace is how long running jobs may go on after SIGTERM before
 	// their contexts are cancelled and their slots released. Default: 25s.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`

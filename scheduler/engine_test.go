@@ -325,7 +325,7 @@ func TestWatchNeverRecreatesMarker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st, rec, _ := rig(&recorder{}, "j")
 		p := &plan{name: "j", fn: rec.fn, lease: 3 * time.Second, deadline: time.Minute, history: time.Hour}
-		s := &Scheduler{store: st, replica: "a", log: testLogger(), now: time.Now, metrics: newMetrics()}
+		s := &Scheduler{store: st, replica: "a", log: testLogger(), now: time.Now, metrics: newMetrics(MetricsConfig{})}
 		var runs sync.WaitGroup
 		l := newLoop(s, context.Background(), &runs)
 		l.claim(context.Background(), []*entry{{p: p, slot: time.Now().Truncate(time.Second), kind: watch}})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/slotcron/slotcron/internal/lease"
@@ -45,33 +46,36 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 	defer cancel(nil)
 	run := jobs.Run{Job: p.name, Slot: c.Slot, Fence: c.Fence, Attempt: c.Attempt, Replica: s.replica}.
 		WithParams(p.params).WithLogger(s.log)
-	log := s.log.With(run.Attrs()...)
+	// The run's logger is built on its first line: most runs write one.
+	log := runLogger{base: s.log, run: run}
 	m := s.metrics
-	count := func(e runEnd) runEnd { m.runs.WithLabelValues(p.name, string(e)).Inc(); return e }
+	count := func(e runEnd) runEnd { m.run(p, e).Inc(); return e }
 	if c.Takeover() {
-		log.Info("takeover", "prev_holder", c.PrevHolder, "retry", c.Retry)
+		log.get().Info("takeover", "prev_holder", c.PrevHolder, "retry", c.Retry)
 		if !c.Retry {
-			m.takeovers.WithLabelValues(p.name).Inc()
+			m.takeover(p).Inc()
 		}
 	}
 
-	keeper := s.keepLease(p, c.Ref, sent, cancel, log)
+	keeper := s.keepLease(p, c.Ref, sent, cancel, &log)
 	defer keeper.Stop()
 
 	tctx, cancelTimeout := context.WithTimeoutCause(ctx, p.timeout, errTimeout)
 	start := time.Now()
 	delay := s.now().Sub(c.Slot)
-	m.dispatchDelay.WithLabelValues(p.name).Observe(delay.Seconds())
-	log.Info("run started", "delay", delay.Round(time.Millisecond))
-	err := call(tctx, p.fn, run, log)
+	m.delay(p).Observe(delay.Seconds())
+	if s.log.Enabled(context.Background(), slog.LevelInfo) {
+		log.get().Info("run started", "delay", delay.Round(time.Millisecond))
+	}
+	err := call(tctx, p.fn, run, &log)
 	dur := time.Since(start)
-	m.runDuration.WithLabelValues(p.name).Observe(dur.Seconds())
+	m.duration(p).Observe(dur.Seconds())
 	timedOut := errors.Is(context.Cause(tctx), errTimeout)
 	cancelTimeout()
 
 	keeper.Pause()
 	if errors.Is(context.Cause(ctx), errReplaced) {
-		log.Info("run replaced; outcome not recorded", "duration", dur, "err", errString(err))
+		log.get().Info("run replaced; outcome not recorded", "duration", dur, "err", errString(err))
 		return count("replaced")
 	}
 	if keeper.Ended() {
@@ -82,22 +86,22 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 		if err != nil {
 			attrs = append(attrs, "err", err.Error())
 		}
-		log.Info("run finished", attrs...)
-		m.lastSuccess.WithLabelValues(p.name).Set(seconds(c.Slot))
+		log.get().Info("run finished", attrs...)
+		m.success(p).Set(seconds(c.Slot))
 		return count(runEnd(slotstore.Succeeded))
 	}
 	if !keeper.Trusted() {
-		log.Warn("run ended after lease lost; outcome not recorded", "duration", dur, "err", errString(err))
+		log.get().Warn("run ended after lease lost; outcome not recorded", "duration", dur, "err", errString(err))
 		return count(endLeaseLost)
 	}
 	if err != nil && errors.Is(context.Cause(ctx), errShutdown) {
 		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer rcancel()
 		if rerr := s.store.Release(rctx, c.Ref); rerr != nil {
-			log.Warn("release failed; the slot is taken over when its lease ends", "err", rerr)
+			log.get().Warn("release failed; the slot is taken over when its lease ends", "err", rerr)
 			return count(endLeaseLost)
 		}
-		log.Info("run released", "duration", dur, "err", errString(err))
+		log.get().Info("run released", "duration", dur, "err", errString(err))
 		return count("released")
 	}
 
@@ -112,7 +116,7 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 	if outcome != slotstore.Succeeded {
 		fp.RetryAt, _ = p.retryAt(c.Slot, c.Attempt, s.now())
 	}
-	if !s.finish(keeper, fp, log) {
+	if !s.finish(keeper, fp, &log) {
 		return count(endLeaseLost)
 	}
 	attrs := []any{"outcome", outcome, "duration", dur}
@@ -120,15 +124,15 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 		attrs = append(attrs, "err", err.Error())
 	}
 	if !fp.RetryAt.IsZero() {
-		log.Warn("run failed; retry scheduled", append(attrs, "retry_at", fp.RetryAt.UTC().Format(time.RFC3339Nano))...)
+		log.get().Warn("run failed; retry scheduled", append(attrs, "retry_at", fp.RetryAt.UTC().Format(time.RFC3339Nano))...)
 		if hooks.retryAt != nil {
 			hooks.retryAt(c.Slot, fp.RetryAt)
 		}
 		return count("retrying")
 	}
-	log.Info("run finished", attrs...)
+	log.get().Info("run finished", attrs...)
 	if outcome == slotstore.Succeeded {
-		m.lastSuccess.WithLabelValues(p.name).Set(seconds(c.Slot))
+		m.success(p).Set(seconds(c.Slot))
 	}
 	return count(runEnd(outcome))
 }
@@ -166,7 +170,7 @@ func (p *plan) retryUntil(slot time.Time) time.Time {
 // finish records the outcome, retrying store errors for as long as the lease
 // is trusted (renewals are paused; the trust window still runs). It reports whether the
 // outcome was recorded.
-func (s *Scheduler) finish(k *lease.Keeper, p slotstore.FinishParams, log *slog.Logger) bool {
+func (s *Scheduler) finish(k *lease.Keeper, p slotstore.FinishParams, log *runLogger) bool {
 	for tries := 1; ; tries++ {
 		ctx, cancel := context.WithDeadline(context.Background(), k.TrustedUntil())
 		err := s.store.Finish(ctx, p)
@@ -175,10 +179,10 @@ func (s *Scheduler) finish(k *lease.Keeper, p slotstore.FinishParams, log *slog.
 		case err == nil:
 			return true
 		case errors.Is(err, slotstore.ErrLeaseLost):
-			log.Warn("lease lost", "reason", "the store refused the outcome: another claim holds the slot", "outcome", p.Outcome)
+			log.get().Warn("lease lost", "reason", "the store refused the outcome: another claim holds the slot", "outcome", p.Outcome)
 			return false
 		}
-		log.Warn("recording the outcome failed", "err", err, "try", tries)
+		log.get().Warn("recording the outcome failed", "err", err, "try", tries)
 		select {
 		case <-k.Lost():
 			return false
@@ -189,14 +193,29 @@ func (s *Scheduler) finish(k *lease.Keeper, p slotstore.FinishParams, log *slog.
 
 // call runs fn, turning a panic into an error so one bad job cannot take
 // the replica down.
-func call(ctx context.Context, fn jobs.Func, run jobs.Run, log *slog.Logger) (err error) {
+func call(ctx context.Context, fn jobs.Func, run jobs.Run, log *runLogger) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			log.Error("job panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			log.get().Error("job panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			err = fmt.Errorf("panic: %v", r)
 		}
 	}()
 	return fn(ctx, run)
+}
+
+// runLogger is a run's logger, with the run's attributes, built on first
+// use: a slot costs no logger unless it writes a line. Safe for concurrent
+// use (the lease's callbacks log from their own goroutines).
+type runLogger struct {
+	base *slog.Logger
+	run  jobs.Run
+	once sync.Once
+	l    *slog.Logger
+}
+
+func (r *runLogger) get() *slog.Logger {
+	r.once.Do(func() { r.l = r.base.With(r.run.Attrs()...) })
+	return r.l
 }
 
 func errString(err error) string {

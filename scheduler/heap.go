@@ -17,8 +17,6 @@ const (
 	// watch is a slot another replica holds; it is claimed again when that
 	// lease ends, to take it over if the holder died.
 	watch
-	// scan reads a job's running markers to watch them; each job has one.
-	scan
 	// lapse records a slot skipped, with reason, once its starting window
 	// has closed for every replica, if none claimed it.
 	lapse

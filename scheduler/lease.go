@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"time"
 
 	"github.com/slotcron/slotcron/internal/lease"
@@ -21,7 +20,7 @@ var errLeaseLost = errors.New("scheduler: lease lost")
 // cannot keep its slot from a successor forever; the stale job is left to
 // the fence.
 func (s *Scheduler) keepLease(p *plan, ref slotstore.Ref, sent time.Time, cancel context.CancelCauseFunc,
-	log *slog.Logger) *lease.Keeper {
+	log *runLogger) *lease.Keeper {
 	renewUntil := sent.Add(p.timeout + p.lease)
 	return lease.Start(sent, lease.Config{
 		Lease:      p.lease,
@@ -35,21 +34,21 @@ func (s *Scheduler) keepLease(p *plan, ref slotstore.Ref, sent time.Time, cancel
 		Ended: func(err error) bool { return errors.Is(err, slotstore.ErrFinished) },
 		OnLost: func(expired bool, err error) {
 			cancel(errLeaseLost)
-			s.metrics.leasesLost.WithLabelValues(p.name).Inc()
+			s.metrics.leaseLost(p).Inc()
 			switch {
 			case !expired:
-				log.Warn("lease lost", "reason", "the store no longer holds this claim")
+				log.get().Warn("lease lost", "reason", "the store no longer holds this claim")
 			case !time.Now().Before(renewUntil):
-				log.Error("lease lost", "reason", "the job ignored its cancelled context past timeout + lease; the slot goes to a successor")
+				log.get().Error("lease lost", "reason", "the job ignored its cancelled context past timeout + lease; the slot goes to a successor")
 			default:
-				log.Warn("lease lost", "reason", "trust window ended without a successful renewal")
+				log.get().Warn("lease lost", "reason", "trust window ended without a successful renewal")
 			}
 		},
 		OnRenewed: func(_ time.Time, rtt time.Duration) {
-			s.metrics.renewLatency.WithLabelValues(p.name).Observe(rtt.Seconds())
+			s.metrics.renewal(p).Observe(rtt.Seconds())
 		},
 		OnRenewError: func(err error, trustedFor time.Duration) {
-			log.Warn("lease renewal failed", "err", err, "trusted_for", trustedFor.Round(time.Millisecond))
+			log.get().Warn("lease renewal failed", "err", err, "trusted_for", trustedFor.Round(time.Millisecond))
 		},
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,9 +19,24 @@ const (
 	// maxSleep caps one wait of the loop, so a step of the wall clock is
 	// noticed within it rather than after the whole computed wait.
 	maxSleep = time.Second
-	// scanEvery is how often each job's running markers are read from the
-	// store, to watch slots whose claim this replica never saw.
+	// scanEvery is how often the store's running and retrying markers are
+	// read, store-wide, to watch slots whose claim this replica never saw.
 	scanEvery = time.Minute
+	// scanLimit bounds the markers one scan reads in each state.
+	scanLimit = 10000
+	// pauseFresh is how long a read of the pauses is used for new slots,
+	// from when it was sent: every replica obeys a pause within a second.
+	pauseFresh = 500 * time.Millisecond
+	// pauseLead is how long before new slots come due the pauses they need
+	// are read, so the read is off their path.
+	pauseLead = 50 * time.Millisecond
+	// wakeEarly is how long before a due slot the loop's timer fires; the
+	// rest is waited out on the processor, which is exact where the timer
+	// is not. spinGap keeps that wait to one in every spinGap, so a job set
+	// with many distinct instants does not keep a processor busy.
+	wakeEarly = 2 * time.Millisecond
+	spinGap   = 20 * time.Millisecond
+	maxSpin   = 100000
 )
 
 // slotKey identifies a slot within the loop.
@@ -29,8 +45,10 @@ type slotKey struct {
 	slot int64
 }
 
-// loop is the timer loop. One goroutine, the one calling run, owns the heap;
-// runs it starts are tracked by runs and counted by active.
+// loop is the timer loop. One goroutine, the one calling run, owns the heap
+// and every field but mine and active; the store calls it waits for (pauses,
+// scans) run on their own goroutines and hand their results back to it.
+// Runs it starts are tracked by runs and counted by active.
 type loop struct {
 	s      *Scheduler
 	runCtx context.Context
@@ -47,6 +65,16 @@ type loop struct {
 	// watches carries to the loop goroutine the slots runs ask it to
 	// watch: a retry a failed run scheduled, a slot whose lease a run lost.
 	watches chan watchNote
+	// scans carries to the loop goroutine the running and retrying markers
+	// the scanner read.
+	scans chan []slotstore.Marker
+	// pauses is the latest read of what is paused.
+	pauses pauseCache
+	// bg tracks the loop's own goroutines (scanner, reads of the pauses):
+	// run returns when they have, so none calls the store after Run.
+	bg sync.WaitGroup
+	// spunAt is when the loop last waited out a wake on the processor.
+	spunAt time.Time
 	// unknown holds the slots whose last claim's outcome is unknown: if
 	// such a slot turns out held by this replica, the claim won and its
 	// reply was lost, and the run is adopted.
@@ -57,6 +85,30 @@ type loop struct {
 	// newJobs holds the jobs whose generation this replica's start-up
 	// began: their skipped catch-up is logged as such, not as a loss.
 	newJobs map[string]bool
+}
+
+// pauseCache is the loop's latest read of the pauses. Only the loop
+// goroutine touches it, but for stale, which a pause or resume made through
+// this replica sets so the next slot reads the pauses anew.
+type pauseCache struct {
+	ps      slotstore.Pauses
+	sent    time.Time // when the read was sent (monotonic); zero for none
+	reading bool      // a read is under way; its answer comes on reads
+	reads   chan pauseRead
+	stale   atomic.Bool
+}
+
+// pauseRead is the answer to one read of the pauses.
+type pauseRead struct {
+	ps   slotstore.Pauses
+	sent time.Time
+	err  error
+}
+
+// fresh reports whether the cached pauses may decide slots due at at: read
+// less than pauseFresh before it, and not made stale since.
+func (c *pauseCache) fresh(at time.Time) bool {
+	return !c.sent.IsZero() && at.Sub(c.sent) < pauseFresh && !c.stale.Load()
 }
 
 // watchNote asks the loop to watch a slot from at: a failed slot whose
@@ -70,6 +122,7 @@ type watchNote struct {
 
 func newLoop(s *Scheduler, runCtx context.Context, runs *sync.WaitGroup) *loop {
 	return &loop{s: s, runCtx: runCtx, runs: runs, watched: make(map[slotKey]bool), watches: make(chan watchNote, 64),
+		scans: make(chan []slotstore.Marker), pauses: pauseCache{reads: make(chan pauseRead, 1)},
 		unknown: make(map[slotKey]bool), dataLoss: make(map[string]bool),
 		newJobs: make(map[string]bool)}
 }
@@ -78,22 +131,41 @@ func (l *loop) running() int64 { return l.active.Load() }
 
 // run schedules every job and serves the heap until ctx ends.
 func (l *loop) run(ctx context.Context) {
-	if !l.enroll(ctx) {
+	newest, ok := l.enroll(ctx)
+	if !ok {
 		return
 	}
 	now := l.s.now()
-	for _, p := range l.s.plans {
-		l.schedule(ctx, p, now)
-		l.h.push(&entry{at: now, p: p, kind: scan})
+	var skips []slotstore.SkipRequest
+	for i, p := range l.s.plans {
+		if i%1024 == 0 && ctx.Err() != nil {
+			return
+		}
+		skips = append(skips, l.schedule(p, now, newest[p.name])...)
 	}
+	newest = nil
+	l.skip(ctx, skips)
+
+	defer l.bg.Wait()
+	l.bg.Go(func() { l.scanner(ctx) })
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	for {
-		wait := time.Hour
-		if len(l.h) > 0 {
-			wait = max(l.h.peek().at.Sub(l.s.now()), 0)
+	for ctx.Err() == nil {
+		wait, spin := l.sleep(ctx)
+		if spin {
+			// Bounded in steps too: where time stands still while anything
+			// runs (a test's fake clock), the timer takes over.
+			l.spunAt = time.Now()
+			deadline := time.Now().Add(wait)
+			for i := 0; i < maxSpin && time.Now().Before(deadline); i++ {
+				runtime.Gosched()
+			}
+			wait = time.Until(deadline)
 		}
-		wait = min(wait, maxSleep)
+		if wait <= 0 {
+			l.wake(ctx)
+			continue
+		}
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
@@ -106,10 +178,129 @@ func (l *loop) run(ctx context.Context) {
 				e.until = n.p.retryUntil(n.slot)
 			}
 			l.push(e, n.at)
-			continue
+		case ms := <-l.scans:
+			l.watchAll(ms)
+		case r := <-l.pauses.reads:
+			l.pauses.reading = false
+			if r.err == nil && r.sent.After(l.pauses.sent) { // not older than a read made meanwhile
+				l.pauses.ps, l.pauses.sent = r.ps, r.sent
+			}
 		case <-timer.C:
 		}
-		l.wake(ctx)
+	}
+}
+
+// sleep says how long the loop may wait before its next wake, and whether
+// to wait that out on the processor rather than on the timer. It sends the
+// read of the pauses that the next new slots need, pauseLead before they
+// are due.
+func (l *loop) sleep(ctx context.Context) (time.Duration, bool) {
+	if len(l.h) == 0 {
+		return maxSleep, false
+	}
+	top := l.h.peek()
+	wait := top.at.Sub(l.s.now())
+	if top.kind == fire || top.kind == retry {
+		if !l.pauses.reading && !l.pauses.fresh(time.Now().Add(max(wait, 0))) {
+			if wait <= pauseLead {
+				l.readPauses(ctx)
+			} else {
+				return min(wait-pauseLead, maxSleep), false
+			}
+		}
+		if wait > 0 && wait <= wakeEarly && time.Since(l.spunAt) > spinGap {
+			return wait, true
+		}
+	}
+	if wait <= 0 {
+		return 0, false
+	}
+	if wait > wakeEarly && (top.kind == fire || top.kind == retry) {
+		wait -= wakeEarly
+	}
+	return min(wait, maxSleep), false
+}
+
+// readPauses reads the pauses on a goroutine of its own; the answer comes
+// to the loop on l.pauses.reads.
+func (l *loop) readPauses(ctx context.Context) {
+	l.pauses.reading = true
+	l.pauses.stale.Store(false)
+	sent := time.Now()
+	l.bg.Go(func() {
+		pctx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
+		defer cancel()
+		ps, err := l.s.store.Pauses(pctx)
+		l.s.metrics.storeCall(err)
+		l.pauses.reads <- pauseRead{ps: ps, sent: sent, err: err}
+	})
+}
+
+// scanner reads the store's running and retrying markers, store-wide, at
+// once and then every scanEvery, and hands them to the loop goroutine, so a
+// slot whose holder died is taken over even if this replica never saw it
+// claimed: it started after the claim, or the replicas that watched it
+// restarted. Two reads per interval, whatever the number of jobs.
+func (l *loop) scanner(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		t.Reset(scanEvery)
+		var ms []slotstore.Marker
+		for _, state := range []slotstore.State{slotstore.StateRunning, slotstore.StateRetrying} {
+			sctx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
+			found, err := l.s.store.History(sctx, slotstore.HistoryParams{State: state, Limit: scanLimit})
+			cancel()
+			l.s.metrics.storeCall(err)
+			if err != nil {
+				if ctx.Err() == nil {
+					l.s.log.Warn("reading running slots failed", "state", state, "replica", l.s.replica, "err", err)
+				}
+				ms = nil
+				break
+			}
+			if len(found) == scanLimit {
+				l.s.log.Warn("more slots in a state than one scan reads; the oldest wait for the next scan",
+					"state", state, "read", scanLimit, "replica", l.s.replica)
+			}
+			ms = append(ms, found...)
+		}
+		if len(ms) == 0 {
+			continue
+		}
+		select {
+		case l.scans <- ms:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// watchAll watches every scanned marker of this replica's jobs that it does
+// not run itself.
+func (l *loop) watchAll(ms []slotstore.Marker) {
+	now := l.s.now()
+	for _, m := range ms {
+		p := l.s.plan(m.Job)
+		if p == nil {
+			continue // another replica's job, or a duty's term
+		}
+		if _, ok := l.mine.Load(slotKey{p.name, m.Slot.Unix()}); ok {
+			continue
+		}
+		if m.State == slotstore.StateRetrying {
+			// A retry is bound by its window; a stale one is left alone.
+			if until := p.retryUntil(m.Slot); now.Before(until) {
+				l.push(&entry{p: p, slot: m.Slot, kind: watch, until: until}, now)
+			}
+			continue
+		}
+		l.push(&entry{p: p, slot: m.Slot, kind: watch}, now)
 	}
 }
 
@@ -122,11 +313,6 @@ func (l *loop) wake(ctx context.Context) {
 	for len(l.h) > 0 && !l.h.peek().at.After(now) {
 		e := l.h.pop()
 		switch e.kind {
-		case scan:
-			l.scan(ctx, e.p)
-			e.at = l.s.now().Add(scanEvery)
-			l.h.push(e)
-			continue
 		case watch:
 			delete(l.watched, slotKey{e.p.name, e.slot.Unix()})
 			if !e.until.IsZero() && now.After(e.until) {
@@ -142,7 +328,7 @@ func (l *loop) wake(ctx context.Context) {
 		if e.kind == fire {
 			if next := e.p.sched.Next(e.slot); !next.IsZero() {
 				l.h.push(&entry{at: next.Add(e.p.jitter), p: e.p, slot: next, kind: fire})
-				l.s.metrics.nextRun.WithLabelValues(e.p.name).Set(seconds(next))
+				l.s.metrics.next(e.p).Set(seconds(next))
 			}
 			l.s.metrics.timerLag.Observe(now.Sub(e.at).Seconds())
 			if lag := now.Sub(e.at); lag > time.Second {
@@ -202,7 +388,7 @@ func (l *loop) claim(ctx context.Context, batch []*entry) {
 			"outcome_unknown", slotstore.IsOutcomeUnknown(err))
 		unknown := slotstore.IsOutcomeUnknown(err) || errors.Is(err, context.DeadlineExceeded)
 		for _, e := range batch {
-			l.s.metrics.claims.WithLabelValues(e.p.name, "error").Inc()
+			l.s.metrics.claim(e.p, 0).Inc()
 			if unknown {
 				l.unknown[slotKey{e.p.name, e.slot.Unix()}] = true
 			}
@@ -220,7 +406,7 @@ func (l *loop) claim(ctx context.Context, batch []*entry) {
 }
 
 func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
-	l.s.metrics.claims.WithLabelValues(e.p.name, r.Status.String()).Inc()
+	l.s.metrics.claim(e.p, r.Status).Inc()
 	k := slotKey{e.p.name, e.slot.Unix()}
 	wasUnknown := l.unknown[k]
 	delete(l.unknown, k)
@@ -304,13 +490,15 @@ func (l *loop) mineByName(m slotstore.Marker) bool {
 }
 
 // enroll enrolls every job in the store before the first claim, so that
-// the store knows how far back its record of each job goes (Generation).
-// It retries until the store answers or ctx ends, and reports which.
-func (l *loop) enroll(ctx context.Context) bool {
+// the store knows how far back its record of each job goes (Generation), and
+// returns the slot of each job's newest marker, read in the same batches. It
+// retries until the store answers or ctx ends, and reports which.
+func (l *loop) enroll(ctx context.Context) (map[string]time.Time, bool) {
 	names := make([]string, len(l.s.plans))
 	for i, p := range l.s.plans {
 		names[i] = p.name
 	}
+	newest := make(map[string]time.Time)
 	for tries := 1; ; tries++ {
 		for len(names) > 0 {
 			n := min(len(names), maxBatch)
@@ -325,11 +513,14 @@ func (l *loop) enroll(ctx context.Context) bool {
 				if g.Born.After(sent.Add(-time.Second)) {
 					l.newJobs[g.Job] = true
 				}
+				if !g.Newest.IsZero() {
+					newest[g.Job] = g.Newest
+				}
 			}
 			l.s.metrics.storeCall(err)
 			if err != nil {
 				if ctx.Err() != nil {
-					return false
+					return nil, false
 				}
 				l.s.log.Warn("enrolling the jobs failed; retrying", "replica", l.s.replica, "err", err, "try", tries)
 				break
@@ -337,11 +528,11 @@ func (l *loop) enroll(ctx context.Context) bool {
 			names = names[n:]
 		}
 		if len(names) == 0 {
-			return true
+			return newest, true
 		}
 		select {
 		case <-ctx.Done():
-			return false
+			return nil, false
 		case <-time.After(backoff(tries)):
 		}
 	}
@@ -413,40 +604,6 @@ func (l *loop) push(e *entry, at time.Time) {
 		l.watched[k] = true
 	}
 	l.h.push(e)
-}
-
-// scan reads p's running markers and watches each, so a slot whose holder
-// died is taken over even if this replica never saw it claimed: it started
-// after the claim, or the replicas that watched it restarted.
-func (l *loop) scan(ctx context.Context, p *plan) {
-	sctx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
-	defer cancel()
-	var ms []slotstore.Marker
-	for _, state := range []slotstore.State{slotstore.StateRunning, slotstore.StateRetrying} {
-		found, err := l.s.store.History(sctx, slotstore.HistoryParams{Job: p.name, State: state, Limit: maxBatch})
-		l.s.metrics.storeCall(err)
-		if err != nil {
-			if ctx.Err() == nil {
-				l.s.log.Warn("reading running slots failed", "job", p.name, "err", err)
-			}
-			return
-		}
-		ms = append(ms, found...)
-	}
-	now := l.s.now()
-	for _, m := range ms {
-		if _, ok := l.mine.Load(slotKey{p.name, m.Slot.Unix()}); ok {
-			continue
-		}
-		if m.State == slotstore.StateRetrying {
-			// A retry is bound by its window; a stale one is left alone.
-			if until := p.retryUntil(m.Slot); now.Before(until) {
-				l.push(&entry{p: p, slot: m.Slot, kind: watch, until: until}, now)
-			}
-			continue
-		}
-		l.push(&entry{p: p, slot: m.Slot, kind: watch}, now)
-	}
 }
 
 // backoff is the wait before claim attempt tries+1 after a store error.

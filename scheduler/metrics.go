@@ -1,11 +1,23 @@
 package scheduler
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/slotcron/slotcron/slotstore"
 )
+
+// MetricsConfig configures the metrics /metrics serves.
+type MetricsConfig struct {
+	// PerJobHistograms labels the run duration, dispatch delay and lease
+	// renewal histograms with the job, as the counters are. Off by default:
+	// each is a dozen series per job (a million at 100k jobs), and one
+	// histogram per replica answers "are slots late" as well.
+	PerJobHistograms bool `yaml:"per_job_histograms"`
+}
 
 // metrics are the engine's Prometheus collectors, all prefixed slotcron_.
 // Each Scheduler has its own set, registered on its own registry (served at
@@ -13,10 +25,11 @@ import (
 type metrics struct {
 	claims        *prometheus.CounterVec   // job, result
 	runs          *prometheus.CounterVec   // job, outcome
-	runDuration   *prometheus.HistogramVec // job
-	dispatchDelay *prometheus.HistogramVec // job
+	runDuration   *prometheus.HistogramVec // job, when per job
+	dispatchDelay *prometheus.HistogramVec // job, when per job
 	timerLag      prometheus.Histogram
-	renewLatency  *prometheus.HistogramVec // job
+	renewLatency  *prometheus.HistogramVec // job, when per job
+	perJob        bool                     // the histograms have the job label
 	leasesLost    *prometheus.CounterVec   // job
 	takeovers     *prometheus.CounterVec   // job
 	missed        *prometheus.CounterVec   // job, reason
@@ -25,22 +38,26 @@ type metrics struct {
 	storeUp       prometheus.Gauge
 }
 
-func newMetrics() *metrics {
+func newMetrics(c MetricsConfig) *metrics {
 	const ns = "slotcron"
 	latency := []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
-	return &metrics{
+	var byJob []string
+	if c.PerJobHistograms {
+		byJob = []string{"job"}
+	}
+	return &metrics{perJob: c.PerJobHistograms,
 		claims: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "claims_total",
 			Help: "Slot claims by result: won, held, finished, abandoned, absent, error."}, []string{"job", "result"}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "runs_total",
 			Help: "Runs by outcome: succeeded, failed, timeout, lease_lost, released."}, []string{"job", "outcome"}),
 		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "run_duration_seconds",
-			Help: "How long runs took.", Buckets: prometheus.ExponentialBuckets(.01, 4, 10)}, []string{"job"}),
+			Help: "How long runs took.", Buckets: prometheus.ExponentialBuckets(.01, 4, 10)}, byJob),
 		dispatchDelay: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "dispatch_delay_seconds",
-			Help: "Start of a run minus its nominal slot.", Buckets: latency}, []string{"job"}),
+			Help: "Start of a run minus its nominal slot.", Buckets: latency}, byJob),
 		timerLag: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "timer_lag_seconds",
 			Help: "How late the timer loop woke for a due slot.", Buckets: latency}),
 		renewLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "lease_renewal_seconds",
-			Help: "Latency of lease renewals that succeeded.", Buckets: latency}, []string{"job"}),
+			Help: "Latency of lease renewals that succeeded.", Buckets: latency}, byJob),
 		leasesLost: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "leases_lost_total",
 			Help: "Runs whose lease was lost: their job context was cancelled."}, []string{"job"}),
 		takeovers: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "takeovers_total",
@@ -81,3 +98,128 @@ func (m *metrics) storeCall(err error) {
 }
 
 func seconds(t time.Time) float64 { return float64(t.UnixMilli()) / 1000 }
+
+// jobMetrics are one job's series, each looked up on its first use and kept,
+// so a slot costs an atomic load per series rather than a label lookup, and
+// a job that never runs costs no series.
+type jobMetrics struct {
+	claims        [maxStatus + 1]counter // by slotstore.Status; 0 is "error"
+	runs          [len(runEnds)]counter
+	takeovers     counter
+	leasesLost    counter
+	nextRun       gauge
+	lastSuccess   gauge
+	runDuration   observer
+	dispatchDelay observer
+	renewLatency  observer
+}
+
+// maxStatus is the highest slotstore.Status, the size of jobMetrics.claims.
+const maxStatus = int(slotstore.NotYet)
+
+// runEnds are the ends runs_total counts, in jobMetrics.runs order.
+var runEnds = [...]runEnd{runEnd(slotstore.Succeeded), runEnd(slotstore.Failed), runEnd(slotstore.TimedOut),
+	endLeaseLost, "released", "replaced", "retrying"}
+
+// of returns p's series, making them on first use.
+func (m *metrics) of(p *plan) *jobMetrics {
+	if jm := p.metrics.Load(); jm != nil {
+		return jm
+	}
+	p.metrics.CompareAndSwap(nil, &jobMetrics{})
+	return p.metrics.Load()
+}
+
+func (m *metrics) claim(p *plan, st slotstore.Status) prometheus.Counter {
+	i, result := int(st), st.String()
+	if i < 1 || i > maxStatus {
+		i, result = 0, "error"
+	}
+	return m.of(p).claims[i].get(func() prometheus.Counter { return m.claims.WithLabelValues(p.name, result) })
+}
+
+func (m *metrics) run(p *plan, e runEnd) prometheus.Counter {
+	for i, end := range runEnds {
+		if end == e {
+			return m.of(p).runs[i].get(func() prometheus.Counter { return m.runs.WithLabelValues(p.name, string(e)) })
+		}
+	}
+	return m.runs.WithLabelValues(p.name, string(e))
+}
+
+func (m *metrics) takeover(p *plan) prometheus.Counter {
+	return m.of(p).takeovers.get(func() prometheus.Counter { return m.takeovers.WithLabelValues(p.name) })
+}
+
+func (m *metrics) leaseLost(p *plan) prometheus.Counter {
+	return m.of(p).leasesLost.get(func() prometheus.Counter { return m.leasesLost.WithLabelValues(p.name) })
+}
+
+func (m *metrics) next(p *plan) prometheus.Gauge {
+	return m.of(p).nextRun.get(func() prometheus.Gauge { return m.nextRun.WithLabelValues(p.name) })
+}
+
+func (m *metrics) success(p *plan) prometheus.Gauge {
+	return m.of(p).lastSuccess.get(func() prometheus.Gauge { return m.lastSuccess.WithLabelValues(p.name) })
+}
+
+func (m *metrics) duration(p *plan) prometheus.Observer {
+	return m.of(p).runDuration.get(func() prometheus.Observer { return m.histogram(m.runDuration, p) })
+}
+
+func (m *metrics) delay(p *plan) prometheus.Observer {
+	return m.of(p).dispatchDelay.get(func() prometheus.Observer { return m.histogram(m.dispatchDelay, p) })
+}
+
+func (m *metrics) renewal(p *plan) prometheus.Observer {
+	return m.of(p).renewLatency.get(func() prometheus.Observer { return m.histogram(m.renewLatency, p) })
+}
+
+// histogram is h's series for p: its own with per-job histograms, else the
+// replica's one.
+func (m *metrics) histogram(h *prometheus.HistogramVec, p *plan) prometheus.Observer {
+	if m.perJob {
+		return h.WithLabelValues(p.name)
+	}
+	return h.WithLabelValues()
+}
+
+// counter, gauge and observer hold one series once looked up.
+type (
+	counter struct {
+		v atomic.Pointer[prometheus.Counter]
+	}
+	gauge struct {
+		v atomic.Pointer[prometheus.Gauge]
+	}
+	observer struct {
+		v atomic.Pointer[prometheus.Observer]
+	}
+)
+
+func (c *counter) get(mk func() prometheus.Counter) prometheus.Counter {
+	if v := c.v.Load(); v != nil {
+		return *v
+	}
+	v := mk()
+	c.v.Store(&v)
+	return v
+}
+
+func (g *gauge) get(mk func() prometheus.Gauge) prometheus.Gauge {
+	if v := g.v.Load(); v != nil {
+		return *v
+	}
+	v := mk()
+	g.v.Store(&v)
+	return v
+}
+
+func (o *observer) get(mk func() prometheus.Observer) prometheus.Observer {
+	if v := o.v.Load(); v != nil {
+		return *v
+	}
+	v := mk()
+	o.v.Store(&v)
+	return v
+}

@@ -410,7 +410,11 @@ func TestCatchUpIsBounded(t *testing.T) {
 			s := replica(t, st, "a", conf, reg)
 			var runs sync.WaitGroup
 			l := newLoop(s, ctx, &runs)
-			l.schedule(ctx, s.plans[0], now)
+			newest, ok := l.enroll(ctx)
+			if !ok {
+				t.Fatal("enroll failed")
+			}
+			l.skip(ctx, l.schedule(s.plans[0], now, newest["j"]))
 
 			kinds := map[entryKind]int{}
 			caughtUp := 0

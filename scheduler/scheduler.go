@@ -88,7 +88,7 @@ func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
 	if s.log == nil {
 		s.log = newLogger(cfg.Log, os.Stderr)
 	}
-	s.metrics = newMetrics()
+	s.metrics = newMetrics(cfg.Metrics)
 	private := s.registry == nil
 	if private {
 		s.registry = prometheus.NewRegistry()

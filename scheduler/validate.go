@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slotcron/slotcron/internal/schedule"
@@ -35,6 +36,8 @@ type plan struct {
 	jitter  time.Duration
 	overlap string
 	retries RetryPolicy
+	// metrics holds the job's metric series once it has any.
+	metrics atomic.Pointer[jobMetrics]
 }
 
 // Validate checks cfg against reg and returns every problem, each naming
@@ -77,12 +80,13 @@ func (c *Config) resolveContext(ctx context.Context, reg *jobs.Registry) ([]*pla
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	var plans []*plan
+	plans := make([]*plan, 0, len(names))
+	specs := make(map[specKey]parsedSpec) // jobs of one schedule share its parse
 	for i, name := range names {
 		if i%1024 == 0 && ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
-		if p := c.resolveJob(name, reg, defaults, add); p != nil {
+		if p := c.resolveJob(name, reg, defaults, specs, add); p != nil {
 			plans = append(plans, p)
 		}
 	}
@@ -147,10 +151,21 @@ func (c *Config) resolveDuty(name string, reg *jobs.Registry, add func(*ConfigEr
 	return &dutyPlan{name: name, fn: fn, lease: lease}
 }
 
-func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, add func(*ConfigError)) *plan {
+// specKey is a schedule and its zone; parsedSpec what parsing it gave.
+type (
+	specKey    struct{ spec, tz string }
+	parsedSpec struct {
+		s     *schedule.Schedule
+		err   error
+		never bool // fires never in the next 5 years
+	}
+)
+
+func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, specs map[specKey]parsedSpec,
+	add func(*ConfigError)) *plan {
 	jc := c.Jobs[name]
 	path := []string{"jobs", name}
-	at := func(key string) []string { return append(append([]string{}, path...), key) }
+	at := func(key string) []string { return []string{"jobs", name, key} }
 	ok := true
 	fail := func(e *ConfigError) { ok = false; add(e) }
 
@@ -176,14 +191,20 @@ func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, ad
 	if jc.Schedule == "" {
 		fail(c.errAt("schedule is required", path...))
 	} else if knownZone(pol.Timezone) && pol.Timezone != "Local" {
-		s, err := schedule.Parse(jc.Schedule, pol.Timezone)
+		k := specKey{jc.Schedule, pol.Timezone}
+		ps, seen := specs[k]
+		if !seen {
+			ps.s, ps.err = schedule.Parse(jc.Schedule, pol.Timezone)
+			ps.never = ps.err == nil && ps.s.Next(time.Now()).IsZero()
+			specs[k] = ps
+		}
 		switch {
-		case err != nil:
-			fail(c.errAt(err.Error(), at("schedule")...))
-		case s.Next(time.Now()).IsZero():
+		case ps.err != nil:
+			fail(c.errAt(ps.err.Error(), at("schedule")...))
+		case ps.never:
 			fail(c.errAt(fmt.Sprintf("schedule %q never fires in the next 5 years", jc.Schedule), at("schedule")...))
 		}
-		sched = s
+		sched = ps.s
 	}
 	// Out of bounds (reported where set), the sum could overflow.
 	if pol.inBounds() && pol.History < pol.StartingDeadline+pol.Lease {
@@ -241,11 +262,23 @@ func (c *Config) checkPolicy(p Policy, path []string, add func(*ConfigError)) {
 	if p.Lease.D() > MaxLease {
 		add(c.errAt(fmt.Sprintf("lease %v is longer than %v: a holder that died would keep its slot from every replica that long", p.Lease, MaxLease), at("lease")...))
 	}
-	c.checkMax("timeout", p.Timeout, add, at("timeout")...)
-	c.checkMax("starting_deadline", p.StartingDeadline, add, at("starting_deadline")...)
-	c.checkMax("history", p.History, add, at("history")...)
-	c.checkMax("jitter", p.Jitter, add, at("jitter")...)
-	c.checkMax("retries.max_backoff", p.Retries.MaxBackoff, add, append(at("retries"), "max_backoff")...)
+	// The key's path is built only for a value out of bounds: a config of
+	// 100k jobs has no path to spare.
+	for _, m := range []struct {
+		name string
+		d    Duration
+		keys []string
+	}{
+		{"timeout", p.Timeout, []string{"timeout"}},
+		{"starting_deadline", p.StartingDeadline, []string{"starting_deadline"}},
+		{"history", p.History, []string{"history"}},
+		{"jitter", p.Jitter, []string{"jitter"}},
+		{"retries.max_backoff", p.Retries.MaxBackoff, []string{"retries", "max_backoff"}},
+	} {
+		if m.d.D() > MaxDuration {
+			c.checkMax(m.name, m.d, add, append(append([]string{}, path...), m.keys...)...)
+		}
+	}
 	if p.Retries.Backoff.D() > MaxRetryBackoff {
 		add(c.errAt(fmt.Sprintf("retries.backoff %v is longer than %v (it doubles with each retry)", p.Retries.Backoff, MaxRetryBackoff), append(at("retries"), "backoff")...))
 	}
