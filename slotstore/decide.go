@@ -387,7 +387,8 @@ func (s State) Final() bool {
 
 // Matches reports whether m passes the filters of p.
 func (p HistoryParams) Matches(m Marker) bool {
-	return (p.Job == "" || m.Job == p.Job) && (p.State == "" || m.State == p.State)
+	return (p.Job == "" || m.Job == p.Job) && (p.State == "" || m.State == p.State) &&
+		(p.Before.IsZero() || m.Slot.Before(p.Before))
 }
 
 // Prunable reports whether Prune may delete m at the store's time now.

@@ -350,6 +350,11 @@ type HistoryParams struct {
 	Job   string // empty for every job
 	State State  // empty for every state
 	Limit int    // at most this many; zero means 100
+	// Before, when not zero, lists only markers whose slot is before it:
+	// the next page after one whose oldest slot it is (markers of that very
+	// slot beyond the page are passed over; ask for Before = that slot +
+	// 1 s to read them again).
+	Before time.Time
 }
 
 // State is a marker's state.

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -12,6 +13,10 @@ import (
 // defaultLimit is the number of markers History returns when
 // HistoryParams.Limit is zero.
 const defaultLimit = 100
+
+// noLaterSlot bounds History when HistoryParams.Before is zero: later than
+// any slot, so the bound is one index range either way.
+var noLaterSlot = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // pruneSQL deletes, in one statement, the markers slotstore.Marker.Prunable
 // allows at the database's clock: retention over, and not running under a
@@ -45,14 +50,18 @@ func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slots
 		return nil, err
 	}
 	defer conn.Release()
+	before := p.Before
+	if before.IsZero() {
+		before = noLaterSlot
+	}
 	var rows pgx.Rows
 	switch {
 	case p.State != "":
-		rows, err = conn.Query(ctx, s.q.historyInState, string(p.State), p.Job, limit)
+		rows, err = conn.Query(ctx, s.q.historyInState, string(p.State), p.Job, limit, before)
 	case p.Job == "":
-		rows, err = conn.Query(ctx, s.q.historyOfAll, limit)
+		rows, err = conn.Query(ctx, s.q.historyOfAll, limit, before)
 	default:
-		rows, err = conn.Query(ctx, s.q.historyOfJob, p.Job, limit)
+		rows, err = conn.Query(ctx, s.q.historyOfJob, p.Job, limit, before)
 	}
 	if err != nil {
 		return nil, s.readFail("history", err)

@@ -64,12 +64,13 @@ func newQueries(schema string) queries {
 		finish:  in(finishSQL),
 		release: in(releaseSQL),
 		// historyOfJob walks markers_by_job (job, slot DESC).
-		historyOfJob: in(`SELECT ` + columns + ` FROM {schema}.markers WHERE job = $1 ORDER BY slot DESC LIMIT $2`),
+		historyOfJob: in(`SELECT ` + columns + ` FROM {schema}.markers WHERE job = $1 AND slot < $3
+			ORDER BY slot DESC LIMIT $2`),
 		// historyOfAll walks markers_by_slot (slot DESC, job).
-		historyOfAll: in(`SELECT ` + columns + ` FROM {schema}.markers ORDER BY slot DESC, job LIMIT $1`),
+		historyOfAll: in(`SELECT ` + columns + ` FROM {schema}.markers WHERE slot < $2 ORDER BY slot DESC, job LIMIT $1`),
 		// historyInState walks markers_by_state (state, slot DESC, job).
 		historyInState: in(`SELECT ` + columns + ` FROM {schema}.markers
-			WHERE state = $1 AND ($2 = '' OR job = $2) ORDER BY slot DESC, job LIMIT $3`),
+			WHERE state = $1 AND ($2 = '' OR job = $2) AND slot < $4 ORDER BY slot DESC, job LIMIT $3`),
 		prune: in(pruneSQL),
 	}
 }

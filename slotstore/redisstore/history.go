@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
 )
@@ -35,9 +36,18 @@ func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slots
 	if limit <= 0 {
 		limit = defaultLimit
 	}
+	// Before bounds every walk from its start: slots below its second,
+	// rounded up (a slot is a whole second).
+	var before int64
+	if !p.Before.IsZero() {
+		before = p.Before.Unix()
+		if p.Before.Truncate(time.Second).Before(p.Before) {
+			before++
+		}
+	}
 	if live := s.liveKey(); p.Job == "" && live != "" &&
 		(p.State == slotstore.StateRunning || p.State == slotstore.StateRetrying) {
-		return s.liveHistory(ctx, live, p.State, limit)
+		return s.liveHistory(ctx, live, p.State, limit, before)
 	}
 	jobs := []string{p.Job}
 	if p.Job == "" {
@@ -52,6 +62,9 @@ func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slots
 	todo := make([]int, len(jobs))     // jobs whose walk is not over
 	for i := range todo {
 		todo[i] = i
+		if before != 0 {
+			below[i] = strconv.FormatInt(before, 10)
+		}
 	}
 	for len(todo) > 0 {
 		calls := make([]call, len(todo))
@@ -91,9 +104,13 @@ func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slots
 // retrying, from the store's live index: one script call per 1,000 live
 // markers, newest slot first, until limit are found and no other shares the
 // slot of the last, whatever the number of jobs and of other markers.
-func (s *Store) liveHistory(ctx context.Context, live string, state slotstore.State, limit int) ([]slotstore.Marker, error) {
+func (s *Store) liveHistory(ctx context.Context, live string, state slotstore.State, limit int,
+	before int64) ([]slotstore.Marker, error) {
 	var out []slotstore.Marker
 	below := ""
+	if before != 0 {
+		below = fmt.Sprintf("%011d", before) // entries of earlier slots sort below it
+	}
 	for {
 		c := call{script: liveScript, keys: []string{live}, args: []any{string(state), below, scanStep, len(s.prefix)}}
 		res, err := s.runAll(ctx, []call{c})[0].Result()

@@ -120,6 +120,11 @@ func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotsto
 				return nil, err
 			}
 			out[i] = slotstore.Generation{Job: j, Born: born}
+			if st.newest == nil {
+				if st.newest, err = st.tx.PrepareContext(ctx, selectNewest); err != nil {
+					return nil, err
+				}
+			}
 			var newest int64
 			switch err := st.newest.QueryRowContext(ctx, j).Scan(&newest); {
 			case err == nil:
@@ -141,17 +146,18 @@ func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotsto
 
 // stmts are the statements of a batch, prepared in its transaction.
 type stmts struct {
-	sel, ins, next, running, born, newest *sql.Stmt
-	borns                                 map[string]time.Time // the batch's generations, read on first use
+	sel, ins, next, running, born *sql.Stmt
+	newest                        *sql.Stmt            // prepared by the first use: only Enroll reads it
+	tx                            *sql.Tx              // the batch's transaction
+	borns                         map[string]time.Time // the batch's generations, read on first use
 }
 
 func prepare(ctx context.Context, tx *sql.Tx) (*stmts, error) {
-	st := &stmts{}
+	st := &stmts{tx: tx}
 	for _, p := range []struct {
 		dst   **sql.Stmt
 		query string
-	}{{&st.sel, selectMarker}, {&st.ins, putMarker}, {&st.next, nextFence}, {&st.running, selectRunning}, {&st.born, bornOf},
-		{&st.newest, selectNewest}} {
+	}{{&st.sel, selectMarker}, {&st.ins, putMarker}, {&st.next, nextFence}, {&st.running, selectRunning}, {&st.born, bornOf}} {
 		stmt, err := tx.PrepareContext(ctx, p.query)
 		if err != nil {
 			st.close()

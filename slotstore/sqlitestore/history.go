@@ -4,19 +4,21 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
 )
 
 const (
 	// historyOfJob walks the primary key (job, slot DESC).
-	historyOfJob = `SELECT ` + columns + ` FROM markers WHERE job = ? ORDER BY slot DESC LIMIT ?`
+	historyOfJob = `SELECT ` + columns + ` FROM markers WHERE job = ?1 AND slot < ?3 ORDER BY slot DESC LIMIT ?2`
 	// historyInState filters by state (and job when given); the engine asks
 	// it for the few running markers.
-	historyInState = `SELECT ` + columns + ` FROM markers WHERE (?1 = '' OR job = ?1) AND state = ?2
+	historyInState = `SELECT ` + columns + ` FROM markers WHERE (?1 = '' OR job = ?1) AND state = ?2 AND slot < ?4
 		ORDER BY slot DESC, job LIMIT ?3`
 	// historyOfAll walks markers_by_slot (slot DESC, job).
-	historyOfAll = `SELECT ` + columns + ` FROM markers ORDER BY slot DESC, job LIMIT ?`
+	historyOfAll = `SELECT ` + columns + ` FROM markers WHERE slot < ?2 ORDER BY slot DESC, job LIMIT ?1`
 	// pruneMarkers is slotstore.Marker.Prunable: retention over, and not
 	// running under a live lease or retrying before the retry is due.
 	pruneMarkers = `DELETE FROM markers
@@ -42,14 +44,21 @@ func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slots
 		return nil, err
 	}
 	defer done()
+	before := int64(math.MaxInt64)
+	if !p.Before.IsZero() {
+		before = p.Before.Unix()
+		if p.Before.Truncate(time.Second).Before(p.Before) {
+			before++ // slot < 12:00:00.5 takes 12:00:00
+		}
+	}
 	var rows *sql.Rows
 	switch {
 	case p.State != "":
-		rows, err = db.QueryContext(ctx, historyInState, p.Job, string(p.State), limit)
+		rows, err = db.QueryContext(ctx, historyInState, p.Job, string(p.State), limit, before)
 	case p.Job == "":
-		rows, err = db.QueryContext(ctx, historyOfAll, limit)
+		rows, err = db.QueryContext(ctx, historyOfAll, limit, before)
 	default:
-		rows, err = db.QueryContext(ctx, historyOfJob, p.Job, limit)
+		rows, err = db.QueryContext(ctx, historyOfJob, p.Job, limit, before)
 	}
 	if err != nil {
 		return nil, s.fail("history", err)

@@ -289,3 +289,51 @@ func testManual(t *testing.T, s slotstore.Store) {
 		}
 	}
 }
+
+// testHistoryBefore: Before pages every kind of History, by job, by state
+// and store-wide, to the slots before it.
+func testHistoryBefore(t *testing.T, s slotstore.Store) {
+	ctx := t.Context()
+	sl := slots(6)
+	for i, sl := range sl {
+		for _, job := range []string{"hb-a", "hb-b"} {
+			c := mustWin(t, s, "r1", req(job, sl, longLease)).Claim
+			if i%2 == 0 {
+				if err := s.Finish(ctx, slotstore.FinishParams{Ref: c.Ref, Outcome: slotstore.Succeeded}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	for _, tc := range []struct {
+		p    slotstore.HistoryParams
+		want []time.Time // newest first; each slot once per job listed
+		jobs int
+	}{
+		{slotstore.HistoryParams{Before: sl[4]}, []time.Time{sl[3], sl[3], sl[2], sl[2], sl[1], sl[1], sl[0], sl[0]}, 2},
+		{slotstore.HistoryParams{Before: sl[4], Limit: 3}, []time.Time{sl[3], sl[3], sl[2]}, 2},
+		{slotstore.HistoryParams{Before: sl[4].Add(500 * time.Millisecond), Limit: 2}, []time.Time{sl[4], sl[4]}, 2},
+		{slotstore.HistoryParams{Job: "hb-a", Before: sl[5]}, []time.Time{sl[4], sl[3], sl[2], sl[1], sl[0]}, 1},
+		{slotstore.HistoryParams{State: slotstore.StateRunning, Before: sl[5]}, []time.Time{sl[3], sl[3], sl[1], sl[1]}, 2},
+		{slotstore.HistoryParams{State: slotstore.StateRunning, Before: sl[3], Limit: 1}, []time.Time{sl[1]}, 2},
+		{slotstore.HistoryParams{Job: "hb-b", State: slotstore.StateDone, Before: sl[4]}, []time.Time{sl[2], sl[0]}, 1},
+		{slotstore.HistoryParams{Before: sl[0]}, nil, 0},
+	} {
+		got, err := s.History(ctx, tc.p)
+		if err != nil {
+			t.Fatalf("history %+v: %v", tc.p, err)
+		}
+		ok := len(got) == len(tc.want)
+		for i := 0; ok && i < len(got); i++ {
+			ok = got[i].Slot.Equal(tc.want[i]) && (tc.jobs == 2 || got[i].Job == tc.p.Job) &&
+				(tc.p.State == "" || got[i].State == tc.p.State)
+		}
+		if !ok {
+			var have []string
+			for _, m := range got {
+				have = append(have, m.Job+"@"+stamp(m.Slot)+" "+string(m.State))
+			}
+			t.Errorf("history %+v: %v", tc.p, have)
+		}
+	}
+}

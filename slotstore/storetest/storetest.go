@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore func(t *testing.T) slotstore.Store) {
 		{"WrongFence", testWrongFence},
 		{"TakeoverOnly", testTakeoverOnly},
 		{"HistoryState", testHistoryState},
+		{"HistoryBefore", testHistoryBefore},
 		{"Renew", testRenew},
 		{"InvalidParams", testInvalidParams},
 		{"History", testHistory},
