@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
@@ -102,11 +103,11 @@ func (l *loop) schedule(p *plan, now, newest time.Time) []slotstore.SkipRequest 
 		}
 		skips = append(skips, p.missedSkip(s, reason))
 	}
+	for _, q := range skips {
+		l.s.log.Warn("slot missed", "job", p.name, "slot", q.Slot.Format(time.RFC3339), "replica", l.s.replica,
+			"reason", "no replica claimed it in time")
+	}
 	if len(skips) > 0 {
-		// One line per job, not per slot: a cluster down for an hour with
-		// many jobs would otherwise flood the log.
-		l.s.log.Warn("slots missed", "job", p.name, "count", len(skips), "first", skips[0].Slot.Format(time.RFC3339),
-			"last", skips[len(skips)-1].Slot.Format(time.RFC3339), "replica", l.s.replica, "reason", "no replica claimed them in time")
 		l.s.metrics.missed.WithLabelValues(p.name, "down").Add(float64(len(skips)))
 	}
 	return skips
@@ -187,6 +188,17 @@ func (l *loop) dropPaused(ctx context.Context, batch []*entry) []*entry {
 	if !fresh {
 		return batch
 	}
+	ps := l.pauses.ps
+	if l.pauses.fresh(time.Now()) && (ps.All || len(ps.Jobs) > 0) {
+		// Something is paused: skipping a slot is final, so a resume made
+		// since the cached read must be seen. Reads are few while paused.
+		if !slices.ContainsFunc(batch, func(e *entry) bool {
+			return e.kind != watch && (ps.All || slices.Contains(ps.Jobs, e.p.name))
+		}) {
+			return batch
+		}
+		l.pauses.sent = time.Time{}
+	}
 	if !l.pauses.fresh(time.Now()) {
 		l.pauses.stale.Store(false)
 		sent := time.Now()
@@ -213,9 +225,9 @@ func (l *loop) dropPaused(ctx context.Context, batch []*entry) []*entry {
 			}
 			return kept
 		}
-		l.pauses.ps, l.pauses.sent = ps, sent
+		l.pauses.ps, l.pauses.sent, l.pauses.failed = ps, sent, false
 	}
-	ps := l.pauses.ps
+	ps = l.pauses.ps
 	if !ps.All && len(ps.Jobs) == 0 {
 		return batch
 	}

@@ -119,18 +119,23 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 	if !s.finish(keeper, fp, &log) {
 		return count(endLeaseLost)
 	}
-	attrs := []any{"outcome", outcome, "duration", dur}
-	if err != nil {
-		attrs = append(attrs, "err", err.Error())
+	attrs := func(more ...any) []any {
+		a := append([]any{"outcome", outcome, "duration", dur}, more...)
+		if err != nil {
+			a = append(a, "err", err.Error())
+		}
+		return a
 	}
 	if !fp.RetryAt.IsZero() {
-		log.get().Warn("run failed; retry scheduled", append(attrs, "retry_at", fp.RetryAt.UTC().Format(time.RFC3339Nano))...)
+		log.get().Warn("run failed; retry scheduled", attrs("retry_at", fp.RetryAt.UTC().Format(time.RFC3339Nano))...)
 		if hooks.retryAt != nil {
 			hooks.retryAt(c.Slot, fp.RetryAt)
 		}
 		return count("retrying")
 	}
-	log.get().Info("run finished", attrs...)
+	if s.log.Enabled(context.Background(), slog.LevelInfo) {
+		log.get().Info("run finished", attrs()...)
+	}
 	if outcome == slotstore.Succeeded {
 		m.success(p).Set(seconds(c.Slot))
 	}

@@ -94,6 +94,7 @@ type pauseCache struct {
 	ps      slotstore.Pauses
 	sent    time.Time // when the read was sent (monotonic); zero for none
 	reading bool      // a read is under way; its answer comes on reads
+	failed  bool      // the last read sent ahead failed: none is, until one on the slots' path succeeds
 	reads   chan pauseRead
 	stale   atomic.Bool
 }
@@ -141,7 +142,12 @@ func (l *loop) run(ctx context.Context) {
 		if i%1024 == 0 && ctx.Err() != nil {
 			return
 		}
-		skips = append(skips, l.schedule(p, now, newest[p.name])...)
+		// Sent as they fill a batch: after a long outage every job may
+		// have up to maxMissedRecords of them.
+		if skips = append(skips, l.schedule(p, now, newest[p.name])...); len(skips) >= maxBatch {
+			l.skip(ctx, skips)
+			skips = skips[:0]
+		}
 	}
 	newest = nil
 	l.skip(ctx, skips)
@@ -163,30 +169,73 @@ func (l *loop) run(ctx context.Context) {
 			wait = time.Until(deadline)
 		}
 		if wait <= 0 {
+			// Behind: serve what waits on the channels first, so runs and
+			// the scanner are never held up by a backlog of due slots.
+			for l.receive(nil, nil) {
+			}
 			l.wake(ctx)
 			continue
 		}
 		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
-			return
-		case n := <-l.watches:
-			// Watch the slot from the moment its retry is due, like any
-			// slot another replica may take; a takeover has no window.
-			e := &entry{p: n.p, slot: n.slot, kind: watch}
-			if n.retry {
-				e.until = n.p.retryUntil(n.slot)
-			}
-			l.push(e, n.at)
-		case ms := <-l.scans:
-			l.watchAll(ms)
-		case r := <-l.pauses.reads:
-			l.pauses.reading = false
-			if r.err == nil && r.sent.After(l.pauses.sent) { // not older than a read made meanwhile
-				l.pauses.ps, l.pauses.sent = r.ps, r.sent
-			}
-		case <-timer.C:
+		l.receive(ctx.Done(), timer.C)
+	}
+}
+
+// receive acts on one message to the loop (a watch a run asks for, a scan,
+// a read of the pauses) and reports whether there was one. With a nil stop
+// it takes only a message already waiting; otherwise it waits for one, for
+// stop to be closed or for tick.
+func (l *loop) receive(stop <-chan struct{}, tick <-chan time.Time) bool {
+	select {
+	case n := <-l.watches:
+		l.noteWatch(n)
+		return true
+	case ms := <-l.scans:
+		l.watchAll(ms)
+		return true
+	case r := <-l.pauses.reads:
+		l.notePauses(r)
+		return true
+	default:
+		if stop == nil {
+			return false
 		}
+	}
+	select {
+	case <-stop:
+	case <-tick:
+	case n := <-l.watches:
+		l.noteWatch(n)
+	case ms := <-l.scans:
+		l.watchAll(ms)
+	case r := <-l.pauses.reads:
+		l.notePauses(r)
+	}
+	return true
+}
+
+// noteWatch watches a slot a run asks the loop to: from the moment its
+// retry is due, like any slot another replica may take; a takeover has no
+// window.
+func (l *loop) noteWatch(n watchNote) {
+	e := &entry{p: n.p, slot: n.slot, kind: watch}
+	if n.retry {
+		e.until = n.p.retryUntil(n.slot)
+	}
+	l.push(e, n.at)
+}
+
+// notePauses takes the answer of a read of the pauses sent ahead.
+func (l *loop) notePauses(r pauseRead) {
+	l.pauses.reading = false
+	switch {
+	case r.err != nil:
+		// The slots read the pauses on their own path (dropPaused), whose
+		// backoff paces a store that fails; none is read ahead until one
+		// of those reads has succeeded.
+		l.pauses.failed = true
+	case r.sent.After(l.pauses.sent): // not older than a read made meanwhile
+		l.pauses.ps, l.pauses.sent = r.ps, r.sent
 	}
 }
 
@@ -201,7 +250,7 @@ func (l *loop) sleep(ctx context.Context) (time.Duration, bool) {
 	top := l.h.peek()
 	wait := top.at.Sub(l.s.now())
 	if top.kind == fire || top.kind == retry {
-		if !l.pauses.reading && !l.pauses.fresh(time.Now().Add(max(wait, 0))) {
+		if !l.pauses.reading && !l.pauses.failed && !l.pauses.fresh(time.Now().Add(max(wait, 0))) {
 			if wait <= pauseLead {
 				l.readPauses(ctx)
 			} else {
@@ -253,20 +302,13 @@ func (l *loop) scanner(ctx context.Context) {
 		t.Reset(scanEvery)
 		var ms []slotstore.Marker
 		for _, state := range []slotstore.State{slotstore.StateRunning, slotstore.StateRetrying} {
-			sctx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
-			found, err := l.s.store.History(sctx, slotstore.HistoryParams{State: state, Limit: scanLimit})
-			cancel()
-			l.s.metrics.storeCall(err)
+			found, err := l.scanState(ctx, state)
 			if err != nil {
 				if ctx.Err() == nil {
 					l.s.log.Warn("reading running slots failed", "state", state, "replica", l.s.replica, "err", err)
 				}
 				ms = nil
 				break
-			}
-			if len(found) == scanLimit {
-				l.s.log.Warn("more slots in a state than one scan reads; the oldest wait for the next scan",
-					"state", state, "read", scanLimit, "replica", l.s.replica)
 			}
 			ms = append(ms, found...)
 		}
@@ -278,6 +320,46 @@ func (l *loop) scanner(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// scanState reads every marker in state, store-wide, in pages of
+// scanLimit, newest slot first: the oldest, whose holders are likeliest to
+// be dead, are read too, however many there are.
+func (l *loop) scanState(ctx context.Context, state slotstore.State) ([]slotstore.Marker, error) {
+	var out []slotstore.Marker
+	var before time.Time
+	for {
+		sctx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
+		page, err := l.s.store.History(sctx, slotstore.HistoryParams{State: state, Limit: scanLimit, Before: before})
+		cancel()
+		l.s.metrics.storeCall(err)
+		if err != nil {
+			return nil, err
+		}
+		if len(page) > 0 && !before.IsZero() && !page[0].Slot.Before(before) {
+			// A store that does not page (a Store of the caller's own
+			// that ignores Before): what it gave is what there is.
+			return out, nil
+		}
+		out = append(out, page...)
+		if len(page) < scanLimit {
+			return out, nil
+		}
+		oldest := page[len(page)-1].Slot
+		if oldest.Equal(page[0].Slot) {
+			// A whole page of one second: the rest of that second is
+			// passed over this time (another replica's scan, or the next,
+			// may read it in another order).
+			l.s.log.Warn("more slots of one second in a state than a scan reads", "state", state,
+				"slot", oldest.UTC().Format(time.RFC3339), "read", scanLimit, "replica", l.s.replica)
+			before = oldest
+			continue
+		}
+		// The next page begins at the oldest slot again: some of its
+		// markers may lie beyond this page. Those read twice are watched
+		// once.
+		before = oldest.Add(time.Second)
 	}
 }
 
@@ -413,7 +495,16 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 	if r.Status == slotstore.Held && wasUnknown && l.mineByName(r.Marker) && l.adopt(e.p, r.Marker) {
 		return
 	}
-	attrs := []any{"job", e.p.name, "slot", e.slot.Format(time.RFC3339), "replica", l.s.replica}
+	// A slot's attributes, built only for a line that is written: most
+	// decisions are not worth one at the levels replicas run at.
+	attrs := func(more ...any) []any {
+		return append([]any{"job", e.p.name, "slot", e.slot.Format(time.RFC3339), "replica", l.s.replica}, more...)
+	}
+	logAt := func(level slog.Level, msg string, more ...any) {
+		if l.s.log.Enabled(context.Background(), level) {
+			l.s.log.Log(context.Background(), level, msg, attrs(more...)...)
+		}
+	}
 	// A slot's first decision is worth a line; re-checks of a watched slot
 	// are not.
 	level := slog.LevelInfo
@@ -433,8 +524,8 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 		}
 		l.start(e.p, r.Claim, sent)
 	case slotstore.Held:
-		l.s.log.Log(context.Background(), level, "slot lost", append(attrs, "holder", r.Marker.Holder,
-			"fence", r.Marker.Fence, "attempt", r.Marker.Attempt, "remaining", r.Remaining.Round(time.Millisecond))...)
+		logAt(level, "slot lost", "holder", r.Marker.Holder, "fence", r.Marker.Fence, "attempt", r.Marker.Attempt,
+			"remaining", r.Remaining.Round(time.Millisecond))
 		// Claim again exactly when the holder's lease ends, by the store's
 		// reckoning, so a dead holder's slot is taken over at once; and at
 		// least every renewal interval, so a slot released by a holder that
@@ -442,43 +533,43 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 		wait := max(min(r.Remaining-time.Since(sent), e.p.lease/3), time.Millisecond)
 		l.push(&entry{p: e.p, slot: e.slot, kind: watch}, l.s.now().Add(wait))
 	case slotstore.Finished:
-		l.s.log.Log(context.Background(), level, "slot lost", append(attrs, "holder", r.Marker.Holder,
-			"fence", r.Marker.Fence, "state", r.Marker.State, "outcome", r.Marker.Outcome)...)
+		logAt(level, "slot lost", "holder", r.Marker.Holder, "fence", r.Marker.Fence, "state", r.Marker.State,
+			"outcome", r.Marker.Outcome)
 	case slotstore.Waiting:
-		l.s.log.Log(context.Background(), level, "slot waiting for its retry", append(attrs, "due_in", r.Remaining.Round(time.Millisecond))...)
+		logAt(level, "slot waiting for its retry", "due_in", r.Remaining.Round(time.Millisecond))
 		l.push(&entry{p: e.p, slot: e.slot, kind: watch, until: e.p.retryUntil(e.slot)},
 			l.s.now().Add(max(r.Remaining-time.Since(sent), time.Millisecond)))
 	case slotstore.Skipped:
 		if r.Marker.Reason == slotstore.ReasonDataLoss && r.Marker.Holder == l.s.replica && l.newJobs[e.p.name] {
-			l.s.log.Info("slot not caught up: the store has just begun to record the job", attrs...)
+			logAt(slog.LevelInfo, "slot not caught up: the store has just begun to record the job")
 			break
 		}
 		if r.Marker.Reason == slotstore.ReasonDataLoss && r.Marker.Holder == l.s.replica {
 			l.s.metrics.missed.WithLabelValues(e.p.name, "data loss").Inc()
 			if !l.dataLoss[e.p.name] {
 				l.dataLoss[e.p.name] = true
-				l.s.log.Warn("slot skipped: older than the store's record of the job", append(attrs,
-					"reason", r.Marker.Reason, "why", "the store lost its data, or has just begun to record the job")...)
+				logAt(slog.LevelWarn, "slot skipped: older than the store's record of the job",
+					"reason", r.Marker.Reason, "why", "the store lost its data, or has just begun to record the job")
 				break
 			}
 		}
-		l.s.log.Log(context.Background(), level, "slot skipped", append(attrs, "reason", r.Marker.Reason, "by", r.Marker.Holder)...)
+		logAt(level, "slot skipped", "reason", r.Marker.Reason, "by", r.Marker.Holder)
 		if r.Marker.Holder == l.s.replica && r.Marker.Reason == slotstore.ReasonOverlap {
 			l.s.metrics.missed.WithLabelValues(e.p.name, slotstore.ReasonOverlap).Inc()
 		}
 	case slotstore.NotYet:
 		// This replica's clock runs ahead of the store's: the store hands
 		// out a slot only once its own clock says it is due.
-		l.s.log.Debug("slot not due yet by the store's clock", append(attrs, "remaining", r.Remaining.Round(time.Millisecond))...)
+		logAt(slog.LevelDebug, "slot not due yet by the store's clock", "remaining", r.Remaining.Round(time.Millisecond))
 		if e.kind == fire {
 			e.kind = retry // the next slot is scheduled already
 		}
 		l.push(e, l.s.now().Add(max(r.Remaining-time.Since(sent), time.Millisecond)))
 	case slotstore.Absent:
-		l.s.log.Debug("slot gone", append(attrs, "reason", "its marker no longer exists")...)
+		logAt(slog.LevelDebug, "slot gone", "reason", "its marker no longer exists")
 	case slotstore.Abandoned:
-		l.s.log.Warn("slot abandoned", append(attrs, "holder", r.Marker.Holder, "attempt", r.Marker.Attempt,
-			"on_crash", e.p.onCrash)...)
+		logAt(slog.LevelWarn, "slot abandoned", "holder", r.Marker.Holder, "attempt", r.Marker.Attempt,
+			"on_crash", e.p.onCrash)
 	}
 }
 
