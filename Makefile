@@ -44,6 +44,12 @@ chaos: setup ## kill, freeze, cut and clock faults on real replicas, then the ch
 	$(GO) test ./internal/chaos -run 'TestChaos$$' -count=1 -timeout 0 -v -args \
 		-chaos.stores=$(CHAOS_STORES) -chaos.seed=$(CHAOS_SEED) -chaos.duration=$(CHAOS_DURATION) -chaos.dir=$(abspath $(CHAOS_DIR))
 
+BENCH_ARGS ?= -rounds 1 -sizes 1000 -window 20s -warmup 3s -drain 10s -arb-duration 5s -redis-benchmark-n 100000
+
 .PHONY: bench
-bench: ## run the benchmarks
+bench: setup ## slotcron beside robfig/cron, gocron and a Go timer, one table (short; BENCH_ARGS: see bench/README.md)
+	cd bench && $(GO) run ./cmd/slotbench $(BENCH_ARGS)
+
+.PHONY: microbench
+microbench: ## the packages' own Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

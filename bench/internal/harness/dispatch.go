@@ -1,0 +1,210 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+)
+
+// contestant is one scheduler under test: a slotcron store (and replica
+// count) or a peer.
+type contestant struct {
+	name     string
+	peer     bool
+	kind     storeKind // slotcron only
+	replicas int       // slotcron only
+}
+
+func contestants(o *Options) []contestant {
+	var cs []contestant
+	for _, s := range o.Stores {
+		c := contestant{name: "slotcron/" + s, kind: storeKind(s), replicas: 1}
+		if s == "redis3" {
+			c = contestant{name: "slotcron/redis×3", kind: kindRedis, replicas: 3}
+		}
+		cs = append(cs, c)
+	}
+	for _, p := range o.Peers {
+		cs = append(cs, contestant{name: p, peer: true})
+	}
+	return cs
+}
+
+// measurement is one run of one contestant on one workload.
+type measurement struct {
+	w       workload
+	c       contestant
+	err     error
+	out     outcome
+	loadB   string // /proc/loadavg before and after
+	loadA   string
+	cpu     time.Duration // process CPU in the window
+	mallocs uint64        // heap allocations in the window
+	starts  int64         // starts of any slot in the window
+	// Store round trips and the starts they served (Redis: in the
+	// window; Postgres: from before start-up to after shutdown).
+	trips, tripStarts int64
+	scripts           int64 // Redis: script calls among the trips
+	warnings          int64
+}
+
+func (e *env) start(ctx context.Context, c contestant, w workload, rec *recorder) (func(), error) {
+	switch {
+	case !c.peer:
+		return e.startSlotcron(ctx, c.kind, c.replicas, w, rec)
+	case c.name == "robfig":
+		return startRobfig(ctx, w, rec)
+	case c.name == "gocron":
+		return startGocron(ctx, w, rec)
+	case c.name == "timer":
+		return startTimer(ctx, w, rec)
+	}
+	return nil, fmt.Errorf("unknown contestant %s", c.name)
+}
+
+// sleepUntil sleeps until t.
+func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
+
+// measure runs c on w: start-up and warm-up, the window, a drain.
+func (e *env) measure(ctx context.Context, o *Options, c contestant, w workload) (m measurement) {
+	m = measurement{w: w, c: c, loadB: loadAvg()}
+	defer func() { m.loadA = loadAvg() }()
+	fmt.Fprintf(os.Stderr, "slotbench: %s, %s: window %v ...\n", c.name, w, o.Window)
+
+	t0 := time.Now().Add(o.Warmup).Truncate(time.Second).Add(time.Second)
+	t1 := t0.Add(o.Window)
+	rec := newRecorder(w, t0.Unix(), t1.Unix())
+
+	var pg0 int64
+	if c.kind == kindPostgres {
+		if _, err := e.pgDSN(); err != nil {
+			m.err = err
+			return m
+		}
+		var err error
+		if pg0, err = e.pgTransactions(ctx); err != nil {
+			m.err = err
+			return m
+		}
+	}
+	e.lastWarnings = 0
+	stop, err := e.start(ctx, c, w, rec)
+	if err != nil {
+		m.err = err
+		return m
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+		}
+	}()
+
+	sleepUntil(t0)
+	p0, n0 := takeProbe(), rec.total.Load()
+	var r0 redisCounts
+	if c.kind == kindRedis {
+		r0, m.err = e.redisCommands(ctx)
+	}
+	sleepUntil(t1)
+	p1, n1 := takeProbe(), rec.total.Load()
+	if c.kind == kindRedis && m.err == nil {
+		var r1 redisCounts
+		r1, m.err = e.redisCommands(ctx)
+		m.trips, m.tripStarts = r1.commands-r0.commands-1, n1-n0 // less the first INFO
+		m.scripts = r1.scripts - r0.scripts
+	}
+	m.cpu, m.mallocs, m.starts = p1.cpu-p0.cpu, p1.mallocs-p0.mallocs, n1-n0
+
+	// Late starts of the window's slots still count: wait for them, up to
+	// the drain.
+	for end := time.Now().Add(o.Drain); time.Now().Before(end) && rec.distinct() < rec.w.expected(rec.t0, rec.t1); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+	stopped = true
+	m.warnings = e.lastWarnings
+	m.out = rec.outcome()
+	if c.kind == kindPostgres && m.err == nil {
+		time.Sleep(1500 * time.Millisecond) // backends report their counts at exit, and within a second
+		var pg1 int64
+		pg1, m.err = e.pgTransactions(ctx)
+		m.trips, m.tripStarts = pg1-pg0, rec.total.Load()
+	}
+	return m
+}
+
+// plan lists the workloads and, for each, the contestants the chosen
+// sections need, in the order they run within a round.
+func plan(o *Options) []struct {
+	w  workload
+	cs []contestant
+} {
+	all := contestants(o)
+	type item = struct {
+		w  workload
+		cs []contestant
+	}
+	var out []item
+	add := func(w workload, want func(contestant) bool) {
+		for i := range out {
+			if out[i].w == w {
+				for _, c := range all {
+					if want(c) && !containsC(out[i].cs, c) {
+						out[i].cs = append(out[i].cs, c)
+					}
+				}
+				out[i].cs = ordered(all, out[i].cs)
+				return
+			}
+		}
+		var cs []contestant
+		for _, c := range all {
+			if want(c) {
+				cs = append(cs, c)
+			}
+		}
+		if len(cs) > 0 {
+			out = append(out, item{w: w, cs: cs})
+		}
+	}
+	every := func(c contestant) bool { return true }
+	if o.has(secDispatch) {
+		for _, n := range o.SpreadSizes {
+			add(workload{jobs: n}, every)
+		}
+		if o.EveryJobs > 0 {
+			add(workload{jobs: o.EveryJobs, everySecond: true}, every)
+		}
+	}
+	if o.has(secCPU) {
+		add(workload{jobs: 1000, everySecond: true}, func(c contestant) bool { return c.peer || c.kind == kindMemory })
+	}
+	if o.has(secRoundTrips) {
+		remote := func(c contestant) bool { return c.kind == kindRedis || c.kind == kindPostgres }
+		add(workload{jobs: o.RTJobs}, remote)
+		add(workload{jobs: 1000, everySecond: true}, remote)
+	}
+	return out
+}
+
+func containsC(cs []contestant, c contestant) bool {
+	for _, x := range cs {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// ordered returns the members of sub in the order of all.
+func ordered(all, sub []contestant) []contestant {
+	var out []contestant
+	for _, c := range all {
+		if containsC(sub, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}

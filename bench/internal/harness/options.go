@@ -1,0 +1,113 @@
+package harness
+
+import (
+	"flag"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Options are the harness's flags.
+type Options struct {
+	Sections    []string
+	Rounds      int
+	Window      time.Duration
+	Warmup      time.Duration
+	Drain       time.Duration
+	SpreadSizes []int
+	EveryJobs   int
+	RTJobs      int
+	Stores      []string
+	Peers       []string
+
+	ConstructJobs int
+
+	ArbDuration time.Duration
+	ArbBatch    int
+	ArbClients  int
+	RedisBenchN int
+
+	Out string
+}
+
+// Sections, in the order they report.
+const (
+	secDispatch    = "dispatch"
+	secConstruct   = "construct"
+	secCPU         = "cpu"
+	secRoundTrips  = "roundtrips"
+	secArbitration = "arbitration"
+)
+
+var allSections = []string{secDispatch, secConstruct, secCPU, secRoundTrips, secArbitration}
+
+// slotcron contestants, by the -stores names.
+var allStores = []string{"memory", "sqlite", "redis", "redis3", "postgres"}
+var allPeers = []string{"robfig", "gocron", "timer"}
+
+// Parse reads the flags in args.
+func Parse(args []string) (*Options, error) {
+	fs := flag.NewFlagSet("slotbench", flag.ContinueOnError)
+	o := &Options{}
+	sections := fs.String("sections", strings.Join(allSections, ","), "sections to run: "+strings.Join(allSections, ","))
+	fs.IntVar(&o.Rounds, "rounds", 3, "times each measurement is repeated, interleaved with the others")
+	fs.DurationVar(&o.Window, "window", 3*time.Minute, "measured window of each dispatch measurement")
+	fs.DurationVar(&o.Warmup, "warmup", 10*time.Second, "time from start to the window, not measured (start-up work that overruns it shows as missing slots)")
+	fs.DurationVar(&o.Drain, "drain", 30*time.Second, "longest wait after the window for late starts of its slots (it ends as soon as every slot started)")
+	sizes := fs.String("sizes", "1000,10000,100000", "job counts of the spread workload (job i at second i%60 of every minute)")
+	fs.IntVar(&o.EveryJobs, "every-jobs", 1000, "job count of the every-second workload; 0 leaves it out of dispatch")
+	fs.IntVar(&o.RTJobs, "rt-jobs", 1000, "job count of the spread workload in the round-trips section")
+	stores := fs.String("stores", strings.Join(allStores, ","), "slotcron stores: "+strings.Join(allStores, ",")+" (redis3: three replicas)")
+	peers := fs.String("peers", strings.Join(allPeers, ","), "peers: "+strings.Join(allPeers, ","))
+	fs.IntVar(&o.ConstructJobs, "construct-jobs", 100000, "jobs registered in the construction section")
+	fs.DurationVar(&o.ArbDuration, "arb-duration", 10*time.Second, "length of each arbitration measurement")
+	fs.IntVar(&o.ArbBatch, "arb-batch", 1000, "slots per claim batch (and rows per INSERT) in the arbitration section")
+	fs.IntVar(&o.ArbClients, "arb-clients", 3, "contending clients in the arbitration section")
+	fs.IntVar(&o.RedisBenchN, "redis-benchmark-n", 200000, "requests of redis-benchmark -t set -c 50")
+	fs.StringVar(&o.Out, "out", "", "also write the report to this file")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	var err error
+	if o.Sections, err = pick(*sections, allSections, "section"); err != nil {
+		return nil, err
+	}
+	if o.Stores, err = pick(*stores, allStores, "store"); err != nil {
+		return nil, err
+	}
+	if o.Peers, err = pick(*peers, allPeers, "peer"); err != nil {
+		return nil, err
+	}
+	for f := range strings.SplitSeq(*sizes, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("-sizes: bad job count %q", f)
+		}
+		o.SpreadSizes = append(o.SpreadSizes, n)
+	}
+	if o.Rounds < 1 || o.Window < time.Second || o.ArbBatch < 1 || o.ArbClients < 1 {
+		return nil, fmt.Errorf("-rounds, -arb-batch and -arb-clients must be positive, -window at least 1s")
+	}
+	return o, nil
+}
+
+func pick(list string, known []string, what string) ([]string, error) {
+	var out []string
+	for f := range strings.SplitSeq(list, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		if !slices.Contains(known, f) {
+			return nil, fmt.Errorf("unknown %s %q (known: %s)", what, f, strings.Join(known, ", "))
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func (o *Options) has(section string) bool { return slices.Contains(o.Sections, section) }

@@ -1,0 +1,196 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/scheduler"
+	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/memstore"
+	"github.com/slotcron/slotcron/slotstore/pgstore"
+	"github.com/slotcron/slotcron/slotstore/redisstore"
+	"github.com/slotcron/slotcron/slotstore/sqlitestore"
+)
+
+// jobName is job i's name in the slotcron configuration.
+func jobName(i int) string { return fmt.Sprintf("j%06d", i) }
+
+// jobIndex parses jobName.
+func jobIndex(name string) int {
+	i, err := strconv.Atoi(name[1:])
+	if err != nil {
+		return -1
+	}
+	return i
+}
+
+// benchConfig is the configuration every slotcron contestant runs: the
+// workload's jobs bound to one no-op function, catch_up none (a replica
+// that starts late does not try older slots), logs at warn.
+func benchConfig(w workload, replica string, store scheduler.StoreConfig) *scheduler.Config {
+	cfg := &scheduler.Config{
+		Replica:  replica,
+		Store:    store,
+		Log:      scheduler.LogConfig{Level: "warn"},
+		Defaults: scheduler.Policy{CatchUp: "none"},
+		Jobs:     make(map[string]scheduler.JobConfig, w.jobs),
+	}
+	for i := range w.jobs {
+		cfg.Jobs[jobName(i)] = scheduler.JobConfig{Schedule: w.spec(i), Run: "noop"}
+	}
+	return cfg
+}
+
+// warnCounter counts the warnings and errors the schedulers log and
+// prints the first few, so a misbehaving run is visible without logs
+// dominating the measurement.
+type warnCounter struct {
+	n       atomic.Int64
+	printed atomic.Int64
+	text    slog.Handler
+}
+
+func newWarnCounter() *warnCounter {
+	return &warnCounter{text: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})}
+}
+
+func (c *warnCounter) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (c *warnCounter) Handle(ctx context.Context, r slog.Record) error {
+	c.n.Add(1)
+	if c.printed.Add(1) <= 5 {
+		return c.text.Handle(ctx, r)
+	}
+	return nil
+}
+func (c *warnCounter) WithAttrs(a []slog.Attr) slog.Handler {
+	return &attrsCounter{c: c, h: c.text.WithAttrs(a)}
+}
+func (c *warnCounter) WithGroup(g string) slog.Handler {
+	return &attrsCounter{c: c, h: c.text.WithGroup(g)}
+}
+
+type attrsCounter struct {
+	c *warnCounter
+	h slog.Handler
+}
+
+func (a *attrsCounter) Enabled(ctx context.Context, l slog.Level) bool { return a.c.Enabled(ctx, l) }
+func (a *attrsCounter) Handle(ctx context.Context, r slog.Record) error {
+	a.c.n.Add(1)
+	if a.c.printed.Add(1) <= 5 {
+		return a.h.Handle(ctx, r)
+	}
+	return nil
+}
+func (a *attrsCounter) WithAttrs(at []slog.Attr) slog.Handler {
+	return &attrsCounter{c: a.c, h: a.h.WithAttrs(at)}
+}
+func (a *attrsCounter) WithGroup(g string) slog.Handler {
+	return &attrsCounter{c: a.c, h: a.h.WithGroup(g)}
+}
+
+// storeKind names a slotcron backend under test.
+type storeKind string
+
+const (
+	kindMemory   storeKind = "memory"
+	kindSQLite   storeKind = "sqlite"
+	kindRedis    storeKind = "redis"
+	kindPostgres storeKind = "postgres"
+)
+
+// openStore opens one client of a fresh store for one measurement: ns
+// names it (a Redis key prefix, a Postgres schema, an SQLite file), so
+// measurements never see each other's markers.
+func (e *env) openStore(ctx context.Context, kind storeKind, ns string) (slotstore.Store, scheduler.StoreConfig, error) {
+	switch kind {
+	case kindMemory:
+		return memstore.New(), scheduler.StoreConfig{Kind: "memory"}, nil
+	case kindSQLite:
+		path := filepath.Join(e.dir, ns+".db")
+		s, err := sqlitestore.Open(ctx, path)
+		return s, scheduler.StoreConfig{Kind: "sqlite", SQLite: scheduler.SQLiteConfig{Path: path}}, err
+	case kindRedis:
+		addr, err := e.redisAddr()
+		if err != nil {
+			return nil, scheduler.StoreConfig{}, err
+		}
+		s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{addr}, Prefix: ns + ":"})
+		return s, scheduler.StoreConfig{Kind: "redis", Redis: scheduler.RedisConfig{Addr: addr, Prefix: ns + ":"}}, err
+	case kindPostgres:
+		dsn, err := e.pgDSN()
+		if err != nil {
+			return nil, scheduler.StoreConfig{}, err
+		}
+		s, err := pgstore.New(ctx, pgstore.Options{DSN: dsn, Schema: ns})
+		return s, scheduler.StoreConfig{Kind: "postgres", Postgres: scheduler.PostgresConfig{DSN: dsn, Schema: ns}}, err
+	}
+	return nil, scheduler.StoreConfig{}, fmt.Errorf("unknown store %q", kind)
+}
+
+// startSlotcron runs replicas schedulers in this process, each with its
+// own client of one fresh store and its own replica name. memstore is
+// in-process, so its replicas share one instance.
+func (e *env) startSlotcron(ctx context.Context, kind storeKind, replicas int, w workload, rec *recorder) (func(), error) {
+	e.seq++
+	ns := fmt.Sprintf("sb%d_%d", time.Now().Unix()%100000, e.seq)
+	var stores []slotstore.Store
+	closeAll := func() {
+		for _, s := range stores {
+			s.Close()
+		}
+	}
+	var shared slotstore.Store
+	var scheds []*scheduler.Scheduler
+	logs := newWarnCounter()
+	for r := range replicas {
+		st, sc, err := e.openStore(ctx, kind, ns)
+		if kind == kindMemory && shared != nil {
+			st = shared
+		} else if err != nil {
+			closeAll()
+			return nil, err
+		} else {
+			stores = append(stores, st)
+			shared = st
+		}
+		reg := jobs.NewRegistry()
+		reg.Register("noop", func(_ context.Context, run jobs.Run) error {
+			rec.record(jobIndex(run.Job), run.Slot, time.Now())
+			return nil
+		})
+		s, err := scheduler.New(benchConfig(w, fmt.Sprintf("r%d", r+1), sc), reg,
+			scheduler.WithStore(st), scheduler.WithLogger(slog.New(logs)))
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("scheduler.New: %w", err)
+		}
+		scheds = append(scheds, s)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, s := range scheds {
+		wg.Go(func() {
+			if err := s.Run(runCtx); err != nil {
+				fmt.Fprintf(os.Stderr, "slotbench: %s Run: %v\n", s.Replica(), err)
+			}
+		})
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+		closeAll()
+		if n := logs.n.Load(); n > 0 {
+			fmt.Fprintf(os.Stderr, "slotbench: %d warnings logged (first 5 shown)\n", n)
+		}
+		e.lastWarnings = logs.n.Load()
+	}, nil
+}
