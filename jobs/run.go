@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -36,7 +37,7 @@ type Run struct {
 // Key returns the run key, job@RFC3339: the same on every replica and for
 // every attempt of the slot, so it serves as an idempotency key.
 func (r Run) Key() string {
-	return r.Job + "@" + r.Slot.UTC().Format(KeyLayout)
+	return r.Job + "@" + slotText(r.Slot)
 }
 
 // WithParams returns a copy of r whose Params decode the given YAML document.
@@ -80,9 +81,28 @@ func (r Run) Logger() *slog.Logger {
 func (r Run) Attrs() []any {
 	return []any{
 		slog.String("job", r.Job),
-		slog.String("slot", r.Slot.UTC().Format(KeyLayout)),
+		slog.String("slot", slotText(r.Slot)),
 		slog.Int64("fence", r.Fence),
 		slog.Int("attempt", r.Attempt),
 		slog.String("replica", r.Replica),
 	}
+}
+
+// lastSlot is the slot slotText formatted last: the runs of a burst share
+// their second, and formatting it is most of what a run's attributes cost.
+var lastSlot atomic.Pointer[formattedSlot]
+
+type formattedSlot struct {
+	at   time.Time
+	text string
+}
+
+// slotText is t.UTC().Format(KeyLayout).
+func slotText(t time.Time) string {
+	if f := lastSlot.Load(); f != nil && f.at.Equal(t) {
+		return f.text
+	}
+	f := &formattedSlot{at: t, text: t.UTC().Format(KeyLayout)}
+	lastSlot.Store(f)
+	return f.text
 }

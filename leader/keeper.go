@@ -18,25 +18,37 @@ import (
 // ErrLeaseLost). Renewals stop when the term's context ends for any reason.
 func startKeeper(tctx context.Context, s Session, p Params, fence int64, sent time.Time,
 	cancel context.CancelCauseFunc, renewal prometheus.Observer, log *slog.Logger) *lease.Keeper {
-	return lease.Start(sent, lease.Config{
-		Lease:  p.Lease,
-		Margin: p.Margin,
-		Renew:  func(ctx context.Context) error { return s.Renew(ctx, fence, p.Lease) },
-		Gone:   func(err error) bool { return errors.Is(err, ErrLeaseLost) },
-		OnLost: func(expired bool, err error) {
-			if expired {
-				cancel(ErrNotRenewed)
-			} else {
-				cancel(err)
-			}
-		},
-		OnRenewed: func(sent time.Time, rtt time.Duration) {
-			renewal.Observe(rtt.Seconds())
-			log.Debug("lease renewed", "sent", sent, "rtt", rtt)
-		},
-		OnRenewError: func(err error, trustedFor time.Duration) {
-			log.Warn("leader: lease renewal failed", "err", err, "trusted_for", trustedFor.Round(time.Millisecond))
-		},
-		Done: tctx.Done(),
-	})
+	return lease.Start(sent, lease.Config{Lease: p.Lease, Margin: p.Margin, Done: tctx.Done()},
+		&term{s: s, lease: p.Lease, fence: fence, cancel: cancel, renewal: renewal, log: log})
+}
+
+// term holds one term's lease (lease.Holder).
+type term struct {
+	s       Session
+	lease   time.Duration
+	fence   int64
+	cancel  context.CancelCauseFunc
+	renewal prometheus.Observer
+	log     *slog.Logger
+}
+
+func (t *term) Renew(ctx context.Context) error { return t.s.Renew(ctx, t.fence, t.lease) }
+func (t *term) Gone(err error) bool             { return errors.Is(err, ErrLeaseLost) }
+func (t *term) Ended(error) bool                { return false }
+
+func (t *term) Lost(expired bool, err error) {
+	if expired {
+		t.cancel(ErrNotRenewed)
+	} else {
+		t.cancel(err)
+	}
+}
+
+func (t *term) Renewed(sent time.Time, rtt time.Duration) {
+	t.renewal.Observe(rtt.Seconds())
+	t.log.Debug("lease renewed", "sent", sent, "rtt", rtt)
+}
+
+func (t *term) RenewFailed(err error, trustedFor time.Duration) {
+	t.log.Warn("leader: lease renewal failed", "err", err, "trusted_for", trustedFor.Round(time.Millisecond))
 }

@@ -33,7 +33,7 @@ const endLeaseLost runEnd = "lease_lost"
 // ignored.
 type runHooks struct {
 	// retryAt is told when a failed run's slot is due again.
-	retryAt func(slot, at time.Time)
+	retryAt func(p *plan, slot, at time.Time)
 }
 
 // execute runs one won claim to its end: it keeps the lease, calls the job,
@@ -47,7 +47,8 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 	run := jobs.Run{Job: p.name, Slot: c.Slot, Fence: c.Fence, Attempt: c.Attempt, Replica: s.replica}.
 		WithParams(p.params).WithLogger(s.log)
 	// The run's logger is built on its first line: most runs write one.
-	log := runLogger{base: s.log, run: run}
+	rl := &runLease{s: s, p: p, ref: c.Ref, cancel: cancel, log: runLogger{base: s.log, run: run}}
+	log := &rl.log
 	m := s.metrics
 	count := func(e runEnd) runEnd { m.run(p, e).Inc(); return e }
 	if c.Takeover() {
@@ -57,7 +58,7 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 		}
 	}
 
-	keeper := s.keepLease(p, c.Ref, sent, cancel, &log)
+	keeper := rl.keep(sent)
 	defer keeper.Stop()
 
 	tctx, cancelTimeout := context.WithTimeoutCause(ctx, p.timeout, errTimeout)
@@ -67,7 +68,7 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 	if s.log.Enabled(context.Background(), slog.LevelInfo) {
 		log.get().Info("run started", "delay", delay.Round(time.Millisecond))
 	}
-	err := call(tctx, p.fn, run, &log)
+	err := call(tctx, p.fn, run, log)
 	dur := time.Since(start)
 	m.duration(p).Observe(dur.Seconds())
 	timedOut := errors.Is(context.Cause(tctx), errTimeout)
@@ -116,7 +117,7 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 	if outcome != slotstore.Succeeded {
 		fp.RetryAt, _ = p.retryAt(c.Slot, c.Attempt, s.now())
 	}
-	if !s.finish(keeper, fp, &log) {
+	if !s.finish(keeper, fp, log) {
 		return count(endLeaseLost)
 	}
 	attrs := func(more ...any) []any {
@@ -129,7 +130,7 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 	if !fp.RetryAt.IsZero() {
 		log.get().Warn("run failed; retry scheduled", attrs("retry_at", fp.RetryAt.UTC().Format(time.RFC3339Nano))...)
 		if hooks.retryAt != nil {
-			hooks.retryAt(c.Slot, fp.RetryAt)
+			hooks.retryAt(p, c.Slot, fp.RetryAt)
 		}
 		return count("retrying")
 	}

@@ -59,9 +59,13 @@ type loop struct {
 	// found by a scan and by a claim is watched once.
 	watched map[slotKey]bool
 	// mine holds the slots this replica is running, each with its run's
-	// cancel function (slotKey → context.CancelCauseFunc); run goroutines
-	// remove theirs when they end.
-	mine sync.Map
+	// cancel function; run goroutines remove theirs when they end.
+	mine struct {
+		sync.Mutex
+		m map[slotKey]context.CancelCauseFunc
+	}
+	// hooks are the run hooks of every run the loop starts.
+	hooks runHooks
 	// watches carries to the loop goroutine the slots runs ask it to
 	// watch: a retry a failed run scheduled, a slot whose lease a run lost.
 	watches chan watchNote
@@ -122,13 +126,16 @@ type watchNote struct {
 }
 
 func newLoop(s *Scheduler, runCtx context.Context, runs *sync.WaitGroup) *loop {
-	return &loop{s: s, runCtx: runCtx, runs: runs, watched: make(map[slotKey]bool), watches: make(chan watchNote, 64),
+	l := &loop{s: s, runCtx: runCtx, runs: runs, watched: make(map[slotKey]bool), watches: make(chan watchNote, 64),
 		scans: make(chan []slotstore.Marker), pauses: pauseCache{reads: make(chan pauseRead, 1)},
 		unknown: make(map[slotKey]bool), dataLoss: make(map[string]bool),
 		newJobs: make(map[string]bool)}
+	l.mine.m = make(map[slotKey]context.CancelCauseFunc)
+	l.hooks = runHooks{retryAt: l.noteRetry}
+	return l
 }
 
-func (l *loop) running() int64 { return l.active.Load() }
+func (l *loop) runningNow() int64 { return l.active.Load() }
 
 // run schedules every job and serves the heap until ctx ends.
 func (l *loop) run(ctx context.Context) {
@@ -372,7 +379,7 @@ func (l *loop) watchAll(ms []slotstore.Marker) {
 		if p == nil {
 			continue // another replica's job, or a duty's term
 		}
-		if _, ok := l.mine.Load(slotKey{p.name, m.Slot.Unix()}); ok {
+		if _, ok := l.running(slotKey{p.name, m.Slot.Unix()}); ok {
 			continue
 		}
 		if m.State == slotstore.StateRetrying {
@@ -518,8 +525,8 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 		for _, ref := range r.Replaced {
 			l.s.log.Info("run replaced", "job", ref.Job, "slot", ref.Slot.UTC().Format(time.RFC3339), "fence", ref.Fence,
 				"by", e.slot.Format(time.RFC3339), "replica", l.s.replica)
-			if cancel, ok := l.mine.Load(slotKey{ref.Job, ref.Slot.Unix()}); ok {
-				cancel.(context.CancelCauseFunc)(errReplaced) // ours: stop it now, not at its next renewal
+			if cancel, ok := l.running(slotKey{ref.Job, ref.Slot.Unix()}); ok {
+				cancel(errReplaced) // ours: stop it now, not at its next renewal
 			}
 		}
 		l.start(e.p, r.Claim, sent)
@@ -635,7 +642,7 @@ func (l *loop) enroll(ctx context.Context) (map[string]time.Time, bool) {
 // The marker's incarnation says the claim is this process's own, even when
 // another live process shares the replica name.
 func (l *loop) adopt(p *plan, m slotstore.Marker) bool {
-	if _, running := l.mine.Load(slotKey{p.name, m.Slot.Unix()}); running {
+	if _, running := l.running(slotKey{p.name, m.Slot.Unix()}); running {
 		return false
 	}
 	sent := time.Now()
@@ -658,19 +665,15 @@ func (l *loop) start(p *plan, c slotstore.Claim, sent time.Time) {
 	l.active.Add(1)
 	k := slotKey{p.name, c.Slot.Unix()}
 	ctx, cancel := context.WithCancelCause(l.runCtx)
-	l.mine.Store(k, cancel)
-	hooks := runHooks{retryAt: func(slot, at time.Time) {
-		select {
-		case l.watches <- watchNote{p: p, slot: slot, at: at, retry: true}:
-		case <-l.runCtx.Done():
-		}
-	}}
+	l.mine.Lock()
+	l.mine.m[k] = cancel
+	l.mine.Unlock()
 	l.runs.Go(func() {
 		defer l.active.Add(-1)
-		end := func() runEnd {
-			defer l.mine.Delete(k)
-			return l.s.execute(ctx, cancel, p, c, sent, hooks)
-		}()
+		end := l.s.execute(ctx, cancel, p, c, sent, l.hooks)
+		l.mine.Lock()
+		delete(l.mine.m, k)
+		l.mine.Unlock()
 		if end != endLeaseLost {
 			return
 		}
@@ -682,6 +685,23 @@ func (l *loop) start(p *plan, c slotstore.Claim, sent time.Time) {
 		default:
 		}
 	})
+}
+
+// running returns the cancel function of the run of k, if this replica
+// runs it.
+func (l *loop) running(k slotKey) (context.CancelCauseFunc, bool) {
+	l.mine.Lock()
+	defer l.mine.Unlock()
+	cancel, ok := l.mine.m[k]
+	return cancel, ok
+}
+
+// noteRetry asks the loop to watch slot of p from at, when its retry is due.
+func (l *loop) noteRetry(p *plan, slot, at time.Time) {
+	select {
+	case l.watches <- watchNote{p: p, slot: slot, at: at, retry: true}:
+	case <-l.runCtx.Done():
+	}
 }
 
 // push schedules e at at; a watch of a slot already watched is dropped.

@@ -158,7 +158,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	l.run(ctx)
 	bg.Wait()
 
-	s.log.Info("shutting down", "replica", s.replica, "running", l.running(), "grace", s.grace)
+	s.log.Info("shutting down", "replica", s.replica, "running", l.runningNow(), "grace", s.grace)
 	done := make(chan struct{})
 	go func() { runs.Wait(); close(done) }()
 	grace := time.NewTimer(s.grace)
@@ -175,7 +175,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		select {
 		case <-done:
 		case <-bound.C:
-			s.log.Error("jobs ignored cancellation; stopping without them", "replica", s.replica, "running", l.running())
+			s.log.Error("jobs ignored cancellation; stopping without them", "replica", s.replica, "running", l.runningNow())
 		}
 	}
 	// Duties were cancelled with ctx and have been handing over while the

@@ -9,7 +9,7 @@
 // both of the process's clocks: the monotonic one, immune to wall-clock
 // steps, and the wall clock, which unlike the monotonic one goes on while the
 // host is suspended; trust ends when either says so. When it ends without a
-// renewal, or a renewal says the lease is gone, OnLost is called once, with
+// renewal, or a renewal says the lease is gone, Holder.Lost is called once, with
 // the reason; the holder cancels its work there. A store error that is
 // neither is retried sooner, for as long as the window lasts.
 package lease
@@ -28,32 +28,38 @@ type Config struct {
 	// DefaultMargin(Lease).
 	Margin time.Duration
 	// RenewUntil, when not zero, is when renewals stop for good: the lease
-	// then runs out and OnLost is called when trust ends.
+	// then runs out and Holder.Lost is called when trust ends.
 	RenewUntil time.Time
-	// Renew extends the lease to Lease from now, by the store's clock. ctx
-	// ends with the trust window.
-	Renew func(ctx context.Context) error
-	// Gone reports whether a Renew error means the store no longer holds
-	// the lease (no retry can help).
-	Gone func(error) bool
-	// Ended, when set, reports whether a Renew error means the holder's own
-	// work already recorded its end in the store (a transaction that
-	// completed the run): renewals stop, the lease is not lost, and OnLost
-	// is never called (Keeper.Ended).
-	Ended func(error) bool
-	// OnLost is called once, from the Keeper's goroutines, when the lease
-	// is lost: expired is true when trust ran out, false when Renew said
-	// the lease is gone (err is then its error).
-	OnLost func(expired bool, err error)
-	// OnRenewed, when set, observes each renewal that succeeded: when it
-	// was sent, and how long its reply took.
-	OnRenewed func(sent time.Time, rtt time.Duration)
-	// OnRenewError, when set, is told of each renewal that failed and will
-	// be retried, with the time trust has left.
-	OnRenewError func(err error, trustedFor time.Duration)
 	// Done, when set, stops renewals when it is closed (the holder's work
 	// ended for another reason).
 	Done <-chan struct{}
+}
+
+// Holder is the lease's holder: it renews the lease in its store and hears
+// how the lease fares. One value holds all of it, so keeping a lease costs
+// no closure per callback.
+type Holder interface {
+	// Renew extends the lease to Lease from now, by the store's clock. ctx
+	// ends with the trust window.
+	Renew(ctx context.Context) error
+	// Gone reports whether a Renew error means the store no longer holds
+	// the lease (no retry can help).
+	Gone(err error) bool
+	// Ended reports whether a Renew error means the holder's own work
+	// already recorded its end in the store (a transaction that completed
+	// the run): renewals stop, the lease is not lost, and Lost is never
+	// called (Keeper.Ended).
+	Ended(err error) bool
+	// Lost is called once, from the Keeper's goroutines, when the lease is
+	// lost: expired is true when trust ran out, false when Renew said the
+	// lease is gone (err is then its error).
+	Lost(expired bool, err error)
+	// Renewed observes each renewal that succeeded: when it was sent, and
+	// how long its reply took.
+	Renewed(sent time.Time, rtt time.Duration)
+	// RenewFailed is told of each renewal that failed and will be
+	// retried, with the time trust has left.
+	RenewFailed(err error, trustedFor time.Duration)
 }
 
 // DefaultMargin is a tenth of the lease, at least 10 ms.
@@ -62,30 +68,33 @@ func DefaultMargin(lease time.Duration) time.Duration { return max(lease/10, 10*
 // Keeper keeps one lease; build it with Start.
 type Keeper struct {
 	c Config
+	h Holder
 
 	mu      sync.Mutex
 	until   time.Time   // end of the trust window
 	timer   *time.Timer // fires at until
 	lostc   chan struct{}
-	stopped bool // Stop was called: OnLost must not be
-	ended   bool // a renewal found the work recorded as ended: OnLost must not be
+	stopped bool // Stop was called: Holder.Lost must not be
+	ended   bool // a renewal found the work recorded as ended: Holder.Lost must not be
 	// renewer starts the renewing goroutine when the first renewal is
 	// due, so work shorter than a renewal interval costs no goroutine.
 	renewer *time.Timer
 	paused  bool // Pause was called
-	renews  bool // the renewing goroutine started: done closes when it ends
+	// renewing counts the renewing goroutine, from Start: it ends it, or
+	// Pause does for a renewer that never fired.
+	renewing sync.WaitGroup
 
 	stopc chan struct{}
-	done  chan struct{}
 }
 
-// Start begins keeping a lease acquired by a call sent at sent.
-func Start(sent time.Time, c Config) *Keeper {
+// Start begins keeping, for h, a lease acquired by a call sent at sent.
+func Start(sent time.Time, c Config, h Holder) *Keeper {
 	if c.Margin == 0 {
 		c.Margin = DefaultMargin(c.Lease)
 	}
-	k := &Keeper{c: c, until: sent.Add(c.Lease - c.Margin), lostc: make(chan struct{}),
-		stopc: make(chan struct{}), done: make(chan struct{})}
+	k := &Keeper{c: c, h: h, until: sent.Add(c.Lease - c.Margin), lostc: make(chan struct{}),
+		stopc: make(chan struct{})}
+	k.renewing.Add(1)
 	k.mu.Lock()
 	k.timer = time.AfterFunc(time.Until(k.until), k.expire)
 	k.renewer = time.AfterFunc(c.Lease/3, k.renewLoop)
@@ -151,16 +160,15 @@ func (k *Keeper) Pause() {
 		close(k.stopc)
 		// A renewer that had not fired never will; one that had is the
 		// renewing goroutine, which ends on stopc.
-		k.renews = !k.renewer.Stop()
+		if k.renewer.Stop() {
+			k.renewing.Done()
+		}
 	}
-	renews := k.renews
 	k.mu.Unlock()
-	if renews {
-		<-k.done
-	}
+	k.renewing.Wait()
 }
 
-// Stop ends the Keeper: no renewal, no trust timer. OnLost is not called
+// Stop ends the Keeper: no renewal, no trust timer. Holder.Lost is not called
 // after Stop returns.
 func (k *Keeper) Stop() {
 	k.Pause()
@@ -193,7 +201,7 @@ func (k *Keeper) lose(expired bool, err error) {
 	}
 	close(k.lostc)
 	k.mu.Unlock()
-	k.c.OnLost(expired, err)
+	k.h.Lost(expired, err)
 }
 
 func (k *Keeper) extend(sent time.Time) {
@@ -211,7 +219,7 @@ func (k *Keeper) extend(sent time.Time) {
 // renewLoop is the renewing goroutine: the renewer starts it when the first
 // renewal is due.
 func (k *Keeper) renewLoop() {
-	defer close(k.done)
+	defer k.renewing.Done()
 	interval := k.c.Lease / 3
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -235,25 +243,21 @@ func (k *Keeper) renewLoop() {
 		}
 		sent := time.Now()
 		ctx, cancel := context.WithDeadline(context.Background(), until)
-		err := k.c.Renew(ctx)
+		err := k.h.Renew(ctx)
 		cancel()
 		switch {
 		case err == nil:
-			if k.c.OnRenewed != nil {
-				k.c.OnRenewed(sent, time.Since(sent))
-			}
+			k.h.Renewed(sent, time.Since(sent))
 			k.extend(sent)
 			t.Reset(interval)
-		case k.c.Ended != nil && k.c.Ended(err):
+		case k.h.Ended(err):
 			k.end()
 			return
-		case k.c.Gone(err):
+		case k.h.Gone(err):
 			k.lose(false, err)
 			return
 		default:
-			if k.c.OnRenewError != nil {
-				k.c.OnRenewError(err, time.Until(until))
-			}
+			k.h.RenewFailed(err, time.Until(until))
 			t.Reset(max(interval/4, 10*time.Millisecond))
 		}
 	}

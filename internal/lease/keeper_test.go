@@ -38,10 +38,10 @@ type lostCall struct {
 }
 
 func start(f *fakeStore, lease time.Duration, lost chan<- lostCall, renewUntil time.Time) *Keeper {
-	return Start(time.Now(), Config{
-		Lease: lease, RenewUntil: renewUntil, Renew: f.renew,
-		Gone:   func(err error) bool { return errors.Is(err, errGone) },
-		OnLost: func(expired bool, err error) { lost <- lostCall{time.Now(), expired, err} },
+	return Start(time.Now(), Config{Lease: lease, RenewUntil: renewUntil}, funcs{
+		renew:  f.renew,
+		gone:   func(err error) bool { return errors.Is(err, errGone) },
+		onLost: func(expired bool, err error) { lost <- lostCall{time.Now(), expired, err} },
 	})
 }
 
@@ -134,11 +134,11 @@ func TestEndedIsNotLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeStore{}
 		lost := make(chan lostCall, 1)
-		k := Start(time.Now(), Config{
-			Lease: 3 * time.Second, Renew: f.renew,
-			Gone:   func(err error) bool { return errors.Is(err, errGone) },
-			Ended:  func(err error) bool { return errors.Is(err, errEnded) },
-			OnLost: func(expired bool, err error) { lost <- lostCall{time.Now(), expired, err} },
+		k := Start(time.Now(), Config{Lease: 3 * time.Second}, funcs{
+			renew:  f.renew,
+			gone:   func(err error) bool { return errors.Is(err, errGone) },
+			ended:  func(err error) bool { return errors.Is(err, errEnded) },
+			onLost: func(expired bool, err error) { lost <- lostCall{time.Now(), expired, err} },
 		})
 		defer k.Stop()
 		time.Sleep(1500 * time.Millisecond) // one renewal
@@ -165,3 +165,17 @@ func TestEndedIsNotLost(t *testing.T) {
 		}
 	})
 }
+
+// funcs is a Holder of functions; nil ones do nothing.
+type funcs struct {
+	renew       func(context.Context) error
+	gone, ended func(error) bool
+	onLost      func(expired bool, err error)
+}
+
+func (f funcs) Renew(ctx context.Context) error { return f.renew(ctx) }
+func (f funcs) Gone(err error) bool             { return f.gone(err) }
+func (f funcs) Ended(err error) bool            { return f.ended != nil && f.ended(err) }
+func (f funcs) Lost(expired bool, err error)    { f.onLost(expired, err) }
+func (funcs) Renewed(time.Time, time.Duration)  {}
+func (funcs) RenewFailed(error, time.Duration)  {}

@@ -47,6 +47,7 @@ type measurement struct {
 	trips, tripStarts int64
 	scripts           int64 // Redis: script calls among the trips
 	warnings          int64
+	stop              time.Duration // slotcron: from cancel to every Run returned
 }
 
 func (e *env) start(ctx context.Context, c contestant, w workload, rec *recorder) (func(), error) {
@@ -88,7 +89,7 @@ func (e *env) measure(ctx context.Context, o *Options, c contestant, w workload)
 			return m
 		}
 	}
-	e.lastWarnings = 0
+	e.lastWarnings, e.lastStop = 0, 0
 	stop, err := e.start(ctx, c, w, rec)
 	if err != nil {
 		m.err = err
@@ -124,7 +125,7 @@ func (e *env) measure(ctx context.Context, o *Options, c contestant, w workload)
 	}
 	stop()
 	stopped = true
-	m.warnings = e.lastWarnings
+	m.warnings, m.stop = e.lastWarnings, e.lastStop
 	m.out = rec.outcome()
 	if c.kind == kindPostgres && m.err == nil {
 		time.Sleep(1500 * time.Millisecond) // backends report their counts at exit, and within a second

@@ -50,6 +50,7 @@ type pooled struct {
 	trips, tripStarts  int64
 	scripts            int64
 	warnings           int64
+	stop               time.Duration // the longest
 	loads              []string
 	p50, p99, maxLate  time.Duration
 	haveLateness, okay bool
@@ -88,6 +89,7 @@ func pool(res *results, w workload) []*pooled {
 		p.tripStarts += m.tripStarts
 		p.scripts += m.scripts
 		p.warnings += m.warnings
+		p.stop = max(p.stop, m.stop)
 	}
 	for _, p := range out {
 		slices.Sort(p.out.late)
@@ -156,6 +158,9 @@ func dispatchRows(o *Options, res *results) []row {
 				}
 				if p.out.unexpected > 0 {
 					r.notes += fmt.Sprintf(" · off-schedule %d", p.out.unexpected)
+				}
+				if p.stop > 0 {
+					r.notes += fmt.Sprintf(" · Run returned %s after cancel", p.stop.Round(time.Millisecond))
 				}
 				if p.warnings > 0 {
 					r.notes += fmt.Sprintf(" · %d warnings logged", p.warnings)

@@ -28,8 +28,9 @@ type env struct {
 	pgErr error
 	dsn   string // of the bench database
 
-	seq          int   // names fresh stores
-	lastWarnings int64 // warnings the last slotcron measurement logged
+	seq          int           // names fresh stores
+	lastWarnings int64         // warnings the last slotcron measurement logged
+	lastStop     time.Duration // from cancel to the return of every Run, in the last slotcron measurement
 }
 
 func newEnv() (*env, error) {

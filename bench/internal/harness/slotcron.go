@@ -185,8 +185,10 @@ func (e *env) startSlotcron(ctx context.Context, kind storeKind, replicas int, w
 		})
 	}
 	return func() {
+		t0 := time.Now()
 		cancel()
 		wg.Wait()
+		e.lastStop = time.Since(t0)
 		closeAll()
 		if n := logs.n.Load(); n > 0 {
 			fmt.Fprintf(os.Stderr, "slotbench: %d warnings logged (first 5 shown)\n", n)
