@@ -155,16 +155,21 @@ func (s *session) lines() []logLine {
 // classify says what the store and the logs recorded of a slot with no
 // effect, names the fault nearest to it, and excuses it only when the
 // store lost its data around it or was down through its window. A slot
-// seen done is never excused: its effect was lost.
+// seen done is never excused, but for a run that failed while the store
+// was faulted: a job whose own transaction is on the store (CompleteTx)
+// fails with it, and a failed run is a run, recorded, not a lost slot.
 func (s *session) classify(k slotKey, period time.Duration, faults []Fault, lines []logLine) LostSlot {
 	l := LostSlot{Key: k.String(), State: "no marker"}
 	s.mu.Lock()
 	versions := slices.Clone(s.markers[k])
 	s.mu.Unlock()
-	done, dataLoss := false, false
+	done, failed, dataLoss := false, false, false
+	holder := ""
 	for _, m := range versions {
+		holder = m.Holder
 		l.State, l.Reason = string(m.State), m.Reason
 		done = done || m.State == slotstore.StateDone
+		failed = m.State == slotstore.StateDone && m.Outcome != slotstore.Succeeded
 		// A later loss can take the data-loss skip and another replica
 		// record the slot missed: the first decision still stands.
 		dataLoss = dataLoss || m.Reason == slotstore.ReasonDataLoss
@@ -185,6 +190,12 @@ func (s *session) classify(k slotKey, period time.Duration, faults []Fault, line
 		if d <= around && d < best {
 			best = d
 			l.Fault = fmt.Sprintf("%s %s at %+.1fs", f.Kind, f.Replica, f.At.Sub(k.slot).Seconds())
+		}
+		// The store itself, or the holder's connection to it.
+		faulted := f.storeFault() || (f.Replica == holder &&
+			(f.Kind == FaultCut || f.Kind == FaultBlackhole || f.Kind == FaultDelay))
+		if failed && l.Excused == "" && faulted && d <= around {
+			l.Excused = "the run failed while the store was faulted"
 		}
 		if done || l.Excused != "" {
 			continue
