@@ -328,7 +328,7 @@ func TestWatchNeverRecreatesMarker(t *testing.T) {
 		s := &Scheduler{store: st, replica: "a", log: testLogger(), now: time.Now, metrics: newMetrics(MetricsConfig{})}
 		var runs sync.WaitGroup
 		l := newLoop(s, context.Background(), &runs)
-		l.claim(context.Background(), []*entry{{p: p, slot: time.Now().Truncate(time.Second), kind: watch}})
+		l.claimAll(context.Background(), []*entry{{p: p, slot: time.Now().Truncate(time.Second), kind: watch}})
 		runs.Wait()
 		if evs := rec.snapshot(); len(evs) != 0 {
 			t.Fatalf("a watch ran a slot with no marker: %+v", evs)

@@ -439,15 +439,61 @@ func (l *loop) wake(ctx context.Context) {
 	}
 	batch = l.dropPaused(ctx, batch)
 	l.skip(ctx, missed)
-	for len(batch) > 0 && ctx.Err() == nil {
-		n := min(len(batch), maxBatch)
-		l.claim(ctx, batch[:n])
-		batch = batch[n:]
+	l.claimAll(ctx, batch)
+}
+
+// claimAll claims a wake's slots and acts on every result. Takeovers and
+// new slots go in calls of their own, sent at once: a takeover never waits
+// behind new slots whose markers the store must wait for (a CompleteTx
+// holding a row), and a burst's batches overlap.
+func (l *loop) claimAll(ctx context.Context, batch []*entry) {
+	if len(batch) == 0 || ctx.Err() != nil {
+		return
+	}
+	var calls [][]*entry
+	for _, takeovers := range []bool{true, false} {
+		var part []*entry
+		for _, e := range batch {
+			if (e.kind == watch) == takeovers {
+				part = append(part, e)
+			}
+		}
+		for len(part) > 0 {
+			n := min(len(part), maxBatch)
+			calls = append(calls, part[:n])
+			part = part[n:]
+		}
+	}
+	if len(calls) == 1 {
+		l.claim(ctx, calls[0], l.send(ctx, calls[0]))
+		return
+	}
+	// Each answer is acted on as it comes, on this goroutine: a won
+	// takeover starts while a slower batch is still out.
+	type answered struct {
+		batch []*entry
+		a     claimAnswer
+	}
+	answers := make(chan answered, len(calls))
+	for _, c := range calls {
+		go func() { answers <- answered{c, l.send(ctx, c)} }()
+	}
+	for range calls {
+		r := <-answers
+		l.claim(ctx, r.batch, r.a)
 	}
 }
 
-// claim sends one batch and acts on every result.
-func (l *loop) claim(ctx context.Context, batch []*entry) {
+// claimAnswer is the store's answer to one batch of claims.
+type claimAnswer struct {
+	results []slotstore.ClaimResult
+	err     error
+	sent    time.Time
+}
+
+// send claims one batch. It reads the entries and changes nothing of the
+// loop's, so the batches of a wake may be sent from goroutines of their own.
+func (l *loop) send(ctx context.Context, batch []*entry) claimAnswer {
 	reqs := make([]slotstore.ClaimRequest, len(batch))
 	for i, e := range batch {
 		reqs[i] = slotstore.ClaimRequest{
@@ -461,14 +507,20 @@ func (l *loop) claim(ctx context.Context, batch []*entry) {
 			NotBefore: e.slot,
 		}
 	}
-	sent := time.Now()
+	a := claimAnswer{sent: time.Now()}
 	cctx, cancel := context.WithTimeout(ctx, claimTimeout(batch))
-	results, err := l.s.store.Claim(cctx, slotstore.ClaimParams{Replica: l.s.replica, Incarnation: l.s.incarnation, Requests: reqs})
+	a.results, a.err = l.s.store.Claim(cctx, slotstore.ClaimParams{Replica: l.s.replica, Incarnation: l.s.incarnation, Requests: reqs})
 	cancel()
-	if err == nil && len(results) != len(batch) {
-		err = fmt.Errorf("store answered %d claims with %d results", len(batch), len(results))
+	if a.err == nil && len(a.results) != len(batch) {
+		a.err = fmt.Errorf("store answered %d claims with %d results", len(batch), len(a.results))
 	}
-	l.s.metrics.storeCall(err)
+	l.s.metrics.storeCall(a.err)
+	return a
+}
+
+// claim acts on the store's answer to one batch, on the loop goroutine.
+func (l *loop) claim(ctx context.Context, batch []*entry, a claimAnswer) {
+	results, err, sent := a.results, a.err, a.sent
 	if err != nil {
 		if ctx.Err() != nil {
 			return

@@ -154,3 +154,54 @@ func TestStartupSendsMissedSlotsInBatches(t *testing.T) {
 		}
 	})
 }
+
+// stuckClaims holds every claim of new slots until its context ends, as a
+// store waiting for a row another transaction locked (CompleteTx) would;
+// takeovers pass.
+type stuckClaims struct{ slotstore.Store }
+
+func (s stuckClaims) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
+	for _, r := range p.Requests {
+		if !r.TakeoverOnly {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+	}
+	return s.Store.Claim(ctx, p)
+}
+
+// A takeover due with new slots is claimed in a call of its own and starts
+// at once, not when a store stuck on the new slots gives up.
+func TestTakeoverNotHeldBehindNewSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, rec, _ := rig(&recorder{}, "b", "locked")
+		ctx := context.Background()
+		time.Sleep(time.Hour)
+		slot := time.Now().Truncate(time.Second)
+		if _, err := st.Enroll(ctx, slotstore.EnrollParams{Jobs: []string{"b", "locked"}}); err != nil {
+			t.Fatal(err)
+		}
+		if rs, err := st.Claim(ctx, slotstore.ClaimParams{Replica: "dead", Requests: []slotstore.ClaimRequest{
+			{Job: "b", Slot: slot, Lease: 3 * time.Second, Retain: time.Hour}}}); err != nil || rs[0].Status != slotstore.Won {
+			t.Fatalf("claim: %+v %v", rs, err)
+		}
+		time.Sleep(4 * time.Second) // the dead holder's lease ended
+		b := &plan{name: "b", fn: rec.fn, lease: 3 * time.Second, timeout: time.Minute, deadline: time.Minute, history: time.Hour}
+		locked := &plan{name: "locked", fn: rec.fn, lease: 3 * time.Second, timeout: time.Minute, deadline: time.Minute, history: time.Hour}
+		s := &Scheduler{store: stuckClaims{st}, replica: "a", log: testLogger(), now: time.Now, metrics: newMetrics(MetricsConfig{}),
+			byName: map[string]*plan{"b": b, "locked": locked}}
+		var runs sync.WaitGroup
+		l := newLoop(s, ctx, &runs)
+		start := time.Now()
+		l.claimAll(ctx, []*entry{{p: b, slot: slot, kind: watch}, {p: locked, slot: time.Now().Truncate(time.Second), kind: fire}})
+		gaveUp := time.Since(start)
+		runs.Wait()
+		evs := rec.snapshot()
+		if len(evs) != 1 || evs[0].run.Job != "b" || evs[0].run.Attempt != 2 {
+			t.Fatalf("runs %+v, want the takeover of b", evs)
+		}
+		if took := evs[0].started.Sub(start); took > 100*time.Millisecond {
+			t.Errorf("the takeover started %v after it was due, the stuck claim gave up after %v", took, gaveUp)
+		}
+	})
+}
