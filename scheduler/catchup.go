@@ -177,9 +177,11 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 // claimed and records their slots skipped with reason "paused". Watches
 // (takeovers of slots already claimed, and retries) go on. The pauses come
 // from the loop's latest read when it is fresh (sent less than pauseFresh
-// ago), which the loop sends ahead of the slots; otherwise they are read
-// now. If they cannot be read, the new entries are put back with backoff,
-// like a failed claim: a pause must not fail open.
+// ago), which the loop sends ahead of the slots. Otherwise a read is sent,
+// and the new entries wait for its answer, put back a moment later: the
+// loop goroutine never waits on the store for them, so a store slow to
+// answer holds up no takeover and no run's report. While reads fail, new
+// entries wait with backoff: a pause must not fail open.
 func (l *loop) dropPaused(ctx context.Context, batch []*entry) []*entry {
 	fresh := false
 	for _, e := range batch {
@@ -188,46 +190,61 @@ func (l *loop) dropPaused(ctx context.Context, batch []*entry) []*entry {
 	if !fresh {
 		return batch
 	}
+	c := &l.pauses
+	// A read the waiting entries asked for answers them whatever its age;
+	// a read sent ahead answers them while fresh. A slot to skip wants the
+	// former: skipping is final, so a resume made since must be seen.
+	usable := func() bool {
+		ok := c.fresh(time.Now()) || (!c.waitingSince.IsZero() && !c.sent.Before(c.waitingSince) && !c.stale.Load())
+		return ok && (!c.waitingSince.IsZero() || !slices.ContainsFunc(batch, func(e *entry) bool {
+			return e.kind != watch && (c.ps.All || slices.Contains(c.ps.Jobs, e.p.name))
+		}))
+	}
+	if !usable() {
+		now := time.Now()
+		if c.waitingSince.IsZero() {
+			c.waitingSince = now
+		}
+		if !c.reading && !now.Before(c.retryAt) {
+			l.readPauses(ctx)
+		}
+		if c.reading {
+			// Most reads answer at once: wait a moment for this one here,
+			// and no longer.
+			t := time.NewTimer(pauseWait)
+			select {
+			case r := <-c.reads:
+				l.notePauses(r)
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+		}
+	}
+	if !usable() {
+		now := time.Now()
+		at := l.s.now().Add(pauseWait)
+		if c.failures > 0 {
+			at = l.s.now().Add(max(c.retryAt.Sub(now), pauseWait))
+		}
+		kept := batch[:0]
+		for _, e := range batch {
+			if e.kind == watch {
+				kept = append(kept, e)
+				continue
+			}
+			if c.failures > 0 {
+				e.tries++ // missed past its window: "store unavailable"
+			}
+			if e.kind == fire {
+				e.kind = retry
+			}
+			l.push(e, at)
+		}
+		return kept
+	}
+	c.waitingSince = time.Time{}
 	ps := l.pauses.ps
-	if l.pauses.fresh(time.Now()) && (ps.All || len(ps.Jobs) > 0) {
-		// Something is paused: skipping a slot is final, so a resume made
-		// since the cached read must be seen. Reads are few while paused.
-		if !slices.ContainsFunc(batch, func(e *entry) bool {
-			return e.kind != watch && (ps.All || slices.Contains(ps.Jobs, e.p.name))
-		}) {
-			return batch
-		}
-		l.pauses.sent = time.Time{}
-	}
-	if !l.pauses.fresh(time.Now()) {
-		l.pauses.stale.Store(false)
-		sent := time.Now()
-		pctx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
-		ps, err := l.s.store.Pauses(pctx)
-		cancel()
-		l.s.metrics.storeCall(err)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			l.s.log.Warn("reading pauses failed; new slots wait", "err", err)
-			kept := batch[:0]
-			for _, e := range batch {
-				if e.kind == watch {
-					kept = append(kept, e)
-					continue
-				}
-				e.tries++
-				if e.kind == fire {
-					e.kind = retry
-				}
-				l.push(e, l.s.now().Add(backoff(e.tries)))
-			}
-			return kept
-		}
-		l.pauses.ps, l.pauses.sent, l.pauses.failed = ps, sent, false
-	}
-	ps = l.pauses.ps
 	if !ps.All && len(ps.Jobs) == 0 {
 		return batch
 	}

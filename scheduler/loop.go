@@ -30,6 +30,9 @@ const (
 	// pauseLead is how long before new slots come due the pauses they need
 	// are read, so the read is off their path.
 	pauseLead = 50 * time.Millisecond
+	// pauseWait is how long new slots wait for a read of the pauses under
+	// way before they look again.
+	pauseWait = 5 * time.Millisecond
 	// wakeEarly is how long before a due slot the loop's timer fires; the
 	// rest is waited out on the processor, which is exact where the timer
 	// is not. spinGap keeps that wait to one in every spinGap, so a job set
@@ -72,8 +75,10 @@ type loop struct {
 	// scans carries to the loop goroutine the running and retrying markers
 	// the scanner read.
 	scans chan []slotstore.Marker
-	// pauses is the latest read of what is paused.
-	pauses pauseCache
+	// pauses is the latest read of what is paused; pauseTimeout bounds a
+	// read, like a claim.
+	pauses       pauseCache
+	pauseTimeout time.Duration
 	// bg tracks the loop's own goroutines (scanner, reads of the pauses):
 	// run returns when they have, so none calls the store after Run.
 	bg sync.WaitGroup
@@ -98,9 +103,16 @@ type pauseCache struct {
 	ps      slotstore.Pauses
 	sent    time.Time // when the read was sent (monotonic); zero for none
 	reading bool      // a read is under way; its answer comes on reads
-	failed  bool      // the last read sent ahead failed: none is, until one on the slots' path succeeds
-	reads   chan pauseRead
-	stale   atomic.Bool
+	// failures counts the reads that failed in a row; none is sent again
+	// before retryAt (monotonic), so a failing store is asked at the pace
+	// of backoff.
+	failures int
+	retryAt  time.Time
+	// waitingSince is when new entries began to wait for a read (zero for
+	// none): a read sent since answers them.
+	waitingSince time.Time
+	reads        chan pauseRead
+	stale        atomic.Bool
 }
 
 // pauseRead is the answer to one read of the pauses.
@@ -132,6 +144,10 @@ func newLoop(s *Scheduler, runCtx context.Context, runs *sync.WaitGroup) *loop {
 		newJobs: make(map[string]bool)}
 	l.mine.m = make(map[slotKey]context.CancelCauseFunc)
 	l.hooks = runHooks{retryAt: l.noteRetry}
+	l.pauseTimeout = 5 * time.Second
+	for _, p := range s.plans {
+		l.pauseTimeout = min(l.pauseTimeout, p.lease/2)
+	}
 	return l
 }
 
@@ -237,12 +253,13 @@ func (l *loop) notePauses(r pauseRead) {
 	l.pauses.reading = false
 	switch {
 	case r.err != nil:
-		// The slots read the pauses on their own path (dropPaused), whose
-		// backoff paces a store that fails; none is read ahead until one
-		// of those reads has succeeded.
-		l.pauses.failed = true
+		l.pauses.failures++
+		l.pauses.retryAt = time.Now().Add(backoff(l.pauses.failures))
+		if ctx := l.runCtx; ctx.Err() == nil {
+			l.s.log.Warn("reading pauses failed; new slots wait", "err", r.err, "try", l.pauses.failures)
+		}
 	case r.sent.After(l.pauses.sent): // not older than a read made meanwhile
-		l.pauses.ps, l.pauses.sent = r.ps, r.sent
+		l.pauses.ps, l.pauses.sent, l.pauses.failures = r.ps, r.sent, 0
 	}
 }
 
@@ -257,7 +274,7 @@ func (l *loop) sleep(ctx context.Context) (time.Duration, bool) {
 	top := l.h.peek()
 	wait := top.at.Sub(l.s.now())
 	if top.kind == fire || top.kind == retry {
-		if !l.pauses.reading && !l.pauses.failed && !l.pauses.fresh(time.Now().Add(max(wait, 0))) {
+		if !l.pauses.reading && !time.Now().Before(l.pauses.retryAt) && !l.pauses.fresh(time.Now().Add(max(wait, 0))) {
 			if wait <= pauseLead {
 				l.readPauses(ctx)
 			} else {
@@ -284,7 +301,7 @@ func (l *loop) readPauses(ctx context.Context) {
 	l.pauses.stale.Store(false)
 	sent := time.Now()
 	l.bg.Go(func() {
-		pctx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
+		pctx, cancel := context.WithTimeout(ctx, l.pauseTimeout)
 		defer cancel()
 		ps, err := l.s.store.Pauses(pctx)
 		l.s.metrics.storeCall(err)

@@ -205,3 +205,53 @@ func TestTakeoverNotHeldBehindNewSlots(t *testing.T) {
 		}
 	})
 }
+
+// hungPauses never answers a read of the pauses before its context ends.
+type hungPauses struct{ slotstore.Store }
+
+func (s hungPauses) Pauses(ctx context.Context) (slotstore.Pauses, error) {
+	<-ctx.Done()
+	return slotstore.Pauses{}, ctx.Err()
+}
+
+// A store slow to answer a read of the pauses holds up only the new slots
+// that need it: a takeover due at the same wake goes on at once.
+func TestSlowPauseReadHoldsUpNoTakeover(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, rec, _ := rig(&recorder{}, "b", "tick")
+		ctx := context.Background()
+		time.Sleep(time.Hour)
+		slot := time.Now().Truncate(time.Second)
+		if _, err := st.Enroll(ctx, slotstore.EnrollParams{Jobs: []string{"b", "tick"}}); err != nil {
+			t.Fatal(err)
+		}
+		if rs, err := st.Claim(ctx, slotstore.ClaimParams{Replica: "dead", Requests: []slotstore.ClaimRequest{
+			{Job: "b", Slot: slot, Lease: 3 * time.Second, Retain: time.Hour}}}); err != nil || rs[0].Status != slotstore.Won {
+			t.Fatalf("claim: %+v %v", rs, err)
+		}
+		time.Sleep(4 * time.Second) // the dead holder's lease ended
+		mk := func(name string) *plan {
+			return &plan{name: name, fn: rec.fn, lease: 3 * time.Second, timeout: time.Minute, deadline: time.Minute, history: time.Hour}
+		}
+		b, tick := mk("b"), mk("tick")
+		s := &Scheduler{store: hungPauses{st}, replica: "a", log: testLogger(), now: time.Now, metrics: newMetrics(MetricsConfig{}),
+			plans: []*plan{b, tick}, byName: map[string]*plan{"b": b, "tick": tick}}
+		var runs sync.WaitGroup
+		l := newLoop(s, ctx, &runs)
+		now := time.Now()
+		l.push(&entry{p: b, slot: slot, kind: watch}, now)
+		l.push(&entry{p: tick, slot: now.Truncate(time.Second), kind: retry}, now)
+		start := time.Now()
+		l.wake(ctx)
+		took := time.Since(start)
+		runs.Wait()
+		evs := rec.snapshot()
+		if len(evs) != 1 || evs[0].run.Job != "b" {
+			t.Fatalf("runs %+v, want the takeover of b alone (tick waits for the pauses)", evs)
+		}
+		if took > 100*time.Millisecond {
+			t.Errorf("the wake took %v: it waited for the pauses", took)
+		}
+		l.bg.Wait() // the read under way ends with its timeout
+	})
+}
