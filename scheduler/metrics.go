@@ -103,15 +103,15 @@ func seconds(t time.Time) float64 { return float64(t.UnixMilli()) / 1000 }
 // so a slot costs an atomic load per series rather than a label lookup, and
 // a job that never runs costs no series.
 type jobMetrics struct {
-	claims        [maxStatus + 1]counter // by slotstore.Status; 0 is "error"
-	runs          [len(runEnds)]counter
-	takeovers     counter
-	leasesLost    counter
-	nextRun       gauge
-	lastSuccess   gauge
-	runDuration   observer
-	dispatchDelay observer
-	renewLatency  observer
+	claims        [maxStatus + 1]series[prometheus.Counter] // by slotstore.Status; 0 is "error"
+	runs          [len(runEnds)]series[prometheus.Counter]
+	takeovers     series[prometheus.Counter]
+	leasesLost    series[prometheus.Counter]
+	nextRun       series[prometheus.Gauge]
+	lastSuccess   series[prometheus.Gauge]
+	runDuration   series[prometheus.Observer]
+	dispatchDelay series[prometheus.Observer]
+	renewLatency  series[prometheus.Observer]
 }
 
 // maxStatus is the highest slotstore.Status, the size of jobMetrics.claims.
@@ -184,42 +184,15 @@ func (m *metrics) histogram(h *prometheus.HistogramVec, p *plan) prometheus.Obse
 	return h.WithLabelValues()
 }
 
-// counter, gauge and observer hold one series once looked up.
-type (
-	counter struct {
-		v atomic.Pointer[prometheus.Counter]
-	}
-	gauge struct {
-		v atomic.Pointer[prometheus.Gauge]
-	}
-	observer struct {
-		v atomic.Pointer[prometheus.Observer]
-	}
-)
+// series holds one series of a vector once looked up.
+type series[T any] struct{ v atomic.Pointer[T] }
 
-func (c *counter) get(mk func() prometheus.Counter) prometheus.Counter {
+// get returns the series, looking it up with mk the first time.
+func (c *series[T]) get(mk func() T) T {
 	if v := c.v.Load(); v != nil {
 		return *v
 	}
 	v := mk()
 	c.v.Store(&v)
-	return v
-}
-
-func (g *gauge) get(mk func() prometheus.Gauge) prometheus.Gauge {
-	if v := g.v.Load(); v != nil {
-		return *v
-	}
-	v := mk()
-	g.v.Store(&v)
-	return v
-}
-
-func (o *observer) get(mk func() prometheus.Observer) prometheus.Observer {
-	if v := o.v.Load(); v != nil {
-		return *v
-	}
-	v := mk()
-	o.v.Store(&v)
 	return v
 }
