@@ -170,39 +170,64 @@ func (s stuckClaims) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slot
 	return s.Store.Claim(ctx, p)
 }
 
+// deadHolder is a loop of replica "a" over st wrapped by wrap, with two
+// jobs: "b", whose slot a dead replica claimed and whose lease has ended,
+// and other. Call it in a synctest bubble.
+type deadHolder struct {
+	l        *loop
+	b, other *plan
+	slot     time.Time // b's slot, to take over
+	rec      *recorder
+	runs     *sync.WaitGroup
+}
+
+func newDeadHolder(t *testing.T, other string, wrap func(slotstore.Store) slotstore.Store) deadHolder {
+	t.Helper()
+	st, rec, _ := rig(&recorder{}, "b", other)
+	ctx := context.Background()
+	time.Sleep(time.Hour)
+	d := deadHolder{slot: time.Now().Truncate(time.Second), rec: rec, runs: &sync.WaitGroup{}}
+	if _, err := st.Enroll(ctx, slotstore.EnrollParams{Jobs: []string{"b", other}}); err != nil {
+		t.Fatal(err)
+	}
+	if rs, err := st.Claim(ctx, slotstore.ClaimParams{Replica: "dead", Requests: []slotstore.ClaimRequest{
+		{Job: "b", Slot: d.slot, Lease: 3 * time.Second, Retain: time.Hour}}}); err != nil || rs[0].Status != slotstore.Won {
+		t.Fatalf("claim: %+v %v", rs, err)
+	}
+	time.Sleep(4 * time.Second) // the dead holder's lease ended
+	mk := func(name string) *plan {
+		return &plan{name: name, fn: rec.fn, lease: 3 * time.Second, timeout: time.Minute, deadline: time.Minute, history: time.Hour}
+	}
+	d.b, d.other = mk("b"), mk(other)
+	s := &Scheduler{store: wrap(st), replica: "a", log: testLogger(), now: time.Now, metrics: newMetrics(MetricsConfig{}),
+		plans: []*plan{d.b, d.other}, byName: map[string]*plan{"b": d.b, other: d.other}}
+	d.l = newLoop(s, ctx, d.runs)
+	return d
+}
+
+// tookOver checks that the one run was b's takeover, started within 100 ms
+// of start.
+func (d deadHolder) tookOver(t *testing.T, start time.Time, why string) {
+	t.Helper()
+	d.runs.Wait()
+	evs := d.rec.snapshot()
+	if len(evs) != 1 || evs[0].run.Job != "b" || evs[0].run.Attempt != 2 {
+		t.Fatalf("runs %+v, want the takeover of b alone", evs)
+	}
+	if took := evs[0].started.Sub(start); took > 100*time.Millisecond {
+		t.Errorf("the takeover started %v after it was due: %s", took, why)
+	}
+}
+
 // A takeover due with new slots is claimed in a call of its own and starts
 // at once, not when a store stuck on the new slots gives up.
 func TestTakeoverNotHeldBehindNewSlots(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st, rec, _ := rig(&recorder{}, "b", "locked")
-		ctx := context.Background()
-		time.Sleep(time.Hour)
-		slot := time.Now().Truncate(time.Second)
-		if _, err := st.Enroll(ctx, slotstore.EnrollParams{Jobs: []string{"b", "locked"}}); err != nil {
-			t.Fatal(err)
-		}
-		if rs, err := st.Claim(ctx, slotstore.ClaimParams{Replica: "dead", Requests: []slotstore.ClaimRequest{
-			{Job: "b", Slot: slot, Lease: 3 * time.Second, Retain: time.Hour}}}); err != nil || rs[0].Status != slotstore.Won {
-			t.Fatalf("claim: %+v %v", rs, err)
-		}
-		time.Sleep(4 * time.Second) // the dead holder's lease ended
-		b := &plan{name: "b", fn: rec.fn, lease: 3 * time.Second, timeout: time.Minute, deadline: time.Minute, history: time.Hour}
-		locked := &plan{name: "locked", fn: rec.fn, lease: 3 * time.Second, timeout: time.Minute, deadline: time.Minute, history: time.Hour}
-		s := &Scheduler{store: stuckClaims{st}, replica: "a", log: testLogger(), now: time.Now, metrics: newMetrics(MetricsConfig{}),
-			byName: map[string]*plan{"b": b, "locked": locked}}
-		var runs sync.WaitGroup
-		l := newLoop(s, ctx, &runs)
+		d := newDeadHolder(t, "locked", func(st slotstore.Store) slotstore.Store { return stuckClaims{st} })
 		start := time.Now()
-		l.claimAll(ctx, []*entry{{p: b, slot: slot, kind: watch}, {p: locked, slot: time.Now().Truncate(time.Second), kind: fire}})
-		gaveUp := time.Since(start)
-		runs.Wait()
-		evs := rec.snapshot()
-		if len(evs) != 1 || evs[0].run.Job != "b" || evs[0].run.Attempt != 2 {
-			t.Fatalf("runs %+v, want the takeover of b", evs)
-		}
-		if took := evs[0].started.Sub(start); took > 100*time.Millisecond {
-			t.Errorf("the takeover started %v after it was due, the stuck claim gave up after %v", took, gaveUp)
-		}
+		d.l.claimAll(context.Background(), []*entry{{p: d.b, slot: d.slot, kind: watch},
+			{p: d.other, slot: time.Now().Truncate(time.Second), kind: fire}})
+		d.tookOver(t, start, "it waited for the stuck claim of new slots")
 	})
 }
 
@@ -218,40 +243,12 @@ func (s hungPauses) Pauses(ctx context.Context) (slotstore.Pauses, error) {
 // that need it: a takeover due at the same wake goes on at once.
 func TestSlowPauseReadHoldsUpNoTakeover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st, rec, _ := rig(&recorder{}, "b", "tick")
-		ctx := context.Background()
-		time.Sleep(time.Hour)
-		slot := time.Now().Truncate(time.Second)
-		if _, err := st.Enroll(ctx, slotstore.EnrollParams{Jobs: []string{"b", "tick"}}); err != nil {
-			t.Fatal(err)
-		}
-		if rs, err := st.Claim(ctx, slotstore.ClaimParams{Replica: "dead", Requests: []slotstore.ClaimRequest{
-			{Job: "b", Slot: slot, Lease: 3 * time.Second, Retain: time.Hour}}}); err != nil || rs[0].Status != slotstore.Won {
-			t.Fatalf("claim: %+v %v", rs, err)
-		}
-		time.Sleep(4 * time.Second) // the dead holder's lease ended
-		mk := func(name string) *plan {
-			return &plan{name: name, fn: rec.fn, lease: 3 * time.Second, timeout: time.Minute, deadline: time.Minute, history: time.Hour}
-		}
-		b, tick := mk("b"), mk("tick")
-		s := &Scheduler{store: hungPauses{st}, replica: "a", log: testLogger(), now: time.Now, metrics: newMetrics(MetricsConfig{}),
-			plans: []*plan{b, tick}, byName: map[string]*plan{"b": b, "tick": tick}}
-		var runs sync.WaitGroup
-		l := newLoop(s, ctx, &runs)
+		d := newDeadHolder(t, "tick", func(st slotstore.Store) slotstore.Store { return hungPauses{st} })
 		now := time.Now()
-		l.push(&entry{p: b, slot: slot, kind: watch}, now)
-		l.push(&entry{p: tick, slot: now.Truncate(time.Second), kind: retry}, now)
-		start := time.Now()
-		l.wake(ctx)
-		took := time.Since(start)
-		runs.Wait()
-		evs := rec.snapshot()
-		if len(evs) != 1 || evs[0].run.Job != "b" {
-			t.Fatalf("runs %+v, want the takeover of b alone (tick waits for the pauses)", evs)
-		}
-		if took > 100*time.Millisecond {
-			t.Errorf("the wake took %v: it waited for the pauses", took)
-		}
-		l.bg.Wait() // the read under way ends with its timeout
+		d.l.push(&entry{p: d.b, slot: d.slot, kind: watch}, now)
+		d.l.push(&entry{p: d.other, slot: now.Truncate(time.Second), kind: retry}, now)
+		d.l.wake(context.Background())
+		d.tookOver(t, now, "it waited for the pauses") // tick waits for them
+		d.l.bg.Wait()                                  // the read under way ends with its timeout
 	})
 }
