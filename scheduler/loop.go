@@ -144,7 +144,7 @@ func newLoop(s *Scheduler, runCtx context.Context, runs *sync.WaitGroup) *loop {
 		newJobs: make(map[string]bool)}
 	l.mine.m = make(map[slotKey]context.CancelCauseFunc)
 	l.hooks = runHooks{retryAt: l.noteRetry}
-	l.pauseTimeout = 5 * time.Second
+	l.pauseTimeout = maxStoreWait
 	for _, p := range s.plans {
 		l.pauseTimeout = min(l.pauseTimeout, p.lease/2)
 	}
@@ -795,9 +795,14 @@ func backoff(tries int) time.Duration {
 // claimTimeout bounds one claim call: long enough for a big batch, short
 // enough that a hung store does not stall the loop past a lease.
 func claimTimeout(batch []*entry) time.Duration {
-	d := 5 * time.Second
+	d := maxStoreWait
 	for _, e := range batch {
 		d = min(d, e.p.lease/2)
 	}
 	return d
 }
+
+// maxStoreWait bounds any one store call of the loop; a call for slots of
+// a job waits at most half its lease (claimTimeout), and a read of the
+// pauses, which every job's new slots wait for, half the shortest lease.
+const maxStoreWait = 5 * time.Second
