@@ -113,8 +113,15 @@ func (l *loop) schedule(p *plan, now, newest time.Time) []slotstore.SkipRequest 
 	return skips
 }
 
-// reasonPaused is the reason of a slot skipped while its job is paused.
-const reasonPaused = "paused"
+const (
+	// reasonPaused is the reason of a slot skipped while its job is paused.
+	reasonPaused = "paused"
+	// reasonLate and reasonUnavailable are the reasons of a slot whose
+	// window closed, by this replica's clock, before it was claimed: the
+	// replica woke too late, or the store did not answer its claims.
+	reasonLate        = "missed: late"
+	reasonUnavailable = "missed: store unavailable"
+)
 
 // missedSkip is the request that records slot of p skipped with reason
 // because its starting window closed: the store records it only once its
@@ -131,6 +138,7 @@ func (p *plan) missedSkip(slot time.Time, reason string) slotstore.SkipRequest {
 func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 	for len(reqs) > 0 && ctx.Err() == nil {
 		n := min(len(reqs), maxBatch)
+		sent := time.Now()
 		sctx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
 		res, err := l.s.store.Skip(sctx, slotstore.SkipParams{Replica: l.s.replica, Requests: reqs[:n]})
 		cancel()
@@ -163,6 +171,19 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 				l.s.log.Debug("paused slot not due yet by the store's clock", "job", q.Job, "slot", q.Slot.Format(time.RFC3339),
 					"replica", l.s.replica, "remaining", r.Remaining.Round(time.Millisecond))
 				l.h.push(&entry{at: at, p: p, slot: q.Slot, kind: retry})
+				continue
+			}
+			if q.Reason == reasonLate || q.Reason == reasonUnavailable {
+				// This replica judged the window closed by its own clock,
+				// which runs ahead of the store's: claim the slot when it is
+				// due by the store's clock, and judge its window by that
+				// clock too, so a replica whose clock runs fast by more
+				// than the deadline still takes its share of the slots.
+				closes := sent.Add(r.Remaining)
+				due := time.Until(closes.Add(-p.deadline)) + p.jitter
+				l.s.log.Info("slot not missed yet by the store's clock; claiming it when due by that clock", "job", q.Job,
+					"slot", q.Slot.Format(time.RFC3339), "replica", l.s.replica, "remaining", r.Remaining.Round(time.Millisecond))
+				l.h.push(&entry{at: l.s.now().Add(max(due, 0)), p: p, slot: q.Slot, kind: retry, closes: closes})
 				continue
 			}
 			l.s.log.Info("slot not missed yet by the store's clock", "job", q.Job, "slot", q.Slot.Format(time.RFC3339),

@@ -35,6 +35,22 @@ type entry struct {
 	// slot's starting deadline, or just before its next slot). Zero for
 	// takeovers, which are not bound.
 	until time.Time
+	// closes, when set, is when the slot's starting window closes by the
+	// store's clock, on this process's monotonic clock: the store has
+	// answered that the slot was not due yet, or not missed yet, so this
+	// replica's clock runs ahead of the store's, and the window is judged
+	// by the store's (guarantee 7) rather than by this replica's.
+	closes time.Time
+}
+
+// late reports whether e's slot can no longer start: its starting window
+// has closed by the store's clock when the store has said where that
+// stands, and by the scheduler's clock (now) otherwise.
+func (e *entry) late(now time.Time) bool {
+	if !e.closes.IsZero() {
+		return time.Now().After(e.closes)
+	}
+	return now.After(e.slot.Add(e.p.deadline))
 }
 
 // entryHeap is a min-heap on (at, slot); only the loop goroutine touches it.

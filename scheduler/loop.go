@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -94,6 +95,10 @@ type loop struct {
 	// newJobs holds the jobs whose generation this replica's start-up
 	// began: their skipped catch-up is logged as such, not as a loss.
 	newJobs map[string]bool
+	// clockAt and realAt are the scheduler's clock and the process's
+	// monotonic clock when the loop last looked, to notice the former
+	// stepping back.
+	clockAt, realAt time.Time
 }
 
 // pauseCache is the loop's latest read of the pauses. Only the loop
@@ -180,6 +185,7 @@ func (l *loop) run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for ctx.Err() == nil {
+		l.followClock()
 		wait, spin := l.sleep(ctx)
 		if spin {
 			// Bounded in steps too: where time stands still while anything
@@ -202,6 +208,62 @@ func (l *loop) run(ctx context.Context) {
 		timer.Reset(wait)
 		l.receive(ctx.Done(), timer.C)
 	}
+}
+
+// minStep is the least jump of the scheduler's clock against the process's
+// monotonic clock that the loop treats as the clock being set.
+const minStep = time.Second
+
+// followClock notices the scheduler's clock stepping back (set by hand,
+// or by NTP after a suspend) and puts the heap on the new time. A slot is
+// due at its nominal time on that clock, so each job's next slot becomes
+// the first after the new time: the slots between it and the old time,
+// which the replica had reached already, come due again, and their claims
+// meet the store's answer (finished, held, or not due yet). Entries that
+// wait a span from when they were made (a watch until a lease ends, a
+// claim until the store's clock reaches the slot) move with the clock when
+// their times carry its readings, as a test's or a harness's clock's do;
+// on the system clock they wait on the monotonic clock and need no move.
+func (l *loop) followClock() {
+	now, real := l.s.now(), time.Now()
+	prevNow, prevReal := l.clockAt, l.realAt
+	l.clockAt, l.realAt = now, real
+	if prevNow.IsZero() {
+		return
+	}
+	elapsed := real.Sub(prevReal)
+	wallStep := now.Round(0).Sub(prevNow.Round(0)) - elapsed
+	if wallStep > -minStep {
+		return
+	}
+	// As the heap compares them: by monotonic reading when both have one.
+	spanStep := now.Sub(prevNow) - elapsed
+	l.s.log.Warn("clock stepped back; rescheduling", "replica", l.s.replica, "step", wallStep.Round(time.Millisecond))
+	next := make(map[*plan]time.Time)
+	for _, e := range l.h {
+		if e.kind == fire {
+			if n := e.p.sched.Next(now.Add(-e.p.jitter)); !n.IsZero() && n.Before(e.slot) {
+				next[e.p] = n
+			}
+		}
+	}
+	kept := l.h[:0]
+	for _, e := range l.h {
+		n, again := next[e.p]
+		switch {
+		case e.kind == fire && again:
+			e.slot, e.at = n, n.Add(e.p.jitter)
+			l.s.metrics.next(e.p).Set(seconds(n))
+		case e.kind == retry && again && !e.slot.Before(n):
+			continue // its slot comes due again in the job's chain
+		case (e.kind == retry || e.kind == watch) && spanStep <= -minStep:
+			e.at = e.at.Add(spanStep)
+		}
+		kept = append(kept, e)
+	}
+	clear(l.h[len(kept):])
+	l.h = kept
+	heap.Init(&l.h)
 }
 
 // receive acts on one message to the loop (a watch a run asks for, a scan,
@@ -441,15 +503,15 @@ func (l *loop) wake(ctx context.Context) {
 				l.s.log.Debug("timer lag", "job", e.p.name, "lag", lag)
 			}
 		}
-		if e.kind != watch && now.After(e.slot.Add(e.p.deadline)) {
-			reason := "late"
+		if e.kind != watch && e.late(now) {
+			reason, skipReason := "late", reasonLate
 			if e.tries > 0 {
-				reason = "store unavailable"
+				reason, skipReason = "store unavailable", reasonUnavailable
 			}
 			l.s.log.Warn("slot missed", "job", e.p.name, "slot", e.slot.Format(time.RFC3339), "replica", l.s.replica,
 				"reason", reason, "late_by", now.Sub(e.slot).Round(time.Millisecond))
 			l.s.metrics.missed.WithLabelValues(e.p.name, reason).Inc()
-			missed = append(missed, e.p.missedSkip(e.slot, "missed: "+reason))
+			missed = append(missed, e.p.missedSkip(e.slot, skipReason))
 			continue
 		}
 		batch = append(batch, e)
@@ -639,6 +701,14 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 		logAt(slog.LevelDebug, "slot not due yet by the store's clock", "remaining", r.Remaining.Round(time.Millisecond))
 		if e.kind == fire {
 			e.kind = retry // the next slot is scheduled already
+		}
+		// Its window opens when the store's clock reaches the slot, and
+		// closes starting_deadline later, whatever this replica's clock
+		// says then: one that runs ahead by more than the deadline still
+		// takes its share of the slots. Measured from when the claim was
+		// sent, it closes no later than it does by the store's clock.
+		if e.closes.IsZero() {
+			e.closes = sent.Add(r.Remaining + e.p.deadline)
 		}
 		l.push(e, l.s.now().Add(max(r.Remaining-time.Since(sent), time.Millisecond)))
 	case slotstore.Absent:

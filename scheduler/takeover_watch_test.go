@@ -47,10 +47,10 @@ func TestHolderThatLostItsLeaseWatchesTheSlot(t *testing.T) {
 	})
 }
 
-// A replica whose clock jumps ahead finds a slot missed and, the store's
-// clock not agreeing yet, tries to record it when the window closes;
-// finding it claimed then, it watches the slot like any replica whose claim
-// lost, and takes it over when the holder dies.
+// A replica whose clock jumps ahead finds a slot missed and tries to record
+// it; finding it claimed, it watches the slot like any replica whose claim
+// lost, and takes it over when the holder dies. (Its clock a second behind
+// at first, it has not claimed the slot before the jump.)
 func TestFastReplicaWatchesASlotItFoundClaimed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st, rec, reg := rig(&recorder{sleep: 20 * time.Second}, "long")
@@ -61,6 +61,7 @@ func TestFastReplicaWatchesASlotItFoundClaimed(t *testing.T) {
 		}
 		cfg.Replica = "fast"
 		var skew atomic.Int64
+		skew.Store(int64(-time.Second))
 		fast, err := New(cfg, reg, WithStore(st), WithLogger(testLogger()),
 			WithClock(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }))
 		if err != nil {
@@ -71,7 +72,7 @@ func TestFastReplicaWatchesASlotItFoundClaimed(t *testing.T) {
 		holder := &flaky{Store: st}
 		stopFast := start(t, fast)
 		stopA := start(t, replica(t, holder, "a", conf, reg))
-		time.Sleep(time.Until(slot) - 100*time.Millisecond)
+		time.Sleep(time.Until(slot) + 500*time.Millisecond)
 		skew.Store(int64(20 * time.Second)) // the slot is missed by this clock
 		time.Sleep(600 * time.Millisecond)
 		holder.cut(true) // a dies mid-run
