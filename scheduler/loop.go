@@ -606,7 +606,8 @@ func (l *loop) claim(ctx context.Context, batch []*entry, a claimAnswer) {
 		}
 		l.s.log.Warn("claim failed", "slots", len(batch), "replica", l.s.replica, "err", err,
 			"outcome_unknown", slotstore.IsOutcomeUnknown(err))
-		unknown := slotstore.IsOutcomeUnknown(err) || errors.Is(err, context.DeadlineExceeded)
+		timedOut := errors.Is(err, context.DeadlineExceeded)
+		unknown := slotstore.IsOutcomeUnknown(err) || timedOut
 		for _, e := range batch {
 			l.s.metrics.claim(e.p, 0).Inc()
 			if unknown {
@@ -616,7 +617,15 @@ func (l *loop) claim(ctx context.Context, batch []*entry, a claimAnswer) {
 			if e.kind == fire {
 				e.kind = retry
 			}
-			l.push(e, l.s.now().Add(backoff(e.tries)))
+			wait := backoff(e.tries)
+			if e.kind == watch && e.tries == 1 && timedOut {
+				// A takeover that timed out most likely waited on the
+				// slot's row, which a transaction holds until it ends (a
+				// job's frozen CompleteTx, at the latest when its lease
+				// does): ask again at once, not a backoff later.
+				wait = time.Millisecond
+			}
+			l.push(e, l.s.now().Add(wait))
 		}
 		return
 	}

@@ -1,10 +1,15 @@
 package scheduler
 
 import (
+	"context"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/slotcron/slotcron/slotstore"
 )
 
 // A holder that lost its lease watches the slot it lost: when its successor
@@ -96,6 +101,77 @@ func TestFastReplicaWatchesASlotItFoundClaimed(t *testing.T) {
 		// store's clock, after a's lease ended.
 		if late := evs[1].started.Sub(slot); late > 5*time.Second+time.Second {
 			t.Errorf("takeover %v after the slot, want by the end of its window", late)
+		}
+	})
+}
+
+// stuckTakeover holds the first takeover claim sent after arm until its
+// context ends, as a store does whose slot row a frozen transaction holds,
+// and records when each takeover claim was sent from then on.
+type stuckTakeover struct {
+	slotstore.Store
+	mu    sync.Mutex
+	armed bool
+	held  bool
+	sent  []time.Time
+}
+
+func (s *stuckTakeover) arm() {
+	s.mu.Lock()
+	s.armed = true
+	s.mu.Unlock()
+}
+
+func (s *stuckTakeover) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
+	s.mu.Lock()
+	hold := false
+	if s.armed && len(p.Requests) > 0 && p.Requests[0].TakeoverOnly {
+		s.sent = append(s.sent, time.Now())
+		hold, s.held = !s.held, true
+	}
+	s.mu.Unlock()
+	if hold {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.Store.Claim(ctx, p)
+}
+
+func (s *stuckTakeover) times() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.sent)
+}
+
+// A takeover claim that timed out, most likely waiting on the slot's row (a
+// job's frozen transaction holds it until the holder's lease ends), is sent
+// again at once, not after the backoff a failing store gets.
+func TestTimedOutTakeoverAsksAgainAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, rec, reg := rig(&recorder{sleep: 20 * time.Second}, "long")
+		conf := `jobs: {long: {schedule: "@every 1h", lease: 3s}}`
+		toA, toB := &flaky{Store: st}, &stuckTakeover{Store: st}
+		stopA := start(t, replica(t, toA, "a", conf, reg))
+		synctest.Wait() // a has claimed the slot due now
+		stopB := start(t, replica(t, toB, "b", conf, reg))
+		time.Sleep(500 * time.Millisecond)
+		toB.arm()
+		toA.cut(true)
+		time.Sleep(8 * time.Second)
+		stopA()
+		stopB()
+
+		sent := toB.times()
+		if len(sent) < 2 {
+			t.Fatalf("b sent %d takeover claims after the first was held, want 2 or more", len(sent))
+		}
+		// The held claim gave up after half the lease.
+		if gap := sent[1].Sub(sent[0]) - 1500*time.Millisecond; gap > 100*time.Millisecond {
+			t.Errorf("b asked again %v after its takeover claim timed out, want at once", gap)
+		}
+		evs := rec.snapshot()
+		if len(evs) != 2 || evs[1].run.Replica != "b" {
+			t.Fatalf("runs %+v, want a's and b's takeover", evs)
 		}
 	})
 }
