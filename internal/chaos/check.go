@@ -181,6 +181,24 @@ func (s *session) classify(k slotKey, period time.Duration, faults []Fault, line
 		}
 	}
 	around := s.o.Deadline + 3*s.o.Lease
+	// running reports whether a run of the slot had started at t, within
+	// around of it, and had not ended by its log: a slow job's takeovers
+	// may run it well past the slot's own window.
+	running := func(t time.Time) bool {
+		for _, st := range lines {
+			if st.Job != k.job || st.Slot != slot || st.Msg != "run started" || st.Time.After(t) || t.Sub(st.Time) > around {
+				continue
+			}
+			ended := slices.ContainsFunc(lines, func(ln logLine) bool {
+				return ln.replica == st.replica && ln.Job == k.job && ln.Slot == slot && ln.Fence == st.Fence &&
+					endMsgs[ln.Msg] && ln.Time.Before(t)
+			})
+			if !ended {
+				return true
+			}
+		}
+		return false
+	}
 	best := time.Duration(1<<63 - 1)
 	for _, f := range faults {
 		d := f.At.Sub(k.slot).Abs()
@@ -207,7 +225,7 @@ func (s *session) classify(k slotKey, period time.Duration, faults []Fault, line
 			// after the loss begins its new generation, and a slot before
 			// that is skipped, as it may have run before the loss.
 			l.Excused = "the store lost its data"
-		case loss && d <= around:
+		case loss && (d <= around || running(f.At)):
 			// Running at the loss (its holder's lease went with the
 			// marker, and a replica may record it missed later), or due
 			// while it happened; never one seen done, above.

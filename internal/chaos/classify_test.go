@@ -42,3 +42,34 @@ func TestClassifyExcuses(t *testing.T) {
 		})
 	}
 }
+
+// A slot whose run the store lost with its data is excused however long
+// after the slot the loss came, if a run of it was live then: a slow job
+// taken over again and again runs well past the slot's own window.
+func TestClassifyExcusesALossWhileItRan(t *testing.T) {
+	slot := time.Date(2026, 12, 1, 15, 3, 15, 0, time.UTC)
+	k := slotKey{job: "slow", slot: slot}
+	o := Options{Store: StoreRedis, Lease: 2 * time.Second, Deadline: 5 * time.Second}
+	missed := []slotstore.Marker{{Job: k.job, Slot: slot, State: slotstore.StateSkipped, Reason: "missed: late", Holder: "r1"}}
+	flush := Fault{Kind: FaultRedisFlush, At: slot.Add(12700 * time.Millisecond)}
+	started := logLine{Msg: "run started", Job: k.job, Slot: slot.Format(time.RFC3339), Fence: 4, Time: slot.Add(12 * time.Second), replica: "r3"}
+	ended := started
+	ended.Msg, ended.Time = "run finished", slot.Add(12500*time.Millisecond)
+	for _, tc := range []struct {
+		name    string
+		lines   []logLine
+		excused bool
+	}{
+		{"running at the loss", []logLine{started}, true},
+		{"ended before the loss", []logLine{started, ended}, false},
+		{"never started", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &session{o: o, markers: map[slotKey][]slotstore.Marker{k: missed}}
+			l := s.classify(k, 5*time.Second, []Fault{flush}, tc.lines)
+			if got := l.Excused != ""; got != tc.excused {
+				t.Errorf("excused %v (%q), want %v", got, l.Excused, tc.excused)
+			}
+		})
+	}
+}
