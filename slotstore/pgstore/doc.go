@@ -26,8 +26,12 @@
 // create a marker of a job whose fence row the claim holds, so a slot found
 // without a marker stays so until the insert. A replica that finds the
 // batch's first fence row locked (another replica is claiming the same
-// slots) waits for that row alone, then reads again, and answers without
-// taking any other fence row when nothing is left to write. The rest
+// slots) waits for that row alone, then looks: it reads again, locking no
+// marker (a slot running under a live lease is held as committed, even if
+// a mutation of it is in progress, which then comes after the claim), and
+// answers without taking any other fence row when nothing is left to
+// write; otherwise it takes the fence rows, holding no marker's lock, and
+// decides again. The rest
 // (takeovers, released slots, due retries, abandonments, overlap forbid or
 // replace, data loss, skips that write, a slot named twice), with every
 // request of a job that has such a request, so that a job's fences follow
@@ -197,7 +201,15 @@
 // while a request is in the server leaves its outcome unknown:
 // slotstore.IsOutcomeUnknown reports true, and errors.Is still finds
 // context.DeadlineExceeded or context.Canceled. A claim batch counts as done
-// only when the server has confirmed its commit. DSNs never appear in
+// only when the server has confirmed its commit. A claim or skip whose
+// context has a deadline sets lock_timeout, for its transaction only and in
+// the same round trip, to the time left less a tenth (at least a
+// millisecond; the session's own setting when tighter): a lock wait that
+// would run past the deadline fails in the server first (SQLSTATE 55P03,
+// a plain error: nothing changed), and a claim whose client is gone, its
+// cancel request lost with the connection, stops waiting soon after. The
+// bound is per lock wait: a claim that waits for several locks can still
+// outlast its deadline. DSNs never appear in
 // errors with their passwords. After Close every method returns an error
 // wrapping slotstore.ErrClosed.
 //
@@ -207,7 +219,7 @@
 // versioned migrations (migrations/NNNN_*.sql) that New applies in one
 // transaction holding a transaction-scoped advisory lock, so replicas
 // starting together migrate once; a schema newer than the build is
-// refused. Version 5:
+// refused. Version 6:
 //
 //	schema_migrations (version)  one row per applied migration
 //	fences (job)                 the last fence issued per job
@@ -243,6 +255,16 @@
 // state, store-wide (the engine's read of running and retrying markers),
 // walks markers_by_state from its state's first entry and stops after the
 // limit: its cost follows the markers returned, not those held.
+//
+// Version 6 (migrations/0006_claim_look_unlocked.sql) again replaces only
+// the claim function's body, as version 5 did: a claim that looks (it
+// waited for its batch's first fence row) no longer locks the running
+// markers it reads. Version 5's look locked them and, when it had to write
+// after all, took the other fence rows still holding them, against the
+// lock order: it could deadlock with a claim holding one of those fence
+// rows and waiting for one of those markers, until the server aborted one
+// after deadlock_timeout. A claim that began on version 5's body before
+// the migration committed can still do so until it ends.
 //
 // Version 3 drops version 2's claim function: a replica of an older build
 // still running when a newer one migrates the schema gets errors from its
