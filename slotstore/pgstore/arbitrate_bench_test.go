@@ -25,16 +25,22 @@ import (
 //
 // The slots lie ahead of the store's clock with a NotBefore behind it:
 // a claim then takes the same path as the claim of a slot that has just
-// come due, without the benchmark waiting for slots to come due.
+// come due, without the benchmark waiting for slots to come due. With
+// deadline=true each claim's context has a deadline, as the engine's
+// have, so the claim also bounds its lock waits (Store.run).
 //
 //	go test -run '^$' -bench Arbitrate3Replicas -benchtime 40x ./slotstore/pgstore/
 func BenchmarkArbitrate3Replicas(b *testing.B) {
 	for _, perJob := range []int{1, 10} {
-		b.Run(fmt.Sprintf("jobs=%d", 1000/perJob), func(b *testing.B) { arbitrate(b, 1000/perJob, perJob) })
+		for _, deadline := range []bool{false, true} {
+			b.Run(fmt.Sprintf("jobs=%d/deadline=%v", 1000/perJob, deadline), func(b *testing.B) {
+				arbitrate(b, 1000/perJob, perJob, deadline)
+			})
+		}
 	}
 }
 
-func arbitrate(b *testing.B, jobs, perJob int) {
+func arbitrate(b *testing.B, jobs, perJob int, deadline bool) {
 	const replicas, n = 3, 1000
 	ctx := context.Background()
 	dsn := testserver.SharedPostgres(b).DSN()
@@ -91,6 +97,12 @@ func arbitrate(b *testing.B, jobs, perJob int) {
 
 		won := make([]int, replicas)
 		claimTime += together(b, replicas, func(r int) error {
+			ctx := ctx
+			if deadline {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+			}
 			res, err := stores[r].Claim(ctx, slotstore.ClaimParams{Replica: fmt.Sprintf("r%d", r), Incarnation: "i", Requests: reqs})
 			for _, c := range res {
 				if c.Status == slotstore.Won {
@@ -138,4 +150,38 @@ func together(b *testing.B, replicas int, f func(r int) error) time.Duration {
 		}
 	}
 	return d
+}
+
+// BenchmarkClaimOne: one store claims one fresh slot a call, with and
+// without a deadline on the call's context: the cost of a claim's round
+// trip, and of bounding its lock waits (Store.run), where no batch
+// amortizes it.
+//
+//	go test -run '^$' -bench ClaimOne -benchtime 2000x ./slotstore/pgstore/
+func BenchmarkClaimOne(b *testing.B) {
+	for _, deadline := range []bool{false, true} {
+		b.Run(fmt.Sprintf("deadline=%v", deadline), func(b *testing.B) {
+			ctx := context.Background()
+			s, err := pgstore.New(ctx, pgstore.Options{DSN: testserver.SharedPostgres(b).DSN(), Schema: freshSchema(), PoolSize: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			notBefore := time.Now().UTC().Truncate(time.Second)
+			base := nextHour()
+			for it := 0; b.Loop(); it++ {
+				ctx, cancel := ctx, context.CancelFunc(func() {})
+				if deadline {
+					ctx, cancel = context.WithTimeout(ctx, time.Minute)
+				}
+				res, err := s.Claim(ctx, slotstore.ClaimParams{Replica: "r", Requests: []slotstore.ClaimRequest{
+					{Job: "j", Slot: base.Add(time.Duration(it) * time.Second), Lease: time.Minute, NotBefore: notBefore},
+				}})
+				cancel()
+				if err != nil || res[0].Status != slotstore.Won {
+					b.Fatalf("claim %d: %+v, %v", it, res, err)
+				}
+			}
+		})
+	}
 }

@@ -2,9 +2,12 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/slotcron/slotcron/slotstore"
@@ -12,11 +15,13 @@ import (
 
 // Claim implements slotstore.Store. The batch is one statement and one
 // round trip: a call of the schema's claim function (migrations/, latest
-// version in 0005_claim_set_based.sql), which begins the generations of the
-// batch's jobs that have none, decides every request in one transaction,
-// as slotstore.Decide, Apply and Supersede would in request order (fresh
-// slots, and answers that change nothing, in one set-based statement; the
-// rest one by one), and issues each job's fences in request order.
+// version in 0006_claim_look_unlocked.sql), which begins the generations of
+// the batch's jobs that have none, decides every request in one
+// transaction, as slotstore.Decide, Apply and Supersede would in request
+// order (fresh slots, and answers that change nothing, in one set-based
+// statement; the rest one by one), and issues each job's fences in request
+// order. When ctx has a deadline, the same round trip first bounds the
+// transaction's lock waits by it (see run).
 func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
 	reqs, err := slotstore.NormalizeAll(p.Requests)
 	if err != nil {
@@ -91,10 +96,32 @@ func (s *Store) run(ctx context.Context, op, replica, incarnation string, b *bat
 		return nil, err
 	}
 	defer conn.Release()
-	rows, err := conn.Query(ctx, s.q.claim, replica, incarnation, b.jobs, b.slots, b.leases, b.crashSkips, b.maxes,
-		b.keeps, b.takeover, b.overlaps, b.terms, b.manual, b.skipping, b.reasons, b.notBefore, slotstore.ReasonDataLoss)
+	args := []any{replica, incarnation, b.jobs, b.slots, b.leases, b.crashSkips, b.maxes,
+		b.keeps, b.takeover, b.overlaps, b.terms, b.manual, b.skipping, b.reasons, b.notBefore, slotstore.ReasonDataLoss}
+	var (
+		rows pgx.Rows
+		br   pgx.BatchResults // with a deadline: its Close reads the commit
+	)
+	if deadline, ok := ctx.Deadline(); ok {
+		// The claim's lock waits end, server-side, before the deadline:
+		// one whose client gave up (its cancel request lost with the
+		// connection) must not wait on and then win a slot nobody listens
+		// for. One batch, one round trip and one implicit transaction, so
+		// the setting ends with the claim.
+		qb := &pgx.Batch{}
+		qb.Queue(setLockTimeoutSQL, lockTimeout(time.Until(deadline)))
+		qb.Queue(s.q.claim, args...)
+		br = conn.SendBatch(ctx, qb)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return nil, s.fail(op, lockDeadline(err))
+		}
+		rows, err = br.Query()
+	} else {
+		rows, err = conn.Query(ctx, s.q.claim, args...)
+	}
 	if err != nil {
-		return nil, s.fail(op, err)
+		return nil, s.fail(op, lockDeadline(err))
 	}
 	defer rows.Close()
 
@@ -113,7 +140,7 @@ func (s *Store) run(ctx context.Context, op, replica, incarnation string, b *bat
 		dest, done := markerDest(&m)
 		dest = append(append([]any{&ord, &won, &prev, &retry}, dest...), &replacedSlots, &replacedFences, &now)
 		if err := rows.Scan(dest...); err != nil {
-			return nil, s.fail(op, err)
+			return nil, s.fail(op, lockDeadline(err))
 		}
 		done()
 		if ord < 1 || int(ord) > n || len(replacedSlots) != len(replacedFences) {
@@ -140,14 +167,52 @@ func (s *Store) run(ctx context.Context, op, replica, incarnation string, b *bat
 		got++
 	}
 	// Rows end at the server's ReadyForQuery: only then has the batch
-	// committed, so an error here may follow a commit.
+	// committed, so an error here may follow a commit. In a pgx batch they
+	// end at the claim's CommandComplete, and the batch's Close reads the
+	// ReadyForQuery.
 	if err := rows.Err(); err != nil {
-		return nil, s.fail(op, err)
+		return nil, s.fail(op, lockDeadline(err))
+	}
+	if br != nil {
+		rows.Close()
+		if err := br.Close(); err != nil {
+			return nil, s.fail(op, lockDeadline(err))
+		}
 	}
 	if got != n {
 		return nil, s.fail(op, fmt.Errorf("%d results for %d requests", got, n))
 	}
 	return out, nil
+}
+
+// lockDeadline marks a claim that stopped waiting for a lock at its
+// lock_timeout (SQLSTATE 55P03, lock_not_available: the claim function
+// waits with NOWAIT only inside a handler) as having run into its
+// deadline: it fails as a timeout does, errors.Is context.DeadlineExceeded,
+// but definitely, for it rolled back. A replica that sees its claim time
+// out this way knows the slot's row was held, and may ask again at once.
+func lockDeadline(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+		return fmt.Errorf("%w: its lock wait reached the deadline: %w", context.DeadlineExceeded, err)
+	}
+	return err
+}
+
+// setLockTimeoutSQL sets lock_timeout, for the current transaction only, to
+// $1 milliseconds, or to the session's own setting when that is tighter.
+// Every lock the claim function waits for then waits no longer than that;
+// a claim that times out fails with SQLSTATE 55P03 (lock_not_available)
+// and rolls back, which fail reports as a definite failure.
+const setLockTimeoutSQL = `SELECT pg_catalog.set_config('lock_timeout', least($1::bigint,
+	nullif((extract(epoch FROM pg_catalog.current_setting('lock_timeout')::interval) * 1000)::bigint, 0))::text, true)`
+
+// lockTimeout is the lock_timeout, in whole milliseconds, for a claim with
+// left until its deadline: a tenth of it (at least a millisecond) short of
+// the deadline, so the server's answer can arrive before it, and at least a
+// millisecond (0 would mean none).
+func lockTimeout(left time.Duration) int64 {
+	return max(int64((left-max(left/10, time.Millisecond))/time.Millisecond), 1)
 }
 
 // result is the answer to one request whose slot's marker is now m; an

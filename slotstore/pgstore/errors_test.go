@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/slotstore"
@@ -59,7 +60,9 @@ func lockRow(t *testing.T, s *pgstore.Store, table, where string) func() {
 }
 
 // TestTimeoutAfterSend: a context that ends while a request waits in the
-// server leaves its outcome unknown; the store works afterwards.
+// server leaves its outcome unknown; the store works afterwards. A claim
+// with a deadline stops waiting for a lock in the server before it (its
+// lock_timeout): a definite failure.
 func TestTimeoutAfterSend(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
@@ -76,12 +79,29 @@ func TestTimeoutAfterSend(t *testing.T) {
 	next := r
 	next.Slot = slot(1)
 	_, claimErr := s.Claim(short(), slotstore.ClaimParams{Replica: "r2", Requests: []slotstore.ClaimRequest{next}})
-	for op, err := range map[string]error{
-		"claim":  claimErr,
-		"renew":  s.Renew(short(), slotstore.RenewParams{Ref: ref, Lease: time.Minute}),
-		"finish": s.Finish(short(), slotstore.FinishParams{Ref: ref, Outcome: slotstore.Succeeded}),
+	var pgErr *pgconn.PgError
+	if !errors.As(claimErr, &pgErr) || pgErr.Code != "55P03" || slotstore.IsOutcomeUnknown(claimErr) ||
+		!errors.Is(claimErr, context.DeadlineExceeded) {
+		t.Errorf("claim with a deadline waiting in the server: %v, want a definite lock timeout (55P03) that is a deadline", claimErr)
+	}
+	cancelled, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	time.AfterFunc(100*time.Millisecond, cancel)
+	_, claimErr = s.Claim(cancelled, slotstore.ClaimParams{Replica: "r2", Requests: []slotstore.ClaimRequest{next}})
+	if !slotstore.IsOutcomeUnknown(claimErr) || !errors.Is(claimErr, context.Canceled) {
+		t.Errorf("claim without a deadline cancelled in the server: %v, want an unknown outcome wrapping Canceled", claimErr)
+	}
+	for op, call := range map[string]func() error{
+		"renew":  func() error { return s.Renew(short(), slotstore.RenewParams{Ref: ref, Lease: time.Minute}) },
+		"finish": func() error { return s.Finish(short(), slotstore.FinishParams{Ref: ref, Outcome: slotstore.Succeeded}) },
 	} {
-		if !slotstore.IsOutcomeUnknown(err) || !errors.Is(err, context.DeadlineExceeded) {
+		// A connection ready in the pool, so the short deadline is spent
+		// waiting in the server and not dialling (the calls before closed
+		// theirs).
+		if _, err := s.Pauses(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := call(); !slotstore.IsOutcomeUnknown(err) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("%s timing out in the server: %v, want an unknown outcome wrapping DeadlineExceeded", op, err)
 		}
 	}

@@ -1,0 +1,166 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/slotcron/slotcron/internal/testserver"
+	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/pgstore"
+)
+
+// lockedTakeover claims job@slot(0) for r1 under a short lease, waits for
+// the lease to end, and locks the marker's row in a transaction of pool
+// that stays open until t ends: a takeover then waits for that lock. It
+// returns the first claim.
+func lockedTakeover(t *testing.T, s *pgstore.Store, pool *pgxpool.Pool, job string) slotstore.ClaimResult {
+	t.Helper()
+	first := claimOne(t, s, "r1", slotstore.ClaimRequest{Job: job, Slot: slot(0), Lease: 50 * time.Millisecond})
+	time.Sleep(time.Until(first.Marker.LeaseEnd) + 20*time.Millisecond)
+	tx, err := pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(context.Background()) })
+	tag, err := tx.Exec(t.Context(), "SELECT FROM "+pgx.Identifier{s.Schema(), "markers"}.Sanitize()+
+		" WHERE job = $1 FOR UPDATE", job)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("lock the marker: %v, %v", tag, err)
+	}
+	return first
+}
+
+// TestClaimDeadlineBoundsLockWaits: a claim whose context has a deadline
+// waits for a lock, server-side, no longer than until shortly before the
+// deadline. It then fails with a definite error (lock_not_available), not
+// an unknown outcome; no claim is left waiting in the server after it
+// returns, and it wrote nothing.
+func TestClaimDeadlineBoundsLockWaits(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	pool := newPool(t, testserver.SharedPostgres(t).DSN())
+	first := lockedTakeover(t, s, pool, "j")
+
+	const wait = time.Second
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	defer cancel()
+	t0 := time.Now()
+	res, err := s.Claim(ctx, slotstore.ClaimParams{Replica: "r2", Requests: []slotstore.ClaimRequest{
+		{Job: "j", Slot: slot(0), Lease: time.Minute},
+	}})
+	took := time.Since(t0)
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil:
+		t.Fatalf("claim of a locked marker: %+v, want a lock timeout", res)
+	case slotstore.IsOutcomeUnknown(err):
+		t.Errorf("claim after %v: %v, want a definite failure", took, err)
+	case !errors.Is(err, context.DeadlineExceeded):
+		t.Errorf("claim after %v: %v, want it to say it ran into its deadline", took, err)
+	case !errors.As(err, &pgErr) || pgErr.Code != "55P03":
+		t.Errorf("claim after %v: %v, want SQLSTATE 55P03", took, err)
+	}
+	if took >= wait {
+		t.Errorf("claim returned after %v, its deadline %v", took, wait)
+	}
+
+	var waiting int
+	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+		WHERE pid <> pg_backend_pid() AND state = 'active' AND query LIKE '%' || $1 || '%claim(%'`,
+		s.Schema()).Scan(&waiting); err != nil {
+		t.Fatal(err)
+	}
+	if waiting != 0 {
+		t.Errorf("%d claims still in the server after the client returned", waiting)
+	}
+	var fence int64
+	if err := pool.QueryRow(t.Context(), "SELECT fence FROM "+pgx.Identifier{s.Schema(), "fences"}.Sanitize()+
+		" WHERE job = 'j'").Scan(&fence); err != nil {
+		t.Fatal(err)
+	}
+	if m := findMarker(t, s, "j", slot(0)); m.Holder != "r1" || m.Attempt != 1 || m.Fence != first.Claim.Fence ||
+		fence != first.Claim.Fence {
+		t.Errorf("after the timed-out claim: marker %+v, job's fence %d; want r1's, fence %d", m, fence, first.Claim.Fence)
+	}
+}
+
+// TestClaimLockTimeoutSetting: the lock_timeout a claim with a deadline
+// sets lasts for the claim's transaction only, and a tighter one of the
+// session's own stays in force.
+func TestClaimLockTimeoutSetting(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	onePool := func(lockTimeout string) *pgxpool.Pool {
+		cfg, err := pgxpool.ParseConfig(testserver.SharedPostgres(t).DSN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.MaxConns = 1
+		if lockTimeout != "" {
+			cfg.ConnConfig.RuntimeParams["lock_timeout"] = lockTimeout
+		}
+		pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		return pool
+	}
+	show := func(pool *pgxpool.Pool) string {
+		t.Helper()
+		var v string
+		if err := pool.QueryRow(t.Context(), "SHOW lock_timeout").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+
+	t.Run("transaction only", func(t *testing.T) {
+		pool := onePool("")
+		s1, err := pgstore.NewWithPool(ctx, pool, s.Schema())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s1.Close()
+		res, err := s1.Claim(ctx, slotstore.ClaimParams{Replica: "r1", Requests: []slotstore.ClaimRequest{
+			{Job: "free", Slot: slot(0), Lease: time.Minute},
+		}})
+		if err != nil || res[0].Status != slotstore.Won {
+			t.Fatalf("claim: %+v, %v", res, err)
+		}
+		if v := show(pool); v != "0" {
+			t.Errorf("the session's lock_timeout after a claim with a deadline: %s, want 0", v)
+		}
+	})
+	t.Run("session's tighter", func(t *testing.T) {
+		pool := onePool("300ms")
+		s1, err := pgstore.NewWithPool(ctx, pool, s.Schema())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s1.Close()
+		lockedTakeover(t, s, newPool(t, testserver.SharedPostgres(t).DSN()), "locked")
+		t0 := time.Now()
+		_, err = s1.Claim(ctx, slotstore.ClaimParams{Replica: "r2", Requests: []slotstore.ClaimRequest{
+			{Job: "locked", Slot: slot(0), Lease: time.Minute},
+		}})
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "55P03" || slotstore.IsOutcomeUnknown(err) {
+			t.Errorf("claim of a locked marker after %v: %v, want a definite lock timeout", time.Since(t0), err)
+		}
+		if took := time.Since(t0); took > 5*time.Second {
+			t.Errorf("claim waited %v under the session's 300ms lock_timeout", took)
+		}
+		if v := show(pool); v != "300ms" {
+			t.Errorf("the session's lock_timeout after the claim: %s, want 300ms", v)
+		}
+	})
+}
