@@ -103,7 +103,7 @@ func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, "no such job")
 		return
 	}
-	out, c, sent, err := a.s.claimManual(r.Context(), p)
+	out, c, sent, err := a.s.claimManual(r.Context(), a.s.store, p)
 	switch {
 	case errors.Is(err, ErrBusy), errors.Is(err, ErrPaused):
 		httpError(w, http.StatusConflict, err.Error())

@@ -41,13 +41,13 @@ type runHooks struct {
 // shutdown. ctx is the run's own context and cancel its cancel function,
 // which the loop may call too (a replaced run). A replica whose lease was
 // lost records nothing: the slot belongs to its successor.
-func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc, p *plan, c slotstore.Claim,
-	sent time.Time, hooks runHooks) runEnd {
+func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc, st slotstore.Store, p *plan,
+	c slotstore.Claim, sent time.Time, hooks runHooks) runEnd {
 	defer cancel(nil)
 	run := jobs.Run{Job: p.name, Slot: c.Slot, Fence: c.Fence, Attempt: c.Attempt, Replica: s.replica}.
 		WithParams(p.params).WithLogger(s.log)
 	// The run's logger is built on its first line: most runs write one.
-	rl := &runLease{s: s, p: p, ref: c.Ref, cancel: cancel, log: runLogger{base: s.log, run: run}}
+	rl := &runLease{s: s, st: st, p: p, ref: c.Ref, cancel: cancel, log: runLogger{base: s.log, run: run}}
 	log := &rl.log
 	m := s.metrics
 	count := func(e runEnd) runEnd { m.run(p, e).Inc(); return e }
@@ -98,7 +98,7 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 	if err != nil && errors.Is(context.Cause(ctx), errShutdown) {
 		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer rcancel()
-		if rerr := s.store.Release(rctx, c.Ref); rerr != nil {
+		if rerr := st.Release(rctx, c.Ref); rerr != nil {
 			log.get().Warn("release failed; the slot is taken over when its lease ends", "err", rerr)
 			return count(endLeaseLost)
 		}
@@ -117,7 +117,7 @@ func (s *Scheduler) execute(ctx context.Context, cancel context.CancelCauseFunc,
 	if outcome != slotstore.Succeeded {
 		fp.RetryAt, _ = p.retryAt(c.Slot, c.Attempt, s.now())
 	}
-	if !s.finish(keeper, fp, log) {
+	if !s.finish(st, keeper, fp, log) {
 		return count(endLeaseLost)
 	}
 	attrs := func(more ...any) []any {
@@ -176,10 +176,10 @@ func (p *plan) retryUntil(slot time.Time) time.Time {
 // finish records the outcome, retrying store errors for as long as the lease
 // is trusted (renewals are paused; the trust window still runs). It reports whether the
 // outcome was recorded.
-func (s *Scheduler) finish(k *lease.Keeper, p slotstore.FinishParams, log *runLogger) bool {
+func (s *Scheduler) finish(st slotstore.Store, k *lease.Keeper, p slotstore.FinishParams, log *runLogger) bool {
 	for tries := 1; ; tries++ {
 		ctx, cancel := context.WithDeadline(context.Background(), k.TrustedUntil())
-		err := s.store.Finish(ctx, p)
+		err := st.Finish(ctx, p)
 		cancel()
 		switch {
 		case err == nil:

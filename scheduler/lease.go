@@ -17,6 +17,7 @@ var errLeaseLost = errors.New("scheduler: lease lost")
 // with the run's logger: one value per run for all of it.
 type runLease struct {
 	s          *Scheduler
+	st         slotstore.Store
 	p          *plan
 	ref        slotstore.Ref
 	cancel     context.CancelCauseFunc
@@ -36,7 +37,7 @@ func (r *runLease) keep(sent time.Time) *lease.Keeper {
 }
 
 func (r *runLease) Renew(ctx context.Context) error {
-	return r.s.store.Renew(ctx, slotstore.RenewParams{Ref: r.ref, Lease: r.p.lease})
+	return r.st.Renew(ctx, slotstore.RenewParams{Ref: r.ref, Lease: r.p.lease})
 }
 
 func (r *runLease) Gone(err error) bool { return errors.Is(err, slotstore.ErrLeaseLost) }

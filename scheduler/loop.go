@@ -809,7 +809,12 @@ func (l *loop) adopt(p *plan, m slotstore.Marker) bool {
 }
 
 // start runs a won claim in its own goroutine, which the loop can cancel.
-func (l *loop) start(p *plan, c slotstore.Claim, sent time.Time) {
+func (l *loop) start(p *plan, c slotstore.Claim, sent time.Time) { l.startWith(p, c, sent, nil) }
+
+// startWith starts the run of a won claim, as start does, and sends how it
+// ended on done, if done is not nil (a buffered channel: the run never
+// waits for the receiver).
+func (l *loop) startWith(p *plan, c slotstore.Claim, sent time.Time, done chan<- runEnd) {
 	l.active.Add(1)
 	k := slotKey{p.name, c.Slot.Unix()}
 	ctx, cancel := context.WithCancelCause(l.runCtx)
@@ -818,10 +823,13 @@ func (l *loop) start(p *plan, c slotstore.Claim, sent time.Time) {
 	l.mine.Unlock()
 	l.runs.Go(func() {
 		defer l.active.Add(-1)
-		end := l.s.execute(ctx, cancel, p, c, sent, l.hooks)
+		end := l.s.execute(ctx, cancel, l.s.store, p, c, sent, l.hooks)
 		l.mine.Lock()
 		delete(l.mine.m, k)
 		l.mine.Unlock()
+		if done != nil {
+			done <- end
+		}
 		if end != endLeaseLost {
 			return
 		}

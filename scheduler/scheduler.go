@@ -32,12 +32,17 @@ type Scheduler struct {
 	// by the process that made the claim.
 	incarnation string
 	log         *slog.Logger
-	store       slotstore.Store
-	ownsStore   bool
-	now         func() time.Time
-	grace       time.Duration
-	metrics     *metrics
-	registry    *prometheus.Registry
+	// store is the store in use: the one WithStore gave, or the one Run
+	// opened, while it runs. Run writes it, and the engine's goroutines
+	// read it; Trigger reads it only under live's lock.
+	store     slotstore.Store
+	ownsStore bool
+	// live is the engine of a Run in progress, which Trigger goes through.
+	live     *liveEngine
+	now      func() time.Time
+	grace    time.Duration
+	metrics  *metrics
+	registry *prometheus.Registry
 }
 
 // Option configures a Scheduler beyond its Config.
@@ -74,6 +79,7 @@ func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
 		return nil, err
 	}
 	s := &Scheduler{cfg: cfg, reg: reg, plans: plans, duties: duties, replica: cfg.replicaName(), now: time.Now, grace: cfg.ShutdownGrace.D(),
+		live:        &liveEngine{},
 		incarnation: newIncarnation()}
 	if s.grace == 0 {
 		s.grace = DefaultShutdownGrace
@@ -119,10 +125,16 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		s.live.mu.Lock()
 		s.store, s.ownsStore = st, true
-	}
-	if s.ownsStore {
-		defer s.store.Close()
+		s.live.mu.Unlock()
+		defer func() {
+			// Closed, and forgotten: a later Run or Trigger opens its own.
+			s.live.mu.Lock()
+			s.store, s.ownsStore = nil, false
+			s.live.mu.Unlock()
+			st.Close()
+		}()
 	}
 	kind := storeKind(s.cfg.Store.Kind)
 	if !s.ownsStore {
@@ -155,7 +167,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		bg.Go(wait)
 	}
+	s.live.set(l)
 	l.run(ctx)
+	s.live.set(nil) // no trigger starts a run from now on
 	bg.Wait()
 
 	s.log.Info("shutting down", "replica", s.replica, "running", l.runningNow(), "grace", s.grace)

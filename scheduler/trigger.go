@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
@@ -28,25 +29,36 @@ type TriggerResult struct {
 
 // Trigger runs job now, on this replica, as a manual slot: a slot of its own
 // (the current second, or the first one after it that is not one of the
-// job's scheduled slots), claimed like any other so that it runs once and obeys the job's
-// overlap policy, and recorded in history as manual. It returns when the
-// run has ended. A forbid job that is running answers ErrBusy.
+// job's scheduled slots), claimed like any other so that it runs once and
+// obeys the job's overlap policy, and recorded in history as manual. It
+// returns when the run has ended; cancelling ctx hands the slot back, as a
+// shutdown does. A forbid job that is running answers ErrBusy, a paused
+// one ErrPaused, a job the configuration does not have ErrNoJob.
+//
+// While Run runs, the trigger goes through its engine and its store, like
+// the HTTP API's: the run is one of Run's, which waits for it at shutdown.
+// Otherwise Trigger uses the store WithStore gave, or opens the configured
+// one for this call alone. Triggers may be called concurrently, and
+// repeatedly.
 func (s *Scheduler) Trigger(ctx context.Context, job string) (TriggerResult, error) {
 	p := s.plan(job)
 	if p == nil {
-		return TriggerResult{}, fmt.Errorf("%w: %q", errNoJob, job)
+		return TriggerResult{}, fmt.Errorf("%w: %q", ErrNoJob, job)
 	}
-	if s.store == nil {
-		st, err := openStore(ctx, s.cfg.Store)
+	out, started, err := s.live.trigger(ctx, s, p)
+	if started || err != nil {
+		return out, err
+	}
+	st := s.givenStore()
+	if st == nil {
+		opened, err := openStore(ctx, s.cfg.Store)
 		if err != nil {
 			return TriggerResult{}, err
 		}
-		s.store, s.ownsStore = st, true
+		defer opened.Close()
+		st = opened
 	}
-	if s.ownsStore {
-		defer s.store.Close()
-	}
-	out, c, sent, err := s.claimManual(ctx, p)
+	out, c, sent, err := s.claimManual(ctx, st, p)
 	if err != nil {
 		return out, err
 	}
@@ -54,20 +66,80 @@ func (s *Scheduler) Trigger(ctx context.Context, job string) (TriggerResult, err
 	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() { cancel(errShutdown) })
 	defer stop()
-	out.End = string(s.execute(rctx, cancel, p, c, sent, runHooks{}))
+	out.End = string(s.execute(rctx, cancel, st, p, c, sent, runHooks{}))
 	return out, nil
 }
 
-// errNoJob reports a trigger of a job the configuration does not have.
-var errNoJob = errors.New("no such job")
+// ErrNoJob is returned by Trigger for a job the configuration does not have.
+var ErrNoJob = errors.New("scheduler: no such job")
+
+// liveEngine is the engine of a Run in progress, if any: Trigger starts its
+// run there, so that Run's store is used and not closed, and Run waits for
+// the run when it shuts down.
+type liveEngine struct {
+	mu sync.Mutex
+	l  *loop
+}
+
+func (e *liveEngine) set(l *loop) {
+	e.mu.Lock()
+	e.l = l
+	e.mu.Unlock()
+}
+
+// trigger claims a manual slot of p and runs it on the live engine, and
+// waits for the run to end; started is false when no Run is in progress.
+// The lock is held until the run has started, so Run, ending, either
+// waits for it or has stopped taking triggers before the claim.
+func (e *liveEngine) trigger(ctx context.Context, s *Scheduler, p *plan) (out TriggerResult, started bool, err error) {
+	e.mu.Lock()
+	l := e.l
+	if l == nil {
+		e.mu.Unlock()
+		return TriggerResult{}, false, nil
+	}
+	// Bounded: Run, ending, waits for the lock.
+	cctx, cancel := context.WithTimeout(ctx, maxStoreWait)
+	out, c, sent, err := s.claimManual(cctx, s.store, p)
+	cancel()
+	if err != nil {
+		e.mu.Unlock()
+		return out, true, err
+	}
+	done := make(chan runEnd, 1)
+	l.startWith(p, c, sent, done)
+	e.mu.Unlock()
+	select {
+	case end := <-done:
+		out.End = string(end)
+	case <-ctx.Done():
+		// Hand the slot back, as a shutdown does, and report how it ended.
+		if cancel, ok := l.running(slotKey{p.name, c.Slot.Unix()}); ok {
+			cancel(errShutdown)
+		}
+		out.End = string(<-done)
+	}
+	return out, true, nil
+}
+
+// givenStore is the store WithStore gave, or nil; never one a Run opened
+// (that one is Run's, and goes through the live engine).
+func (s *Scheduler) givenStore() slotstore.Store {
+	s.live.mu.Lock()
+	defer s.live.mu.Unlock()
+	if s.ownsStore {
+		return nil
+	}
+	return s.store
+}
 
 func (s *Scheduler) plan(job string) *plan { return s.byName[job] }
 
 // claimManual claims a manual slot of p; it returns the claim to run, or
 // ErrBusy, or why the slot could not be won.
-func (s *Scheduler) claimManual(ctx context.Context, p *plan) (TriggerResult, slotstore.Claim, time.Time, error) {
+func (s *Scheduler) claimManual(ctx context.Context, st slotstore.Store, p *plan) (TriggerResult, slotstore.Claim, time.Time, error) {
 	job := p.name
-	ps, err := s.store.Pauses(ctx)
+	ps, err := st.Pauses(ctx)
 	if err != nil {
 		return TriggerResult{Job: job}, slotstore.Claim{}, time.Time{}, fmt.Errorf("trigger %s: read pauses: %w", job, err)
 	}
@@ -84,7 +156,7 @@ func (s *Scheduler) claimManual(ctx context.Context, p *plan) (TriggerResult, sl
 	}
 	// A slot from before the job's generation would be skipped (the store
 	// cannot tell whether it ran before it lost its data): start after it.
-	gens, err := s.store.Enroll(ctx, slotstore.EnrollParams{Jobs: []string{job}})
+	gens, err := st.Enroll(ctx, slotstore.EnrollParams{Jobs: []string{job}})
 	if err != nil {
 		return TriggerResult{Job: job}, slotstore.Claim{}, time.Time{}, fmt.Errorf("trigger %s: enroll: %w", job, err)
 	}
@@ -100,7 +172,7 @@ func (s *Scheduler) claimManual(ctx context.Context, p *plan) (TriggerResult, sl
 			return out, slotstore.Claim{}, time.Time{}, fmt.Errorf("trigger: %s is scheduled every second of the next minute; no slot is free for a manual run", job)
 		}
 		sent := time.Now()
-		res, err := s.store.Claim(ctx, slotstore.ClaimParams{Replica: s.replica, Incarnation: s.incarnation, Requests: []slotstore.ClaimRequest{{
+		res, err := st.Claim(ctx, slotstore.ClaimParams{Replica: s.replica, Incarnation: s.incarnation, Requests: []slotstore.ClaimRequest{{
 			Job: p.name, Slot: slot, Lease: p.lease, OnCrash: p.onCrash, MaxAttempts: p.maxAtt, Retain: p.history,
 			Overlap: slotstore.Overlap(p.overlap), Manual: true,
 		}}})
