@@ -3,6 +3,8 @@ package scheduler
 import (
 	"container/heap"
 	"time"
+
+	"github.com/slotcron/slotcron/internal/lease"
 )
 
 // entryKind says why an entry is in the timer heap.
@@ -45,10 +47,12 @@ type entry struct {
 
 // late reports whether e's slot can no longer start: its starting window
 // has closed by the store's clock when the store has said where that
-// stands, and by the scheduler's clock (now) otherwise.
+// stands (reckoned, like a lease, on the monotonic clock and on the wall
+// clock, which goes on while the host is suspended), and by the
+// scheduler's clock (now) otherwise.
 func (e *entry) late(now time.Time) bool {
 	if !e.closes.IsZero() {
-		return time.Now().After(e.closes)
+		return !lease.Within(time.Now(), e.closes)
 	}
 	return now.After(e.slot.Add(e.p.deadline))
 }
@@ -73,6 +77,14 @@ func (h *entryHeap) Pop() any {
 	return e
 }
 
-func (h *entryHeap) push(e *entry) { heap.Push(h, e) }
+// push adds e. Its time is kept as a wall reading only (Round(0)), so that
+// every entry compares with every other, and with the clock, the same way:
+// a fire entry's time, from the schedule, has no monotonic reading, and Go
+// compares a mixed pair by the wall. When the clock is set, followClock
+// moves the entries that wait a span.
+func (h *entryHeap) push(e *entry) {
+	e.at = e.at.Round(0)
+	heap.Push(h, e)
+}
 func (h *entryHeap) pop() *entry   { return heap.Pop(h).(*entry) }
 func (h entryHeap) peek() *entry   { return h[0] }

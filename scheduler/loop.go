@@ -67,6 +67,13 @@ type loop struct {
 	mine struct {
 		sync.Mutex
 		m map[slotKey]context.CancelCauseFunc
+		// lost holds the fence of each run of this process that ended
+		// with its lease lost and its outcome not recorded, until the
+		// slot is claimed again or seen finished: such a run's marker,
+		// still held by this process in the store until its lease ends,
+		// is never adopted as a claim whose reply was lost (its job has
+		// run already).
+		lost map[slotKey]int64
 	}
 	// hooks are the run hooks of every run the loop starts.
 	hooks runHooks
@@ -97,7 +104,7 @@ type loop struct {
 	newJobs map[string]bool
 	// clockAt and realAt are the scheduler's clock and the process's
 	// monotonic clock when the loop last looked, to notice the former
-	// stepping back.
+	// being set.
 	clockAt, realAt time.Time
 }
 
@@ -148,6 +155,7 @@ func newLoop(s *Scheduler, runCtx context.Context, runs *sync.WaitGroup) *loop {
 		unknown: make(map[slotKey]bool), dataLoss: make(map[string]bool),
 		newJobs: make(map[string]bool)}
 	l.mine.m = make(map[slotKey]context.CancelCauseFunc)
+	l.mine.lost = make(map[slotKey]int64)
 	l.hooks = runHooks{retryAt: l.noteRetry}
 	l.pauseTimeout = maxStoreWait
 	for _, p := range s.plans {
@@ -214,16 +222,16 @@ func (l *loop) run(ctx context.Context) {
 // monotonic clock that the loop treats as the clock being set.
 const minStep = time.Second
 
-// followClock notices the scheduler's clock stepping back (set by hand,
-// or by NTP after a suspend) and puts the heap on the new time. A slot is
-// due at its nominal time on that clock, so each job's next slot becomes
-// the first after the new time: the slots between it and the old time,
-// which the replica had reached already, come due again, and their claims
-// meet the store's answer (finished, held, or not due yet). Entries that
-// wait a span from when they were made (a watch until a lease ends, a
-// claim until the store's clock reaches the slot) move with the clock when
-// their times carry its readings, as a test's or a harness's clock's do;
-// on the system clock they wait on the monotonic clock and need no move.
+// followClock notices the scheduler's clock being set (by hand, or by NTP
+// after a suspend), against the process's monotonic clock, and moves with
+// it the entries that wait a span from when they were made: watches until a
+// lease ends, claims until the store's clock reaches a slot, retries and
+// lapses. Fire entries stay: a slot is due at its nominal time on the clock
+// as it now reads. A clock set back thus idles through slots it passed
+// already (another replica ran them, or, if this clock ran ahead, the store
+// answered them "not due yet" and their claims wait, moved, for their time);
+// a clock set forward finds the slots it jumped over late, and the store's
+// clock judges them (guarantee 7).
 func (l *loop) followClock() {
 	now, real := l.s.now(), time.Now()
 	prevNow, prevReal := l.clockAt, l.realAt
@@ -231,38 +239,16 @@ func (l *loop) followClock() {
 	if prevNow.IsZero() {
 		return
 	}
-	elapsed := real.Sub(prevReal)
-	wallStep := now.Round(0).Sub(prevNow.Round(0)) - elapsed
-	if wallStep > -minStep {
+	step := now.Round(0).Sub(prevNow.Round(0)) - real.Sub(prevReal)
+	if step.Abs() < minStep {
 		return
 	}
-	// As the heap compares them: by monotonic reading when both have one.
-	spanStep := now.Sub(prevNow) - elapsed
-	l.s.log.Warn("clock stepped back; rescheduling", "replica", l.s.replica, "step", wallStep.Round(time.Millisecond))
-	next := make(map[*plan]time.Time)
+	l.s.log.Warn("clock set; moving the entries that wait a span", "replica", l.s.replica, "step", step.Round(time.Millisecond))
 	for _, e := range l.h {
-		if e.kind == fire {
-			if n := e.p.sched.Next(now.Add(-e.p.jitter)); !n.IsZero() && n.Before(e.slot) {
-				next[e.p] = n
-			}
+		if e.kind != fire {
+			e.at = e.at.Add(step)
 		}
 	}
-	kept := l.h[:0]
-	for _, e := range l.h {
-		n, again := next[e.p]
-		switch {
-		case e.kind == fire && again:
-			e.slot, e.at = n, n.Add(e.p.jitter)
-			l.s.metrics.next(e.p).Set(seconds(n))
-		case e.kind == retry && again && !e.slot.Before(n):
-			continue // its slot comes due again in the job's chain
-		case (e.kind == retry || e.kind == watch) && spanStep <= -minStep:
-			e.at = e.at.Add(spanStep)
-		}
-		kept = append(kept, e)
-	}
-	clear(l.h[len(kept):])
-	l.h = kept
 	heap.Init(&l.h)
 }
 
@@ -533,7 +519,13 @@ func (l *loop) claimAll(ctx context.Context, batch []*entry) {
 	for _, takeovers := range []bool{true, false} {
 		var part []*entry
 		for _, e := range batch {
-			if (e.kind == watch) == takeovers {
+			switch {
+			case (e.kind == watch) != takeovers:
+			case takeovers && e.tries > 0 && len(calls) < maxSolo:
+				// Its last claim failed, most likely waiting on a row a
+				// transaction holds: alone, so it holds up no other.
+				calls = append(calls, []*entry{e})
+			default:
 				part = append(part, e)
 			}
 		}
@@ -562,6 +554,10 @@ func (l *loop) claimAll(ctx context.Context, batch []*entry) {
 		l.claim(ctx, r.batch, r.a)
 	}
 }
+
+// maxSolo bounds the takeovers whose last claim failed that a wake sends
+// each in a call of its own; the rest go together.
+const maxSolo = 8
 
 // claimAnswer is the store's answer to one batch of claims.
 type claimAnswer struct {
@@ -657,6 +653,10 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 	level := slog.LevelInfo
 	if e.kind == watch {
 		level = slog.LevelDebug
+	}
+	switch r.Status {
+	case slotstore.Finished, slotstore.Abandoned, slotstore.Absent, slotstore.Skipped:
+		l.forgetLost(k)
 	}
 	switch r.Status {
 	case slotstore.Won:
@@ -790,7 +790,12 @@ func (l *loop) enroll(ctx context.Context) (map[string]time.Time, bool) {
 // The marker's incarnation says the claim is this process's own, even when
 // another live process shares the replica name.
 func (l *loop) adopt(p *plan, m slotstore.Marker) bool {
-	if _, running := l.running(slotKey{p.name, m.Slot.Unix()}); running {
+	k := slotKey{p.name, m.Slot.Unix()}
+	l.mine.Lock()
+	_, running := l.mine.m[k]
+	ran := l.mine.lost[k] == m.Fence
+	l.mine.Unlock()
+	if running || ran {
 		return false
 	}
 	sent := time.Now()
@@ -808,6 +813,13 @@ func (l *loop) adopt(p *plan, m slotstore.Marker) bool {
 	return true
 }
 
+// forgetLost forgets the lost run of k: its slot has ended.
+func (l *loop) forgetLost(k slotKey) {
+	l.mine.Lock()
+	delete(l.mine.lost, k)
+	l.mine.Unlock()
+}
+
 // start runs a won claim in its own goroutine, which the loop can cancel.
 func (l *loop) start(p *plan, c slotstore.Claim, sent time.Time) { l.startWith(p, c, sent, nil) }
 
@@ -820,12 +832,16 @@ func (l *loop) startWith(p *plan, c slotstore.Claim, sent time.Time, done chan<-
 	ctx, cancel := context.WithCancelCause(l.runCtx)
 	l.mine.Lock()
 	l.mine.m[k] = cancel
+	delete(l.mine.lost, k)
 	l.mine.Unlock()
 	l.runs.Go(func() {
 		defer l.active.Add(-1)
 		end := l.s.execute(ctx, cancel, l.s.store, p, c, sent, l.hooks)
 		l.mine.Lock()
 		delete(l.mine.m, k)
+		if end == endLeaseLost {
+			l.mine.lost[k] = c.Fence
+		}
 		l.mine.Unlock()
 		if done != nil {
 			done <- end

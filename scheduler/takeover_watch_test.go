@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -114,6 +116,7 @@ type stuckTakeover struct {
 	armed bool
 	held  bool
 	sent  []time.Time
+	sizes []int // requests per takeover claim
 }
 
 func (s *stuckTakeover) arm() {
@@ -127,6 +130,7 @@ func (s *stuckTakeover) Claim(ctx context.Context, p slotstore.ClaimParams) ([]s
 	hold := false
 	if s.armed && len(p.Requests) > 0 && p.Requests[0].TakeoverOnly {
 		s.sent = append(s.sent, time.Now())
+		s.sizes = append(s.sizes, len(p.Requests))
 		hold, s.held = !s.held, true
 	}
 	s.mu.Unlock()
@@ -137,19 +141,20 @@ func (s *stuckTakeover) Claim(ctx context.Context, p slotstore.ClaimParams) ([]s
 	return s.Store.Claim(ctx, p)
 }
 
-func (s *stuckTakeover) times() []time.Time {
+func (s *stuckTakeover) times() ([]time.Time, []int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.sent)
+	return slices.Clone(s.sent), slices.Clone(s.sizes)
 }
 
-// A takeover claim that timed out, most likely waiting on the slot's row (a
+// A takeover claim that timed out, most likely waiting on a slot's row (a
 // job's frozen transaction holds it until the holder's lease ends), is sent
-// again at once, not after the backoff a failing store gets.
+// again at once, not after the backoff a failing store gets, and each of
+// its slots alone, so a row one of them waits on holds up no other.
 func TestTimedOutTakeoverAsksAgainAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st, rec, reg := rig(&recorder{sleep: 20 * time.Second}, "long")
-		conf := `jobs: {long: {schedule: "@every 1h", lease: 3s}}`
+		st, rec, reg := rig(&recorder{sleep: 20 * time.Second}, "long", "long2")
+		conf := `jobs: {long: {schedule: "@every 1h", lease: 3s}, long2: {schedule: "@every 1h", lease: 3s}}`
 		toA, toB := &flaky{Store: st}, &stuckTakeover{Store: st}
 		stopA := start(t, replica(t, toA, "a", conf, reg))
 		synctest.Wait() // a has claimed the slot due now
@@ -161,17 +166,74 @@ func TestTimedOutTakeoverAsksAgainAtOnce(t *testing.T) {
 		stopA()
 		stopB()
 
-		sent := toB.times()
-		if len(sent) < 2 {
-			t.Fatalf("b sent %d takeover claims after the first was held, want 2 or more", len(sent))
+		sent, sizes := toB.times()
+		if len(sent) < 3 || sizes[0] != 2 {
+			t.Fatalf("b sent takeover claims of %v slots after arming, want 2 together, then more", sizes)
 		}
-		// The held claim gave up after half the lease.
+		// The held claim gave up after half the lease; its slots went again
+		// at once, each alone.
 		if gap := sent[1].Sub(sent[0]) - 1500*time.Millisecond; gap > 100*time.Millisecond {
 			t.Errorf("b asked again %v after its takeover claim timed out, want at once", gap)
 		}
+		if sizes[1] != 1 || sizes[2] != 1 || sent[2].Sub(sent[1]) > 100*time.Millisecond {
+			t.Errorf("after the timeout b sent claims of %v slots at %v, want each slot alone, at once", sizes[1:3], sent[1:3])
+		}
 		evs := rec.snapshot()
-		if len(evs) != 2 || evs[1].run.Replica != "b" {
-			t.Fatalf("runs %+v, want a's and b's takeover", evs)
+		if len(evs) != 4 || evs[2].run.Replica != "b" || evs[3].run.Replica != "b" {
+			t.Fatalf("runs %+v, want a's two and b's two takeovers", evs)
+		}
+	})
+}
+
+// finishFails fails every Finish, and times out the first takeover claim
+// after that: a store that answers nothing while the holder's lease runs
+// out.
+type finishFails struct {
+	slotstore.Store
+	mu       sync.Mutex
+	finishes int
+	timedOut bool
+}
+
+func (s *finishFails) Finish(ctx context.Context, p slotstore.FinishParams) error {
+	s.mu.Lock()
+	s.finishes++
+	s.mu.Unlock()
+	return errors.New("test: store unavailable")
+}
+
+func (s *finishFails) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
+	s.mu.Lock()
+	timeOut := !s.timedOut && s.finishes > 0 && len(p.Requests) > 0 && p.Requests[0].TakeoverOnly
+	s.timedOut = s.timedOut || timeOut
+	s.mu.Unlock()
+	if timeOut {
+		return nil, fmt.Errorf("test: claim: %w", context.DeadlineExceeded)
+	}
+	return s.Store.Claim(ctx, p)
+}
+
+// A run whose outcome could not be recorded before its lease ran out has
+// run: when the replica's next claim of the slot times out and the one after
+// finds the slot still held by this process (the store's lease outlasts the
+// holder's trust by its margin), the claim is not adopted as one whose reply
+// was lost, which would run the job a second time.
+func TestRunWhoseLeaseRanOutIsNotAdopted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, rec, reg := rig(&recorder{sleep: 100 * time.Millisecond}, "report")
+		conf := `jobs: {report: {schedule: "@every 1h", lease: 3s, on_crash: skip}}`
+		wrapped := &finishFails{Store: st}
+		stop := start(t, replica(t, wrapped, "a", conf, reg))
+		time.Sleep(10 * time.Second)
+		stop()
+		wrapped.mu.Lock()
+		timedOut := wrapped.timedOut
+		wrapped.mu.Unlock()
+		if !timedOut {
+			t.Fatal("no takeover claim was sent after the lease ran out")
+		}
+		if evs := rec.snapshot(); len(evs) != 1 {
+			t.Fatalf("%d runs of the slot, want 1: %+v", len(evs), evs)
 		}
 	})
 }
