@@ -148,8 +148,21 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	var runs sync.WaitGroup
 	l := newLoop(s, runCtx, &runs)
 
+	// Until the loop runs, a failure to start returns at once: it stops
+	// and waits for what was started, before the store is closed.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	var bg, duties sync.WaitGroup
-	bg.Go(func() { s.prune(ctx) })
+	running := false
+	defer func() {
+		if !running {
+			stop()
+			bg.Wait()
+			duties.Wait()
+		}
+	}()
+	st := s.store
+	bg.Go(func() { s.prune(ctx, st) })
 	if len(s.duties) > 0 {
 		el, closeEl, err := s.elector(ctx)
 		if err != nil {
@@ -167,6 +180,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		bg.Go(wait)
 	}
+	running = true
 	s.live.set(l)
 	l.run(ctx)
 	s.live.set(nil) // no trigger starts a run from now on
@@ -202,8 +216,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // errShutdown is the cause of a job context cancelled by shutdown.
 var errShutdown = errors.New("scheduler: shutting down")
 
-// prune deletes expired markers every few minutes until ctx ends.
-func (s *Scheduler) prune(ctx context.Context) {
+// prune deletes expired markers of st every few minutes until ctx ends.
+func (s *Scheduler) prune(ctx context.Context, st slotstore.Store) {
 	t := time.NewTicker(5 * time.Minute)
 	defer t.Stop()
 	for {
@@ -211,7 +225,7 @@ func (s *Scheduler) prune(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			n, err := s.store.Prune(ctx)
+			n, err := st.Prune(ctx)
 			if err != nil && ctx.Err() == nil {
 				s.log.Warn("prune failed", "err", err)
 			} else if n > 0 {

@@ -3,9 +3,11 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"net"
 	"path/filepath"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/slotcron/slotcron/jobs"
@@ -109,4 +111,31 @@ func TestTriggerDuringRun(t *testing.T) {
 	if res, err := s.Trigger(context.Background(), "report"); err != nil || res.End != "succeeded" {
 		t.Errorf("trigger after Run: %+v %v", res, err)
 	}
+}
+
+// A Run that fails to start after opening its store (here the HTTP address
+// is taken) stops and waits for what it had started before it returns: no
+// goroutine of it is left behind to use the store it closed. synctest fails
+// the test if one is, blocked, when the bubble's function returns.
+func TestRunThatFailsLeavesNothingRunning(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	synctest.Test(t, func(t *testing.T) {
+		_, _, reg := rig(&recorder{}, "report")
+		cfg, err := Parse("test.yaml", []byte("store: {kind: memory}\nhttp: {listen: '"+ln.Addr().String()+"'}\n"+
+			"jobs: {report: {schedule: '@daily', catch_up: none}}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(cfg, reg, WithLogger(testLogger()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Run(context.Background()); err == nil {
+			t.Fatal("Run started on an address in use")
+		}
+	})
 }
