@@ -21,7 +21,7 @@ import (
 // order (fresh slots, and answers that change nothing, in one set-based
 // statement; the rest one by one), and issues each job's fences in request
 // order. When ctx has a deadline, the same round trip first bounds the
-// transaction's lock waits by it (see run).
+// claim's waits in the server by it (see run).
 func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
 	reqs, err := slotstore.NormalizeAll(p.Requests)
 	if err != nil {
@@ -103,13 +103,13 @@ func (s *Store) run(ctx context.Context, op, replica, incarnation string, b *bat
 		br   pgx.BatchResults // with a deadline: its Close reads the commit
 	)
 	if deadline, ok := ctx.Deadline(); ok {
-		// The claim's lock waits end, server-side, before the deadline:
+		// The claim's waits end, server-side, before the deadline:
 		// one whose client gave up (its cancel request lost with the
 		// connection) must not wait on and then win a slot nobody listens
 		// for. One batch, one round trip and one implicit transaction, so
 		// the setting ends with the claim.
 		qb := &pgx.Batch{}
-		qb.Queue(setLockTimeoutSQL, lockTimeout(time.Until(deadline)))
+		qb.Queue(setWaitBoundSQL, lockTimeout(time.Until(deadline)))
 		qb.Queue(s.q.claim, args...)
 		br = conn.SendBatch(ctx, qb)
 		defer br.Close()
@@ -185,29 +185,34 @@ func (s *Store) run(ctx context.Context, op, replica, incarnation string, b *bat
 	return out, nil
 }
 
-// lockDeadline marks a claim that stopped waiting for a lock at its
-// lock_timeout (SQLSTATE 55P03, lock_not_available: the claim function
-// waits with NOWAIT only inside a handler) as having run into its
-// deadline: it fails as a timeout does, errors.Is context.DeadlineExceeded,
-// but definitely, for it rolled back. A replica that sees its claim time
-// out this way knows the slot's row was held, and may ask again at once.
+// lockDeadline marks a claim that the server stopped at the bound
+// setWaitBoundSQL set (SQLSTATE 55P03, lock_not_available: the claim
+// function waits with NOWAIT only inside a handler; or 57014,
+// query_canceled, at statement_timeout) as having run into its deadline:
+// it fails as a timeout does, errors.Is context.DeadlineExceeded, but
+// definitely, for it rolled back.
 func lockDeadline(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
-		return fmt.Errorf("%w: its lock wait reached the deadline: %w", context.DeadlineExceeded, err)
+	if errors.As(err, &pgErr) && (pgErr.Code == "55P03" || pgErr.Code == "57014") {
+		return fmt.Errorf("%w: the claim's wait in the server reached the deadline: %w", context.DeadlineExceeded, err)
 	}
 	return err
 }
 
-// setLockTimeoutSQL sets lock_timeout, for the current transaction only, to
-// $1 milliseconds, or to the session's own setting when that is tighter.
-// Every lock the claim function waits for then waits no longer than that;
-// a claim that times out fails with SQLSTATE 55P03 (lock_not_available)
-// and rolls back, which fail reports as a definite failure.
-const setLockTimeoutSQL = `SELECT pg_catalog.set_config('lock_timeout', least($1::bigint,
-	nullif((extract(epoch FROM pg_catalog.current_setting('lock_timeout')::interval) * 1000)::bigint, 0))::text, true)`
+// setWaitBoundSQL sets lock_timeout and statement_timeout, for the current
+// transaction only, to $1 milliseconds, or each to the session's own
+// setting when that is tighter. The claim that follows in the batch then
+// waits no longer than that for any one lock (SQLSTATE 55P03,
+// lock_not_available) nor, all its waits added up, in all (57014,
+// query_canceled); either way it rolls back, which fail reports as a
+// definite failure.
+const setWaitBoundSQL = `SELECT
+	pg_catalog.set_config('lock_timeout', least($1::bigint,
+		nullif((extract(epoch FROM pg_catalog.current_setting('lock_timeout')::interval) * 1000)::bigint, 0))::text, true),
+	pg_catalog.set_config('statement_timeout', least($1::bigint,
+		nullif((extract(epoch FROM pg_catalog.current_setting('statement_timeout')::interval) * 1000)::bigint, 0))::text, true)`
 
-// lockTimeout is the lock_timeout, in whole milliseconds, for a claim with
+// lockTimeout is the bound, in whole milliseconds, for a claim with
 // left until its deadline: a tenth of it (at least a millisecond) short of
 // the deadline, so the server's answer can arrive before it, and at least a
 // millisecond (0 would mean none).

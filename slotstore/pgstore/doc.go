@@ -202,14 +202,14 @@
 // slotstore.IsOutcomeUnknown reports true, and errors.Is still finds
 // context.DeadlineExceeded or context.Canceled. A claim batch counts as done
 // only when the server has confirmed its commit. A claim or skip whose
-// context has a deadline sets lock_timeout, for its transaction only and in
-// the same round trip, to the time left less a tenth (at least a
-// millisecond; the session's own setting when tighter): a lock wait that
-// would run past the deadline fails in the server first (SQLSTATE 55P03,
-// a plain error: nothing changed), and a claim whose client is gone, its
-// cancel request lost with the connection, stops waiting soon after. The
-// bound is per lock wait: a claim that waits for several locks can still
-// outlast its deadline. DSNs never appear in
+// context has a deadline sets lock_timeout and statement_timeout, for its
+// transaction only and in the same round trip, to the time left less a
+// tenth (at least a millisecond; the session's own setting when tighter): a
+// claim that would wait past the deadline, for one lock or for several,
+// fails in the server first (SQLSTATE 55P03 or 57014: a definite error,
+// nothing changed, that errors.Is finds context.DeadlineExceeded in), so a
+// claim whose client is gone, its cancel request lost with the connection,
+// never wins a slot after its client gave up. DSNs never appear in
 // errors with their passwords. After Close every method returns an error
 // wrapping slotstore.ErrClosed.
 //
