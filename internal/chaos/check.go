@@ -182,8 +182,9 @@ func (s *session) classify(k slotKey, period time.Duration, faults []Fault, line
 	}
 	around := s.o.Deadline + 3*s.o.Lease
 	// running reports whether a run of the slot had started at t, within
-	// around of it, and had not ended by its log: a slow job's takeovers
-	// may run it well past the slot's own window.
+	// around of it, and had not ended: by its log, or by its process's
+	// kill a lease before t (a successor should have started it by then).
+	// A slow job's takeovers may run it well past the slot's own window.
 	running := func(t time.Time) bool {
 		for _, st := range lines {
 			if st.Job != k.job || st.Slot != slot || st.Msg != "run started" || st.Time.After(t) || t.Sub(st.Time) > around {
@@ -192,6 +193,9 @@ func (s *session) classify(k slotKey, period time.Duration, faults []Fault, line
 			ended := slices.ContainsFunc(lines, func(ln logLine) bool {
 				return ln.replica == st.replica && ln.Job == k.job && ln.Slot == slot && ln.Fence == st.Fence &&
 					endMsgs[ln.Msg] && ln.Time.Before(t)
+			}) || slices.ContainsFunc(faults, func(f Fault) bool {
+				return f.Replica == st.replica && (f.Kind == FaultKill || f.Kind == FaultEffectKill) &&
+					!f.At.Before(st.Time) && f.At.Add(s.o.Lease).Before(t)
 			})
 			if !ended {
 				return true

@@ -55,18 +55,27 @@ func TestClassifyExcusesALossWhileItRan(t *testing.T) {
 	started := logLine{Msg: "run started", Job: k.job, Slot: slot.Format(time.RFC3339), Fence: 4, Time: slot.Add(12 * time.Second), replica: "r3"}
 	ended := started
 	ended.Msg, ended.Time = "run finished", slot.Add(12500*time.Millisecond)
+	early := started
+	early.Time = slot.Add(4 * time.Second)
 	for _, tc := range []struct {
 		name    string
 		lines   []logLine
 		excused bool
+		faults  []Fault
 	}{
-		{"running at the loss", []logLine{started}, true},
-		{"ended before the loss", []logLine{started, ended}, false},
-		{"never started", nil, false},
+		{"running at the loss", []logLine{started}, true, nil},
+		{"ended before the loss", []logLine{started, ended}, false, nil},
+		{"never started", nil, false, nil},
+		// Killed a lease and more before the loss: its successor, not the
+		// loss, should have run the slot.
+		{"killed well before the loss", []logLine{early}, false,
+			[]Fault{{Kind: FaultKill, Replica: "r3", At: early.Time.Add(500 * time.Millisecond)}}},
+		{"killed just before the loss", []logLine{started}, true,
+			[]Fault{{Kind: FaultKill, Replica: "r3", At: flush.At.Add(-time.Second)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &session{o: o, markers: map[slotKey][]slotstore.Marker{k: missed}}
-			l := s.classify(k, 5*time.Second, []Fault{flush}, tc.lines)
+			l := s.classify(k, 5*time.Second, append([]Fault{flush}, tc.faults...), tc.lines)
 			if got := l.Excused != ""; got != tc.excused {
 				t.Errorf("excused %v (%q), want %v", got, l.Excused, tc.excused)
 			}

@@ -36,7 +36,7 @@ type logLine struct {
 var endMsgs = map[string]bool{
 	"run finished": true, "lease lost": true, "run ended after lease lost; outcome not recorded": true,
 	"run replaced": true, "run replaced; outcome not recorded": true, "run failed; retry scheduled": true,
-	"run released": true, "job panicked": true,
+	"run released": true, "release failed; the slot is taken over when its lease ends": true, "job panicked": true,
 }
 
 // runRef names one attempt of a slot.
