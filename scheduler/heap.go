@@ -86,5 +86,6 @@ func (h *entryHeap) push(e *entry) {
 	e.at = e.at.Round(0)
 	heap.Push(h, e)
 }
-func (h *entryHeap) pop() *entry   { return heap.Pop(h).(*entry) }
-func (h entryHeap) peek() *entry   { return h[0] }
+
+func (h *entryHeap) pop() *entry { return heap.Pop(h).(*entry) }
+func (h entryHeap) peek() *entry { return h[0] }
