@@ -257,9 +257,25 @@ func (s *session) classify(k slotKey, period time.Duration, faults []Fault, line
 func (s *session) takeovers(probes []*probe, starts map[slotKey][]row, faults []Fault, lines []logLine) ([]Takeover, []string) {
 	var out []Takeover
 	var unmeasured []string
+	// A successor killed as its run began may log the start and not live to
+	// record it: its log counts as a start too.
+	logged := make(map[slotKey][]row)
+	for _, ln := range lines {
+		if ln.Msg != "run started" {
+			continue
+		}
+		slot, err := time.Parse(time.RFC3339, ln.Slot)
+		if err != nil {
+			continue
+		}
+		k := slotKey{job: ln.Job, slot: slot.UTC()}
+		logged[k] = append(logged[k], row{key: k, fence: ln.Fence, attempt: ln.Attempt, replica: ln.replica, at: ln.Time})
+	}
 	for _, p := range probes {
 		found := false
-		for _, r := range starts[p.key] {
+		both := append(slices.Clone(starts[p.key]), logged[p.key]...)
+		slices.SortStableFunc(both, func(a, b row) int { return a.at.Compare(b.at) })
+		for _, r := range both {
 			if r.fence <= p.fence {
 				continue
 			}

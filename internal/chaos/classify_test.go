@@ -82,3 +82,21 @@ func TestClassifyExcusesALossWhileItRan(t *testing.T) {
 		})
 	}
 }
+
+// A successor that started a dead holder's slot on time and was killed
+// before its job recorded the start still took the slot over then: its
+// logged start counts, not only the next recorded one.
+func TestTakeoverCountsALoggedStart(t *testing.T) {
+	slot := time.Date(2026, 12, 1, 16, 29, 35, 0, time.UTC)
+	k := slotKey{job: "tick", slot: slot}
+	s := &session{o: Options{Store: StorePostgres, Lease: 2 * time.Second, Deadline: 5 * time.Second}}
+	taken := slot.Add(250 * time.Millisecond)
+	p := &probe{key: k, fence: 1, fault: FaultEffectKill + " r2", at: taken, leaseEnd: slot.Add(2 * time.Second)}
+	recorded := map[slotKey][]row{k: {{key: k, fence: 3, attempt: 3, replica: "r3", at: slot.Add(4 * time.Second)}}}
+	logged := []logLine{{Msg: "run started", Job: k.job, Slot: slot.Format(time.RFC3339), Fence: 2, Attempt: 2,
+		Time: slot.Add(2040 * time.Millisecond), replica: "r1"}}
+	got, _ := s.takeovers([]*probe{p}, recorded, nil, logged)
+	if len(got) != 1 || got[0].Latency != 1790*time.Millisecond {
+		t.Fatalf("takeovers %+v, want r1's logged start 1.79 s after the holder was taken out", got)
+	}
+}
