@@ -834,29 +834,35 @@ func (l *loop) startWith(p *plan, c slotstore.Claim, sent time.Time, done chan<-
 	l.mine.m[k] = cancel
 	delete(l.mine.lost, k)
 	l.mine.Unlock()
-	l.runs.Go(func() {
-		defer l.active.Add(-1)
-		end := l.s.execute(ctx, cancel, l.s.store, p, c, sent, l.hooks)
-		l.mine.Lock()
-		delete(l.mine.m, k)
-		if end == endLeaseLost {
-			l.mine.lost[k] = c.Fence
-		}
-		l.mine.Unlock()
-		if done != nil {
-			done <- end
-		}
-		if end != endLeaseLost {
-			return
-		}
-		// The successor may die too, and the replicas that watched the slot
-		// may be gone or busy elsewhere: watch it like any claimed slot. A
-		// full channel drops the note; the next scan finds the slot.
-		select {
-		case l.watches <- watchNote{p: p, slot: c.Slot, at: l.s.now()}:
-		default:
-		}
-	})
+	l.runs.Add(1)
+	go l.runOne(ctx, cancel, k, p, c, sent, done) // one allocation, where WaitGroup.Go and a closure take two
+}
+
+// runOne runs a claim started by startWith to its end, on its own goroutine.
+func (l *loop) runOne(ctx context.Context, cancel context.CancelCauseFunc, k slotKey, p *plan, c slotstore.Claim,
+	sent time.Time, done chan<- runEnd) {
+	defer l.runs.Done()
+	defer l.active.Add(-1)
+	end := l.s.execute(ctx, cancel, l.s.store, p, c, sent, l.hooks)
+	l.mine.Lock()
+	delete(l.mine.m, k)
+	if end == endLeaseLost {
+		l.mine.lost[k] = c.Fence
+	}
+	l.mine.Unlock()
+	if done != nil {
+		done <- end
+	}
+	if end != endLeaseLost {
+		return
+	}
+	// The successor may die too, and the replicas that watched the slot may
+	// be gone or busy elsewhere: watch it like any claimed slot. A full
+	// channel drops the note; the next scan finds the slot.
+	select {
+	case l.watches <- watchNote{p: p, slot: c.Slot, at: l.s.now()}:
+	default:
+	}
 }
 
 // running returns the cancel function of the run of k, if this replica

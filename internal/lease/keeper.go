@@ -71,11 +71,12 @@ type Keeper struct {
 	h Holder
 
 	mu      sync.Mutex
-	until   time.Time   // end of the trust window
-	timer   *time.Timer // fires at until
-	lostc   chan struct{}
-	stopped bool // Stop was called: Holder.Lost must not be
-	ended   bool // a renewal found the work recorded as ended: Holder.Lost must not be
+	until   time.Time     // end of the trust window
+	timer   *time.Timer   // fires at until
+	lost    bool          // the lease is lost
+	lostc   chan struct{} // closed when lost; made by the first Lost call
+	stopped bool          // Stop was called: Holder.Lost must not be
+	ended   bool          // a renewal found the work recorded as ended: Holder.Lost must not be
 	// renewer starts the renewing goroutine when the first renewal is
 	// due, so work shorter than a renewal interval costs no goroutine.
 	renewer *time.Timer
@@ -83,7 +84,8 @@ type Keeper struct {
 	// renewing counts the renewing goroutine, from Start: it ends it, or
 	// Pause does for a renewer that never fired.
 	renewing sync.WaitGroup
-
+	// stopc is closed by Pause; the renewing goroutine makes it when it
+	// starts, so work shorter than a renewal interval costs no channel.
 	stopc chan struct{}
 }
 
@@ -92,8 +94,7 @@ func Start(sent time.Time, c Config, h Holder) *Keeper {
 	if c.Margin == 0 {
 		c.Margin = DefaultMargin(c.Lease)
 	}
-	k := &Keeper{c: c, h: h, until: sent.Add(c.Lease - c.Margin), lostc: make(chan struct{}),
-		stopc: make(chan struct{})}
+	k := &Keeper{c: c, h: h, until: sent.Add(c.Lease - c.Margin)}
 	k.renewing.Add(1)
 	k.mu.Lock()
 	k.timer = time.AfterFunc(time.Until(k.until), k.expire)
@@ -103,7 +104,17 @@ func Start(sent time.Time, c Config, h Holder) *Keeper {
 }
 
 // Lost is closed once the lease is lost.
-func (k *Keeper) Lost() <-chan struct{} { return k.lostc }
+func (k *Keeper) Lost() <-chan struct{} {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.lostc == nil {
+		k.lostc = make(chan struct{})
+		if k.lost {
+			close(k.lostc)
+		}
+	}
+	return k.lostc
+}
 
 // TrustedUntil is the end of the current trust window.
 func (k *Keeper) TrustedUntil() time.Time {
@@ -114,12 +125,10 @@ func (k *Keeper) TrustedUntil() time.Time {
 
 // Trusted reports whether the lease is still trusted now, by both clocks.
 func (k *Keeper) Trusted() bool {
-	select {
-	case <-k.lostc:
-		return false
-	default:
-	}
-	return Within(time.Now(), k.TrustedUntil())
+	k.mu.Lock()
+	lost, until := k.lost, k.until
+	k.mu.Unlock()
+	return !lost && Within(time.Now(), until)
 }
 
 // Within reports whether now is before until on the monotonic clock and on
@@ -141,10 +150,8 @@ func (k *Keeper) Ended() bool {
 func (k *Keeper) end() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	select {
-	case <-k.lostc:
+	if k.lost {
 		return // lost first
-	default:
 	}
 	k.ended = true
 	k.timer.Stop()
@@ -157,7 +164,9 @@ func (k *Keeper) Pause() {
 	k.mu.Lock()
 	if !k.paused {
 		k.paused = true
-		close(k.stopc)
+		if k.stopc != nil {
+			close(k.stopc)
+		}
 		// A renewer that had not fired never will; one that had is the
 		// renewing goroutine, which ends on stopc.
 		if k.renewer.Stop() {
@@ -189,17 +198,14 @@ func (k *Keeper) expire() {
 
 func (k *Keeper) lose(expired bool, err error) {
 	k.mu.Lock()
-	select {
-	case <-k.lostc:
-		k.mu.Unlock()
-		return
-	default:
-	}
-	if k.stopped || k.ended {
+	if k.lost || k.stopped || k.ended {
 		k.mu.Unlock()
 		return
 	}
-	close(k.lostc)
+	k.lost = true
+	if k.lostc != nil {
+		close(k.lostc)
+	}
 	k.mu.Unlock()
 	k.h.Lost(expired, err)
 }
@@ -207,10 +213,8 @@ func (k *Keeper) lose(expired bool, err error) {
 func (k *Keeper) extend(sent time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	select {
-	case <-k.lostc:
+	if k.lost {
 		return
-	default:
 	}
 	k.until = sent.Add(k.c.Lease - k.c.Margin)
 	k.timer.Reset(time.Until(k.until))
@@ -220,14 +224,23 @@ func (k *Keeper) extend(sent time.Time) {
 // renewal is due.
 func (k *Keeper) renewLoop() {
 	defer k.renewing.Done()
+	k.mu.Lock()
+	if k.paused {
+		k.mu.Unlock()
+		return
+	}
+	k.stopc = make(chan struct{})
+	stopc := k.stopc
+	k.mu.Unlock()
+	lostc := k.Lost()
 	interval := k.c.Lease / 3
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
-		case <-k.stopc:
+		case <-stopc:
 			return
-		case <-k.lostc:
+		case <-lostc:
 			return
 		case <-k.c.Done:
 			return

@@ -79,12 +79,10 @@ func (s *Store) put(m slotstore.Marker) {
 	}
 }
 
-// drop removes k from the index of running slots.
+// drop removes k from the index of running slots. A job's set is kept when
+// it empties: its next run would make it again.
 func (s *Store) drop(k key) {
 	delete(s.running[k.job], k.slot)
-	if len(s.running[k.job]) == 0 {
-		delete(s.running, k.job)
-	}
 }
 
 // bornOf returns when job's generation began, beginning it at now if it
