@@ -70,19 +70,20 @@ type Keeper struct {
 	c Config
 	h Holder
 
-	mu      sync.Mutex
-	until   time.Time     // end of the trust window
-	timer   *time.Timer   // fires at until
+	mu    sync.Mutex
+	until time.Time // end of the trust window
+	// timer first fires when the first renewal is due (or trust ends, if
+	// sooner) and starts the renewing goroutine, so work shorter than a
+	// renewal interval costs no goroutine; from then on it fires at until.
+	timer   *time.Timer
+	ticked  bool          // the timer has fired once
 	lost    bool          // the lease is lost
 	lostc   chan struct{} // closed when lost; made by the first Lost call
 	stopped bool          // Stop was called: Holder.Lost must not be
 	ended   bool          // a renewal found the work recorded as ended: Holder.Lost must not be
-	// renewer starts the renewing goroutine when the first renewal is
-	// due, so work shorter than a renewal interval costs no goroutine.
-	renewer *time.Timer
-	paused  bool // Pause was called
+	paused  bool          // Pause was called
 	// renewing counts the renewing goroutine, from Start: it ends it, or
-	// Pause does for a renewer that never fired.
+	// Pause does when the timer has not fired yet.
 	renewing sync.WaitGroup
 	// stopc is closed by Pause; the renewing goroutine makes it when it
 	// starts, so work shorter than a renewal interval costs no channel.
@@ -97,10 +98,32 @@ func Start(sent time.Time, c Config, h Holder) *Keeper {
 	k := &Keeper{c: c, h: h, until: sent.Add(c.Lease - c.Margin)}
 	k.renewing.Add(1)
 	k.mu.Lock()
-	k.timer = time.AfterFunc(time.Until(k.until), k.expire)
-	k.renewer = time.AfterFunc(c.Lease/3, k.renewLoop)
+	k.timer = time.AfterFunc(min(c.Lease/3, time.Until(k.until)), k.fire)
 	k.mu.Unlock()
 	return k
+}
+
+// fire is the timer's: the first time, it sets the timer to the end of the
+// trust window and becomes the renewing goroutine (unless Pause came
+// first); after that, the trust window has ended, or moved.
+func (k *Keeper) fire() {
+	k.mu.Lock()
+	if k.stopped {
+		k.mu.Unlock()
+		return
+	}
+	if !k.ticked {
+		k.ticked = true
+		k.timer.Reset(time.Until(k.until))
+		renew := !k.paused
+		k.mu.Unlock()
+		if renew {
+			k.renewLoop()
+		}
+		return
+	}
+	k.mu.Unlock()
+	k.expire()
 }
 
 // Lost is closed once the lease is lost.
@@ -167,9 +190,9 @@ func (k *Keeper) Pause() {
 		if k.stopc != nil {
 			close(k.stopc)
 		}
-		// A renewer that had not fired never will; one that had is the
-		// renewing goroutine, which ends on stopc.
-		if k.renewer.Stop() {
+		// A timer that has not fired starts no renewing goroutine when
+		// it does; one that has is that goroutine, which ends on stopc.
+		if !k.ticked {
 			k.renewing.Done()
 		}
 	}
