@@ -88,6 +88,8 @@ type Keeper struct {
 	// stopc is closed by Pause; the renewing goroutine makes it when it
 	// starts, so work shorter than a renewal interval costs no channel.
 	stopc chan struct{}
+	// losing counts a call of Holder.Lost under way, which Stop waits for.
+	losing sync.WaitGroup
 }
 
 // Start begins keeping, for h, a lease acquired by a call sent at sent.
@@ -201,13 +203,15 @@ func (k *Keeper) Pause() {
 }
 
 // Stop ends the Keeper: no renewal, no trust timer. Holder.Lost is not called
-// after Stop returns.
+// after Stop returns, nor running then: a call that began before waits for
+// Stop to return until it ends (Holder.Lost must not call Stop).
 func (k *Keeper) Stop() {
 	k.Pause()
 	k.mu.Lock()
 	k.timer.Stop()
 	k.stopped = true
 	k.mu.Unlock()
+	k.losing.Wait()
 }
 
 func (k *Keeper) expire() {
@@ -229,7 +233,9 @@ func (k *Keeper) lose(expired bool, err error) {
 	if k.lostc != nil {
 		close(k.lostc)
 	}
+	k.losing.Add(1) // under mu, so a Stop that follows waits for it
 	k.mu.Unlock()
+	defer k.losing.Done()
 	k.h.Lost(expired, err)
 }
 
@@ -243,8 +249,8 @@ func (k *Keeper) extend(sent time.Time) {
 	k.timer.Reset(time.Until(k.until))
 }
 
-// renewLoop is the renewing goroutine: the renewer starts it when the first
-// renewal is due.
+// renewLoop is the renewing goroutine: the timer's first firing runs it,
+// when the first renewal is due.
 func (k *Keeper) renewLoop() {
 	defer k.renewing.Done()
 	k.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -179,3 +180,31 @@ func (f funcs) Ended(err error) bool            { return f.ended != nil && f.end
 func (f funcs) Lost(expired bool, err error)    { f.onLost(expired, err) }
 func (funcs) Renewed(time.Time, time.Duration)  {}
 func (funcs) RenewFailed(error, time.Duration)  {}
+
+// Holder.Lost is not running after Stop returns: a Stop that comes while
+// the trust window's end is calling it (a slow log write, here) waits for
+// it, so a holder that recorded its outcome and stopped the keeper never
+// hears of a lost lease afterwards.
+func TestLostNotRunningAfterStop(t *testing.T) {
+	for range 50 {
+		synctest.Test(t, func(t *testing.T) {
+			var stopped, late atomic.Bool
+			k := Start(time.Now(), Config{Lease: 3 * time.Second}, funcs{
+				renew: func(context.Context) error { return errors.New("down") },
+				gone:  func(error) bool { return false },
+				onLost: func(bool, error) {
+					time.Sleep(time.Millisecond)
+					late.Store(stopped.Load())
+				},
+			})
+			k.Pause()                           // renewals over, as a run's end does
+			time.Sleep(2700 * time.Millisecond) // the trust window's end
+			k.Stop()
+			stopped.Store(true)
+			time.Sleep(time.Second)
+			if late.Load() {
+				t.Fatal("Holder.Lost was still running after Stop returned")
+			}
+		})
+	}
+}
