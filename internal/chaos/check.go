@@ -258,7 +258,10 @@ func (s *session) takeovers(probes []*probe, starts map[slotKey][]row, faults []
 	var out []Takeover
 	var unmeasured []string
 	// A successor killed as its run began may log the start and not live to
-	// record it: its log counts as a start too.
+	// record it: its logged start counts too, if its process was killed
+	// within a lease of it, before the run logged an end. (Any other run
+	// that logged a start and recorded none never ran its job: a claim
+	// whose reply came after its trust window, say.)
 	logged := make(map[slotKey][]row)
 	for _, ln := range lines {
 		if ln.Msg != "run started" {
@@ -266,6 +269,19 @@ func (s *session) takeovers(probes []*probe, starts map[slotKey][]row, faults []
 		}
 		slot, err := time.Parse(time.RFC3339, ln.Slot)
 		if err != nil {
+			continue
+		}
+		killed := slices.ContainsFunc(faults, func(f Fault) bool {
+			if f.Replica != ln.replica || (f.Kind != FaultKill && f.Kind != FaultEffectKill) ||
+				f.At.Before(ln.Time) || f.At.After(ln.Time.Add(s.o.Lease)) {
+				return false
+			}
+			return !slices.ContainsFunc(lines, func(e logLine) bool {
+				return e.replica == ln.replica && e.Job == ln.Job && e.Slot == ln.Slot && e.Fence == ln.Fence &&
+					endMsgs[e.Msg] && e.Time.Before(f.At)
+			})
+		})
+		if !killed {
 			continue
 		}
 		k := slotKey{job: ln.Job, slot: slot.UTC()}

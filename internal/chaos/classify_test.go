@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -95,8 +96,20 @@ func TestTakeoverCountsALoggedStart(t *testing.T) {
 	recorded := map[slotKey][]row{k: {{key: k, fence: 3, attempt: 3, replica: "r3", at: slot.Add(4 * time.Second)}}}
 	logged := []logLine{{Msg: "run started", Job: k.job, Slot: slot.Format(time.RFC3339), Fence: 2, Attempt: 2,
 		Time: slot.Add(2040 * time.Millisecond), replica: "r1"}}
-	got, _ := s.takeovers([]*probe{p}, recorded, nil, logged)
+	killed := []Fault{{Kind: FaultKill, Replica: "r1", At: slot.Add(2100 * time.Millisecond)}}
+	got, _ := s.takeovers([]*probe{p}, recorded, killed, logged)
 	if len(got) != 1 || got[0].Latency != 1790*time.Millisecond {
 		t.Fatalf("takeovers %+v, want r1's logged start 1.79 s after the holder was taken out", got)
+	}
+	// Not killed, it would have recorded its start: one it did not record
+	// never ran its job (its lease was lost as it began), and the takeover
+	// is r3's.
+	ended := logged[0]
+	ended.Msg, ended.Time = "lease lost", ended.Time.Add(time.Millisecond)
+	for _, faults := range [][]Fault{nil, {{Kind: FaultKill, Replica: "r1", At: slot.Add(3 * time.Second)}}} {
+		got, _ = s.takeovers([]*probe{p}, recorded, faults, append(slices.Clone(logged), ended))
+		if len(got) != 1 || got[0].Latency != 3750*time.Millisecond {
+			t.Errorf("faults %v: takeovers %+v, want r3's recorded start 3.75 s after the holder was taken out", faults, got)
+		}
 	}
 }
