@@ -80,7 +80,7 @@ func (s *Store) put(m slotstore.Marker) {
 }
 
 // drop removes k from the index of running slots. A job's set is kept when
-// it empties: its next run would make it again.
+// it empties, as its next run would make it again; Prune drops empty ones.
 func (s *Store) drop(k key) {
 	delete(s.running[k.job], k.slot)
 }
@@ -378,6 +378,11 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 	for k := range s.markers {
 		if cur, ok := s.newest[k.job]; stale[k.job] && (!ok || k.slot > cur) {
 			s.newest[k.job] = k.slot
+		}
+	}
+	for job, slots := range s.running {
+		if len(slots) == 0 {
+			delete(s.running, job) // kept between runs; not for a job that stopped
 		}
 	}
 	return n, nil
