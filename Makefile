@@ -29,10 +29,13 @@ run: ## run the demo scheduler on the embedded SQLite store
 build: ## build the reference binary into bin/scheduler
 	$(GO) build -o bin/scheduler ./cmd/scheduler
 
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 .PHONY: check
-check: ## gofmt, go vet
+check: ## gofmt, go vet and staticcheck (fetched by the go command at the pinned version)
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && exit 1)
 	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
 
 CHAOS_STORES   ?= sqlite,redis,postgres
 CHAOS_DURATION ?= 3m

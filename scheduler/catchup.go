@@ -290,10 +290,3 @@ func (l *loop) dropPaused(ctx context.Context, batch []*entry) []*entry {
 	l.skip(ctx, skips)
 	return kept
 }
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}

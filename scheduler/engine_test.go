@@ -29,7 +29,7 @@ func TestReplicasRunEverySlotOnce(t *testing.T) {
 			time.Sleep(delay)
 			stops = append(stops, start(t, replica(t, st, fmt.Sprintf("r%d", i), conf, reg)))
 		}
-		time.Sleep(t0.Add(20*time.Second + 500*time.Millisecond).Sub(time.Now()))
+		time.Sleep(time.Until(t0.Add(20*time.Second + 500*time.Millisecond)))
 		for _, stop := range stops {
 			stop()
 		}

@@ -105,7 +105,7 @@ func TestPostgresCompleteTxIsNotALostLease(t *testing.T) {
 		}
 		return nil
 	})
-	s := replica(t, st, "a", fmt.Sprintf(`jobs: {j: {schedule: "*/3 * * * * *", lease: 3s}}`), reg)
+	s := replica(t, st, "a", `jobs: {j: {schedule: "*/3 * * * * *", lease: 3s}}`, reg)
 	stop := start(t, s)
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {

@@ -81,13 +81,13 @@ func StopSharedPostgres() {
 	}
 }
 
-// pgErrNoBinaries reports that the PostgreSQL server binaries are not
+// errPGNoBinaries reports that the PostgreSQL server binaries are not
 // installed.
-var pgErrNoBinaries = errors.New("testserver: PostgreSQL server binaries (initdb, postgres) not found")
+var errPGNoBinaries = errors.New("testserver: PostgreSQL server binaries (initdb, postgres) not found")
 
 func pgSkipOrFail(tb testing.TB, err error) {
 	tb.Helper()
-	if errors.Is(err, pgErrNoBinaries) && os.Getenv("CI") != "true" {
+	if errors.Is(err, errPGNoBinaries) && os.Getenv("CI") != "true" {
 		tb.Skipf("%v: install PostgreSQL (e.g. the postgresql Debian package) to run this test", err)
 	}
 	tb.Fatal(err)
@@ -229,7 +229,7 @@ func pgBinDir() (string, error) {
 			return d, nil
 		}
 	}
-	return "", pgErrNoBinaries
+	return "", errPGNoBinaries
 }
 
 func pgIsExec(path string) bool {
