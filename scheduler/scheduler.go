@@ -115,10 +115,14 @@ func (s *Scheduler) Replica() string { return s.replica }
 // Run schedules and runs jobs until ctx is cancelled, then shuts down
 // gracefully: it stops claiming, lets running jobs finish for up to
 // shutdown_grace, cancels the rest, releases their slots so another replica
-// takes them over at once, and returns nil. It returns only when every
-// goroutine it started has ended. A store that cannot be opened is retried
-// for up to StoreWait (a replica restarted while its store restarts too
-// waits for it); after that it is an error.
+// takes them over at once, and returns nil. It returns when every goroutine
+// it started has ended, with one bound: a job (or duty) that ignores its
+// cancelled context is waited for at most its lease and 5 s more after the
+// grace, then left behind, logged, its lease running out and its fence
+// guarding its successor. When such a job returns at last, its run's
+// attempt to record the outcome fails if Run closed the store. A store
+// that cannot be opened is retried for up to StoreWait (a replica restarted
+// while its store restarts too waits for it); after that it is an error.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if s.store == nil {
 		st, err := s.openStore(ctx)
