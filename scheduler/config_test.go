@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -224,5 +225,18 @@ jobs:
 		if !strings.HasPrefix(errs[i].Error(), w) {
 			t.Errorf("error %d = %q, want prefix %q", i, errs[i], w)
 		}
+	}
+}
+
+// ConfigErrors unwraps to its problems: errors.As finds each *ConfigError,
+// with its file, line and key, through any wrapping.
+func TestConfigErrorsUnwrap(t *testing.T) {
+	_, err := Parse("test.yaml", []byte("defaults:\n  lease: 15x\njobz: {}\n"))
+	var one *ConfigError
+	if !errors.As(fmt.Errorf("loading: %w", err), &one) {
+		t.Fatalf("errors.As found no *ConfigError in %v", err)
+	}
+	if one.File != "test.yaml" || one.Line != 2 || one.Key != "defaults.lease" {
+		t.Errorf("first problem %+v, want test.yaml:2 defaults.lease", one)
 	}
 }

@@ -44,6 +44,15 @@ func (es ConfigErrors) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// Unwrap returns each problem, so errors.As finds a *ConfigError in them.
+func (es ConfigErrors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
 // IsConfigError reports whether err is a configuration problem (exit code 2)
 // rather than a runtime failure.
 func IsConfigError(err error) bool {
