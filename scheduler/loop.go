@@ -67,13 +67,12 @@ type loop struct {
 	mine struct {
 		sync.Mutex
 		m map[slotKey]context.CancelCauseFunc
-		// lost holds the fence of each run of this process that ended
-		// with its lease lost and its outcome not recorded, until the
-		// slot is claimed again or seen finished: such a run's marker,
-		// still held by this process in the store until its lease ends,
-		// is never adopted as a claim whose reply was lost (its job has
-		// run already).
-		lost map[slotKey]int64
+		// lost holds each run of this process that ended with its lease
+		// lost and its outcome not recorded, for a lease after: its
+		// marker, which the store may hold for this process that long, is
+		// never adopted as a claim whose reply was lost (its job has run
+		// already). Later no store answers "held" with its fence.
+		lost map[slotKey]lostRun
 	}
 	// hooks are the run hooks of every run the loop starts.
 	hooks runHooks
@@ -155,7 +154,7 @@ func newLoop(s *Scheduler, runCtx context.Context, runs *sync.WaitGroup) *loop {
 		unknown: make(map[slotKey]bool), dataLoss: make(map[string]bool),
 		newJobs: make(map[string]bool)}
 	l.mine.m = make(map[slotKey]context.CancelCauseFunc)
-	l.mine.lost = make(map[slotKey]int64)
+	l.mine.lost = make(map[slotKey]lostRun)
 	l.hooks = runHooks{retryAt: l.noteRetry}
 	l.pauseTimeout = maxStoreWait
 	for _, p := range s.plans {
@@ -655,10 +654,6 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 		level = slog.LevelDebug
 	}
 	switch r.Status {
-	case slotstore.Finished, slotstore.Abandoned, slotstore.Absent, slotstore.Skipped:
-		l.forgetLost(k)
-	}
-	switch r.Status {
 	case slotstore.Won:
 		delete(l.dataLoss, e.p.name)
 		delete(l.newJobs, e.p.name)
@@ -793,8 +788,9 @@ func (l *loop) adopt(p *plan, m slotstore.Marker) bool {
 	k := slotKey{p.name, m.Slot.Unix()}
 	l.mine.Lock()
 	_, running := l.mine.m[k]
-	ran := l.mine.lost[k] == m.Fence
+	lr, ran := l.mine.lost[k]
 	l.mine.Unlock()
+	ran = ran && lr.fence == m.Fence
 	if running || ran {
 		return false
 	}
@@ -813,11 +809,11 @@ func (l *loop) adopt(p *plan, m slotstore.Marker) bool {
 	return true
 }
 
-// forgetLost forgets the lost run of k: its slot has ended.
-func (l *loop) forgetLost(k slotKey) {
-	l.mine.Lock()
-	delete(l.mine.lost, k)
-	l.mine.Unlock()
+// lostRun is a run that ended with its lease lost: its claim's fence, and
+// until when the store may still hold the claim.
+type lostRun struct {
+	fence int64
+	until time.Time
 }
 
 // start runs a won claim in its own goroutine, which the loop can cancel.
@@ -832,7 +828,6 @@ func (l *loop) startWith(p *plan, c slotstore.Claim, sent time.Time, done chan<-
 	ctx, cancel := context.WithCancelCause(l.runCtx)
 	l.mine.Lock()
 	l.mine.m[k] = cancel
-	delete(l.mine.lost, k)
 	l.mine.Unlock()
 	l.runs.Add(1)
 	go l.runOne(ctx, cancel, k, p, c, sent, done) // one allocation, where WaitGroup.Go and a closure take two
@@ -847,7 +842,13 @@ func (l *loop) runOne(ctx context.Context, cancel context.CancelCauseFunc, k slo
 	l.mine.Lock()
 	delete(l.mine.m, k)
 	if end == endLeaseLost {
-		l.mine.lost[k] = c.Fence
+		now := time.Now()
+		for lk, lr := range l.mine.lost { // few: a lease lost is rare
+			if now.After(lr.until) {
+				delete(l.mine.lost, lk)
+			}
+		}
+		l.mine.lost[k] = lostRun{fence: c.Fence, until: now.Add(p.lease)}
 	}
 	l.mine.Unlock()
 	if done != nil {
