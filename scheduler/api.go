@@ -103,8 +103,13 @@ func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, "no such job")
 		return
 	}
-	out, c, sent, err := a.s.claimManual(r.Context(), a.s.store, p)
+	// Through the live engine, as Trigger during Run: the run is one of
+	// Run's, which waits for it at shutdown.
+	m, started, err := a.s.live.start(r.Context(), a.s, p)
 	switch {
+	case !started:
+		httpError(w, http.StatusServiceUnavailable, "the scheduler is shutting down")
+		return
 	case errors.Is(err, ErrBusy), errors.Is(err, ErrPaused):
 		httpError(w, http.StatusConflict, err.Error())
 		return
@@ -112,9 +117,9 @@ func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	a.l.start(p, c, sent)
+	slot := m.out.Slot.UTC().Format(time.RFC3339)
 	writeJSON(w, http.StatusAccepted, map[string]any{
-		"job": out.Job, "slot": out.Slot.UTC().Format(time.RFC3339), "key": c.Job + "@" + c.Slot.UTC().Format(time.RFC3339), "fence": out.Fence,
+		"job": m.out.Job, "slot": slot, "key": m.out.Job + "@" + slot, "fence": m.out.Fence,
 	})
 }
 

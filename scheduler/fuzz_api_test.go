@@ -140,7 +140,9 @@ jobs: {report: {schedule: '@daily'}, solo: {schedule: '@hourly', overlap: forbid
 	runCtx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
 	rig.mux = http.NewServeMux()
-	(&api{s: s, l: newLoop(s, runCtx, &rig.runs)}).routes(rig.mux)
+	l := newLoop(s, runCtx, &rig.runs)
+	s.live.set(l) // as Run does: triggers start their runs on it
+	(&api{s: s, l: l}).routes(rig.mux)
 	return rig
 }
 

@@ -87,39 +87,53 @@ func (e *liveEngine) set(l *loop) {
 	e.mu.Unlock()
 }
 
-// trigger claims a manual slot of p and runs it on the live engine, and
-// waits for the run to end; started is false when no Run is in progress.
-// The lock is held until the run has started, so Run, ending, either
-// waits for it or has stopped taking triggers before the claim.
-func (e *liveEngine) trigger(ctx context.Context, s *Scheduler, p *plan) (out TriggerResult, started bool, err error) {
+// manualRun is a manual slot's run started on the live engine.
+type manualRun struct {
+	out  TriggerResult
+	l    *loop
+	key  slotKey
+	done <-chan runEnd // how the run ended
+}
+
+// start claims a manual slot of p and starts its run on the live engine;
+// started is false when no Run is in progress (or it is shutting down). The
+// lock is held until the run has started, so Run, ending, either waits for
+// the run or has stopped taking triggers before the claim.
+func (e *liveEngine) start(ctx context.Context, s *Scheduler, p *plan) (m manualRun, started bool, err error) {
 	e.mu.Lock()
-	l := e.l
-	if l == nil {
-		e.mu.Unlock()
-		return TriggerResult{}, false, nil
+	defer e.mu.Unlock()
+	if e.l == nil {
+		return manualRun{}, false, nil
 	}
 	// Bounded: Run, ending, waits for the lock.
 	cctx, cancel := context.WithTimeout(ctx, maxStoreWait)
+	defer cancel()
 	out, c, sent, err := s.claimManual(cctx, s.store, p)
-	cancel()
 	if err != nil {
-		e.mu.Unlock()
-		return out, true, err
+		return manualRun{out: out}, true, err
 	}
 	done := make(chan runEnd, 1)
-	l.startWith(p, c, sent, done)
-	e.mu.Unlock()
+	e.l.startWith(p, c, sent, done)
+	return manualRun{out: out, l: e.l, key: slotKey{p.name, c.Slot.Unix()}, done: done}, true, nil
+}
+
+// trigger runs a manual slot of p on the live engine, as start does, and
+// waits for the run to end; cancelling ctx hands the slot back.
+func (e *liveEngine) trigger(ctx context.Context, s *Scheduler, p *plan) (TriggerResult, bool, error) {
+	m, started, err := e.start(ctx, s, p)
+	if !started || err != nil {
+		return m.out, started, err
+	}
 	select {
-	case end := <-done:
-		out.End = string(end)
+	case end := <-m.done:
+		m.out.End = string(end)
 	case <-ctx.Done():
-		// Hand the slot back, as a shutdown does, and report how it ended.
-		if cancel, ok := l.running(slotKey{p.name, c.Slot.Unix()}); ok {
+		if cancel, ok := m.l.running(m.key); ok {
 			cancel(errShutdown)
 		}
-		out.End = string(<-done)
+		m.out.End = string(<-m.done)
 	}
-	return out, true, nil
+	return m.out, true, nil
 }
 
 // givenStore is the store WithStore gave, or nil; never one a Run opened
