@@ -10,6 +10,7 @@ import (
 
 	"github.com/slotcron/slotcron/fence"
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/memstore"
 )
 
 func TestMemorySetOnce(t *testing.T) {
@@ -92,9 +93,18 @@ func TestMemorySetOnceInvalid(t *testing.T) {
 	}
 }
 
-// A record lasts, by default, as long as a slot's marker.
+// A record lasts, by default, as long as a slot's marker: the marker of a
+// claim that leaves its retention to the store.
 func TestDefaultRetainIsMarkerRetention(t *testing.T) {
-	if fence.DefaultRetain != slotstore.DefaultRetain {
-		t.Fatalf("fence.DefaultRetain = %v, slotstore.DefaultRetain = %v", fence.DefaultRetain, slotstore.DefaultRetain)
+	store := memstore.New(memstore.Options{})
+	defer store.Close()
+	slot := time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC)
+	res, err := store.Claim(t.Context(), slotstore.ClaimParams{Replica: "a",
+		Requests: []slotstore.ClaimRequest{{Job: "report", Slot: slot, Lease: time.Minute, Term: true}}})
+	if err != nil || res[0].Status != slotstore.Won {
+		t.Fatalf("claim: %+v, %v", res, err)
+	}
+	if kept := res[0].Marker.KeepUntil.Sub(slot); kept != fence.DefaultRetain {
+		t.Fatalf("fence.DefaultRetain = %v, a marker's default retention %v", fence.DefaultRetain, kept)
 	}
 }

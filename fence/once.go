@@ -10,10 +10,10 @@ import (
 
 // DefaultRetain is how long PG.Once, Redis.SetOnce and Memory.SetOnce keep
 // the record of a slot's effect when their Retain is zero: the default
-// history of a job, for which the store keeps the slot's marker
-// (slotstore.DefaultRetain). A slot can run again only while its marker is
-// kept, so a record kept as long refuses every repeat. A job whose history
-// is longer needs a Retain at least as long.
+// history of a job, for which the store keeps the slot's marker (7 days,
+// slotstore.ClaimRequest.Retain). A slot can run again only while its
+// marker is kept, so a record kept as long refuses every repeat. A job
+// whose history is longer needs a Retain at least as long.
 const DefaultRetain = 7 * 24 * time.Hour
 
 // retention returns the retention a helper's Retain field asks for.

@@ -119,7 +119,7 @@ func TestScenarioPG(t *testing.T) {
 		t.Fatal(err)
 	}
 	resource := unique("report")
-	h := holders{t: t, store: memstore.New(), slot: nextMinute(), resource: resource}
+	h := holders{t: t, store: memstore.New(memstore.Options{}), slot: nextMinute(), resource: resource}
 	_, b, _ := h.play(func(who string, token int64) error {
 		return pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
 			if err := fence.CheckPG(t.Context(), tx, resource, token); err != nil {

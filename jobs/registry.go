@@ -13,11 +13,13 @@ import (
 // run as failed.
 type Func func(ctx context.Context, run Run) error
 
-// ErrDuplicate is returned by RegisterSafely for a name already registered.
-var ErrDuplicate = errors.New("jobs: duplicate job name")
+// ErrDuplicate is returned by RegisterSafely and RegisterDutySafely for a
+// name already registered (jobs and duties have separate name spaces).
+var ErrDuplicate = errors.New("jobs: duplicate name")
 
-// ErrEmptyName is returned by RegisterSafely for an empty name or nil Func.
-var ErrEmptyName = errors.New("jobs: empty job name")
+// ErrEmptyName is returned by RegisterSafely and RegisterDutySafely for an
+// empty name. A nil function is an error too, but not this one.
+var ErrEmptyName = errors.New("jobs: empty name")
 
 // Registry binds job names to functions, and duty names to DutyFuncs; the
 // two name spaces are separate. It is safe for concurrent use; the

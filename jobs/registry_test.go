@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/slotstore/memstore"
 )
 
 func nop(context.Context, jobs.Run) error { return nil }
@@ -104,5 +105,24 @@ func TestRegisterDuty(t *testing.T) {
 	d := jobs.Duty{Name: "fanout", Fence: 3, Replica: "r1"}
 	if got := len(d.Attrs()); got != 3 {
 		t.Errorf("attrs %d", got)
+	}
+}
+
+// TestRunWithStore: a Run carries the store its slot was claimed from, and
+// WithStore leaves the Run it copies as it was.
+func TestRunWithStore(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	defer st.Close()
+	r := jobs.Run{Job: "j", Slot: time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC), Fence: 7}.WithParams([]byte("n: 1\n"))
+	got := r.WithStore(st)
+	if got.Store() != st {
+		t.Errorf("Store() = %v, want the store given", got.Store())
+	}
+	if r.Store() != nil {
+		t.Errorf("the original run's store: %v, want nil", r.Store())
+	}
+	var p struct{ N int }
+	if err := got.Params(&p); err != nil || p.N != 1 || got.Key() != r.Key() || got.Fence != 7 {
+		t.Errorf("WithStore lost the run's fields: %+v, params %+v, %v", got, p, err)
 	}
 }

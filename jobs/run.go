@@ -8,13 +8,16 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/slotcron/slotcron/slotstore"
 )
 
 // KeyLayout is the time layout of the slot part of a run key.
 const KeyLayout = time.RFC3339
 
 // Run describes one execution of a job for one slot. The scheduler fills it;
-// tests of a job may build one with a struct literal and WithParams.
+// tests of a job may build one with a struct literal, WithParams and
+// WithStore.
 type Run struct {
 	// Job is the name declared in YAML.
 	Job string
@@ -32,6 +35,7 @@ type Run struct {
 
 	params []byte // the job's YAML params, re-encoded; nil when none
 	logger *slog.Logger
+	store  slotstore.Store // where the slot was claimed; nil when not set
 }
 
 // Key returns the run key, job@RFC3339: the same on every replica and for
@@ -51,6 +55,20 @@ func (r Run) WithLogger(l *slog.Logger) Run {
 	r.logger = l
 	return r
 }
+
+// WithStore returns a copy of r that carries st, the store its slot was
+// claimed from. The scheduler sets it on every Run it hands a job.
+func (r Run) WithStore(st slotstore.Store) Run {
+	r.store = st
+	return r
+}
+
+// Store returns the store the run's slot was claimed from, or nil for a
+// Run built without WithStore. It is there for helpers that complete the
+// slot in the job's own transaction (pgstore.CompleteTx), which must know
+// where the slot's marker lives. A job must not renew, finish or release
+// its slot through it: the scheduler does, and holds the lease.
+func (r Run) Store() slotstore.Store { return r.store }
 
 // Params decodes the job's YAML params into v, a pointer to a struct or a
 // map. Keys that v does not have are an error, so a misspelt parameter is

@@ -1,7 +1,11 @@
-// Package leader is the contract for leader election among replicas: the
-// Elector interface, its parameters and errors, and the Driver interface
-// that backends implement. Backends live in subpackages (redisleader,
-// pgleader); leadertest is the conformance suite they all pass.
+// Package leader is leader election among replicas, for its users: the
+// Elector interface, its Params, the Term a leader is given, the errors
+// that end a term, and Register for its metrics. A user gets an Elector
+// from a backend (redisleader.New, pgleader.New) and calls Lead; nothing
+// here is implemented by users.
+//
+// Backend authors implement package leader/driver instead, and check their
+// backend with leadertest.
 //
 // Leadership is for duties: long-running singleton responsibilities such
 // as "one replica owns the websocket fan-out". A replica calls Lead, and
@@ -70,12 +74,13 @@
 // rtt) follows each renewal; "waiting for the lease" (DEBUG, with left)
 // each wait of a follower. Store errors are WARN lines. Register adds
 // slotcron_leader{duty}, slotcron_leadership_changes_total{duty} and
-// slotcron_leader_renewal_seconds{duty} to a Prometheus registry.
+// slotcron_leader_renewal_seconds{duty} to a Prometheus registry (what
+// each means: Register).
 //
 // # Backends
 //
-// A backend implements Driver (its sessions acquire, renew, release and
-// wait) and hands it to NewElector, which runs the campaign, the renewals
-// and the trust window the same way for every backend. leadertest.Run
-// checks a backend against this contract.
+// Every backend's Elector is built by driver.NewElector from the backend's
+// driver.Driver (its sessions acquire, renew, release and wait), so the
+// campaign, the renewals and the trust window described here are the same
+// on every backend; leadertest.Run checks a backend against this contract.
 package leader

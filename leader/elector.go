@@ -2,14 +2,12 @@ package leader
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"log/slog"
 	"time"
 )
 
 // Elector elects one leader per name among the replicas that campaign for
-// it. See the package documentation for what leadership guarantees.
+// it. See the package documentation for what leadership guarantees. A
+// backend's constructor returns one (redisleader.New, pgleader.New).
 type Elector interface {
 	// Lead campaigns for p.Name until ctx ends and calls fn once for every
 	// term this replica wins, on the calling goroutine, with a context that
@@ -51,50 +49,4 @@ type Term struct {
 	// Start is when the term began on this replica (with a monotonic
 	// reading): after the store granted the lease, before fn was called.
 	Start time.Time
-}
-
-// Options configure NewElector. The zero value is ready to use.
-type Options struct {
-	// Logger receives the elector's lines (see the package documentation).
-	// Nil means slog.Default().
-	Logger *slog.Logger
-}
-
-// NewElector returns an Elector that keeps its leases in the store d
-// talks to. Backends call it; users call the backend's constructor.
-func NewElector(d Driver, o Options) Elector {
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	return &elector{driver: d, log: o.Logger}
-}
-
-type elector struct {
-	driver Driver
-	log    *slog.Logger
-}
-
-func (e *elector) Lead(ctx context.Context, p Params, fn func(context.Context, Term)) error {
-	p, err := p.withDefaults()
-	if err != nil {
-		return err
-	}
-	c := &campaign{
-		driver: e.driver,
-		p:      p,
-		holder: p.Replica + "#" + nonce(),
-		fn:     fn,
-		log:    e.log.With("duty", p.Name, "replica", p.Replica),
-		m:      metricsFor(p.Name),
-	}
-	c.run(ctx)
-	return nil
-}
-
-// nonce makes each campaign's holder string unique, so that two campaigns
-// of one replica name never mistake each other's lease for their own.
-func nonce() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -1,19 +1,15 @@
 package leader
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 var (
 	// ErrInvalid reports Params that Lead refuses: an empty name or
-	// replica, a lease shorter than MinLease, a margin or cooldown out of
-	// range.
+	// replica, a lease shorter than Params.Lease allows, a margin or
+	// cooldown out of range.
 	ErrInvalid = errors.New("leader: invalid params")
 	// ErrLeaseLost is the cause of a term's context cancelled because the
 	// store no longer holds the term's lease under its fence, or the
-	// session that held it broke. A Driver's Renew returns it (wrapped)
-	// for the same reasons.
+	// session that held it broke.
 	ErrLeaseLost = errors.New("leader: lease lost")
 	// ErrNotRenewed is the cause of a term's context cancelled because the
 	// trust window ended before a renewal succeeded.
@@ -22,7 +18,3 @@ var (
 	// returned: the elector hands leadership over.
 	ErrResigned = errors.New("leader: resigned")
 )
-
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
-}

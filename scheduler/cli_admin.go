@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/scheduler/internal/backend"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -29,7 +30,7 @@ func cmdPause(ctx context.Context, name string, paused bool, args []string, stdo
 	if _, ok := cfg.Jobs[job]; job != "" && !ok {
 		return usageError{msg: fmt.Sprintf("%s: no job %q in %s", name, job, *path)}
 	}
-	st, err := openStore(ctx, cfg.Store)
+	st, err := backend.Open(ctx, cfg.backendConfig())
 	if err != nil {
 		return err
 	}
@@ -72,7 +73,7 @@ func cmdTrigger(ctx context.Context, args []string, stdout, stderr io.Writer, re
 		return err
 	}
 	fmt.Fprintf(stdout, "%s@%s fence %d: %s\n", res.Job, res.Slot.UTC().Format(time.RFC3339), res.Fence, res.End)
-	if res.End != string(slotstore.Succeeded) {
+	if res.End != EndSucceeded {
 		return fmt.Errorf("manual run ended %s", res.End)
 	}
 	return nil

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/scheduler/internal/admin"
+	"github.com/slotcron/slotcron/scheduler/internal/backend"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -34,7 +36,7 @@ func cmdHistory(ctx context.Context, args []string, stdout, stderr io.Writer, re
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg.Store)
+	st, err := backend.Open(ctx, cfg.backendConfig())
 	if err != nil {
 		return err
 	}
@@ -46,7 +48,7 @@ func cmdHistory(ctx context.Context, args []string, stdout, stderr io.Writer, re
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		for _, m := range ms {
-			if err := enc.Encode(markerJSON(m)); err != nil {
+			if err := enc.Encode(admin.MarkerJSON(m)); err != nil {
 				return err
 			}
 		}
@@ -71,35 +73,4 @@ func cmdHistory(ctx context.Context, args []string, stdout, stderr io.Writer, re
 			m.Outcome, m.Attempt, m.Fence, m.Holder, dur, note)
 	}
 	return tw.Flush()
-}
-
-// markerView is a marker as the JSON history prints it.
-type markerView struct {
-	Job        string  `json:"job"`
-	Slot       string  `json:"slot"`
-	Key        string  `json:"key"`
-	State      string  `json:"state"`
-	Outcome    string  `json:"outcome,omitempty"`
-	Error      string  `json:"error,omitempty"`
-	Reason     string  `json:"reason,omitempty"`
-	Manual     bool    `json:"manual,omitempty"`
-	Attempt    int     `json:"attempt"`
-	Fence      int64   `json:"fence"`
-	Holder     string  `json:"holder"`
-	ClaimedAt  string  `json:"claimed_at"`
-	FinishedAt string  `json:"finished_at,omitempty"`
-	Duration   float64 `json:"duration_seconds,omitempty"`
-}
-
-func markerJSON(m slotstore.Marker) markerView {
-	v := markerView{
-		Job: m.Job, Slot: m.Slot.UTC().Format(time.RFC3339), Key: jobs.Run{Job: m.Job, Slot: m.Slot}.Key(),
-		State: string(m.State), Outcome: string(m.Outcome), Error: m.Error, Attempt: m.Attempt, Fence: m.Fence,
-		Holder: m.Holder, ClaimedAt: m.ClaimedAt.UTC().Format(time.RFC3339Nano), Duration: m.Duration.Seconds(),
-		Reason: m.Reason, Manual: m.Manual,
-	}
-	if !m.FinishedAt.IsZero() {
-		v.FinishedAt = m.FinishedAt.UTC().Format(time.RFC3339Nano)
-	}
-	return v
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/slotcron/slotcron/internal/schedule"
 	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
 )
 
 // cmdNext prints the next n slots of a configured job, or of an ad-hoc
@@ -74,7 +75,7 @@ func nextSchedule(ctx context.Context, path, job, spec, tz string, reg *jobs.Reg
 		}
 		return "", s, nil
 	}
-	plans, err := interruptible(ctx, "while loading "+path, func(ctx context.Context) ([]*plan, error) {
+	plans, err := interruptible(ctx, "while loading "+path, func(ctx context.Context) ([]engine.JobSpec, error) {
 		cfg, err := Load(path)
 		if err != nil {
 			return nil, err
@@ -86,8 +87,8 @@ func nextSchedule(ctx context.Context, path, job, spec, tz string, reg *jobs.Reg
 		return "", nil, err
 	}
 	for _, p := range plans {
-		if p.name == job {
-			return p.name, p.sched, nil
+		if p.Name == job {
+			return p.Name, p.Schedule, nil
 		}
 	}
 	return "", nil, usageError{msg: fmt.Sprintf("next: no job %q in %s", job, path)}

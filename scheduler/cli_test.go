@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/scheduler/internal/admin"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/sqlitestore"
 )
@@ -129,7 +130,7 @@ func TestCLIHistory(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlitestore.Open(context.Background(), filepath.Join(dir, "s.db"))
+	st, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: filepath.Join(dir, "s.db")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func TestCLIHistory(t *testing.T) {
 		t.Errorf("history: exit %d\n%s%s", code, stdout, stderr)
 	}
 	code, stdout, _ = runCLI(t, "history", "--config", conf, "--json", "--job", "hello", "--state", "done")
-	var v markerView
+	var v admin.MarkerView
 	if err := json.Unmarshal([]byte(strings.TrimSpace(stdout)), &v); code != ExitOK || err != nil ||
 		v.Key != "hello@2100-11-29T02:00:00Z" || v.Outcome != "failed" || v.Holder != "r1" || v.Duration != 1 {
 		t.Errorf("history --json: exit %d, %v, %+v", code, err, v)

@@ -4,6 +4,11 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/slotcron/slotcron/policy"
+	"github.com/slotcron/slotcron/slotstore/pgstore"
+	"github.com/slotcron/slotcron/slotstore/redisstore"
+	"github.com/slotcron/slotcron/slotstore/sqlitestore"
 )
 
 // Config is the whole configuration of a replica. It maps one-to-one onto
@@ -37,17 +42,12 @@ type Config struct {
 // StoreConfig selects the slot store.
 type StoreConfig struct {
 	// Kind is sqlite (the default), memory, redis or postgres.
-	Kind     string         `yaml:"kind"`
-	SQLite   SQLiteConfig   `yaml:"sqlite"`
-	Redis    RedisConfig    `yaml:"redis"`
-	Postgres PostgresConfig `yaml:"postgres"`
-}
-
-// SQLiteConfig configures the embedded store.
-type SQLiteConfig struct {
-	// Path is the database file, shared by every replica on the host.
-	// Default: ./slotcron.db.
-	Path string `yaml:"path"`
+	Kind string `yaml:"kind"`
+	// The block of the chosen kind configures it; each backend's Options
+	// is its block, and says what each key means.
+	SQLite   sqlitestore.Options `yaml:"sqlite"`
+	Redis    redisstore.Options  `yaml:"redis"`
+	Postgres pgstore.Options     `yaml:"postgres"`
 }
 
 // LogConfig configures logging.
@@ -73,7 +73,7 @@ type Policy struct {
 	Timeout Duration `yaml:"timeout"`
 	// OnCrash is retry (default: another replica takes over a slot whose
 	// holder died) or skip (the slot is marked abandoned).
-	OnCrash string `yaml:"on_crash"`
+	OnCrash policy.OnCrash `yaml:"on_crash"`
 	// MaxAttempts bounds takeovers of a slot whose holders died: the slot
 	// is abandoned instead of starting attempt MaxAttempts+1. Default: 3.
 	MaxAttempts int `yaml:"max_attempts"`
@@ -82,7 +82,7 @@ type Policy struct {
 	StartingDeadline Duration `yaml:"starting_deadline"`
 	// CatchUp decides, when a replica starts, which slots of the last
 	// StartingDeadline it still tries: none, latest (the default) or all.
-	CatchUp string `yaml:"catch_up"`
+	CatchUp policy.CatchUp `yaml:"catch_up"`
 	// CatchUpLimit caps catch_up: all. At most 1000 (MaxCatchUpLimit).
 	// Default: 10.
 	CatchUpLimit int `yaml:"catch_up_limit"`
@@ -98,7 +98,7 @@ type Policy struct {
 	// same job still runs on any replica: allow (the default) runs both;
 	// forbid skips the new slot (recorded with reason overlap); replace
 	// revokes the earlier run's lease, cancelling it, and runs the new one.
-	Overlap string `yaml:"overlap"`
+	Overlap policy.Overlap `yaml:"overlap"`
 	// Retries re-runs a failed or timed-out slot, on whichever replica
 	// claims the retry, never past the slot's starting deadline nor into
 	// its next slot.
@@ -148,7 +148,6 @@ const (
 	DefaultCatchUpLimit     = 10
 	DefaultHistory          = 168 * time.Hour
 	DefaultShutdownGrace    = 25 * time.Second
-	DefaultSQLitePath       = "./slotcron.db"
 	MinLease                = time.Second
 )
 
@@ -171,42 +170,33 @@ const (
 
 // merge returns p with every zero field taken from d.
 func (p Policy) merge(d Policy) Policy {
-	pick := func(a, b string) string {
-		if a == "" {
-			return b
-		}
-		return a
-	}
-	pickD := func(a, b Duration) Duration {
-		if a == 0 {
-			return b
-		}
-		return a
-	}
-	pickI := func(a, b int) int {
-		if a == 0 {
-			return b
-		}
-		return a
-	}
 	return Policy{
 		Timezone:         pick(p.Timezone, d.Timezone),
-		Lease:            pickD(p.Lease, d.Lease),
-		Timeout:          pickD(p.Timeout, d.Timeout),
+		Lease:            pick(p.Lease, d.Lease),
+		Timeout:          pick(p.Timeout, d.Timeout),
 		OnCrash:          pick(p.OnCrash, d.OnCrash),
-		MaxAttempts:      pickI(p.MaxAttempts, d.MaxAttempts),
-		StartingDeadline: pickD(p.StartingDeadline, d.StartingDeadline),
+		MaxAttempts:      pick(p.MaxAttempts, d.MaxAttempts),
+		StartingDeadline: pick(p.StartingDeadline, d.StartingDeadline),
 		CatchUp:          pick(p.CatchUp, d.CatchUp),
-		CatchUpLimit:     pickI(p.CatchUpLimit, d.CatchUpLimit),
-		History:          pickD(p.History, d.History),
-		Jitter:           pickD(p.Jitter, d.Jitter),
+		CatchUpLimit:     pick(p.CatchUpLimit, d.CatchUpLimit),
+		History:          pick(p.History, d.History),
+		Jitter:           pick(p.Jitter, d.Jitter),
 		Overlap:          pick(p.Overlap, d.Overlap),
 		Retries: RetryPolicy{
-			Max:        pickI(p.Retries.Max, d.Retries.Max),
-			Backoff:    pickD(p.Retries.Backoff, d.Retries.Backoff),
-			MaxBackoff: pickD(p.Retries.MaxBackoff, d.Retries.MaxBackoff),
+			Max:        pick(p.Retries.Max, d.Retries.Max),
+			Backoff:    pick(p.Retries.Backoff, d.Retries.Backoff),
+			MaxBackoff: pick(p.Retries.MaxBackoff, d.Retries.MaxBackoff),
 		},
 	}
+}
+
+// pick returns a, or b when a is the zero value.
+func pick[T comparable](a, b T) T {
+	var zero T
+	if a == zero {
+		return b
+	}
+	return a
 }
 
 // builtin is the policy every zero field finally falls back to.
@@ -214,12 +204,32 @@ var builtin = Policy{
 	Timezone:         "UTC",
 	Lease:            Duration(DefaultLease),
 	Timeout:          Duration(DefaultTimeout),
-	OnCrash:          "retry",
+	OnCrash:          policy.OnCrashRetry,
 	MaxAttempts:      DefaultMaxAttempts,
 	StartingDeadline: Duration(DefaultStartingDeadline),
-	CatchUp:          "latest",
+	CatchUp:          policy.CatchUpLatest,
 	CatchUpLimit:     DefaultCatchUpLimit,
 	History:          Duration(DefaultHistory),
-	Overlap:          "allow",
+	Overlap:          policy.OverlapAllow,
 	Retries:          RetryPolicy{Backoff: Duration(time.Second), MaxBackoff: Duration(time.Minute)},
+}
+
+// MetricsConfig configures the metrics /metrics serves.
+type MetricsConfig struct {
+	// PerJobHistograms labels the run duration, dispatch delay and lease
+	// renewal histograms with the job, as the counters are. Off by default:
+	// each is a dozen series per job (a million at 100k jobs), and one
+	// histogram per replica answers "are slots late" as well.
+	PerJobHistograms bool `yaml:"per_job_histograms"`
+}
+
+// HTTPConfig configures the replica's HTTP endpoints.
+type HTTPConfig struct {
+	// Listen is the address of /metrics, /healthz, /readyz, the JSON API
+	// under /api/ and the dashboard at /, such as 127.0.0.1:9090. Empty
+	// means no HTTP server.
+	Listen string `yaml:"listen"`
+	// Token is the bearer token the API's mutations (trigger, pause,
+	// resume) require. Empty disables them.
+	Token string `yaml:"token"`
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
 )
 
 func demoRegistry() *jobs.Registry {
@@ -84,8 +85,8 @@ func TestValidateRules(t *testing.T) {
 		{"local zone", "defaults: {timezone: Local}\njobs: {hello: {schedule: '@hourly'}}", `time zone "Local"`},
 		{"missing schedule", "jobs: {hello: {}}", "jobs.hello: schedule is required"},
 		{"bad store", "store: {kind: etcd}", `unknown store kind "etcd"`},
-		{"redis without addr", "store: {kind: redis}", "store.redis: store.kind is redis but no redis addr"},
-		{"redis tls off", "store: {kind: redis, redis: {addr: x:1, tls: {enabled: false, ca_file: ca.pem}}}", "store.redis.tls: tls settings are given but tls is off"},
+		{"redis empty addr", "store: {kind: redis, redis: {addrs: ['']}}", "store.redis.addrs: entry 1 is empty"},
+		{"redis tls off", "store: {kind: redis, redis: {addr: x:1, tls: {enabled: false, ca_file: ca.pem}}}", "store.redis.tls: ca_file given but tls is off"},
 		{"redis tls half cert", "store: {kind: redis, redis: {addr: x:1, tls: {cert_file: c.pem}}}", "cert_file and key_file go together"},
 		{"redis tls bad", "store: {kind: redis, redis: {addr: x:1, tls: maybe}}", "tls: want true, false or a mapping"},
 		{"postgres without dsn", "store: {kind: postgres, postgres: {dsn: '${SLOTCRON_TEST_UNSET_DSN}'}}", "store.postgres.dsn: store.kind is postgres but store.postgres.dsn is empty"},
@@ -100,7 +101,7 @@ func TestValidateRules(t *testing.T) {
 		{"long timeout", "jobs: {hello: {schedule: '@hourly', timeout: 100000h}}", "jobs.hello.timeout: timeout 100000h0m0s is longer than 87600h0m0s"},
 		{"long backoff", "defaults: {retries: {max: 3, backoff: 2h, max_backoff: 4h}}\njobs: {hello: {schedule: '@hourly'}}", "defaults.retries.backoff: retries.backoff 2h0m0s is longer than 1h0m0s"},
 		{"long shutdown grace", "shutdown_grace: 100000h", "shutdown_grace: shutdown_grace 100000h0m0s is longer than 87600h0m0s"},
-		{"long redis timeout", "store: {kind: redis, redis: {addr: x:1, read_timeout: 100000h}}", "store.redis.read_timeout: read_timeout 100000h0m0s is longer"},
+		{"long redis timeout", "store: {kind: redis, redis: {addr: x:1, read_timeout: 100000h}}", "store.redis.read_timeout: 100000h0m0s is longer than"},
 		{"big catch_up_limit", "jobs: {hello: {schedule: '@hourly', catch_up: all, catch_up_limit: 100000000}}", "jobs.hello.catch_up_limit: catch_up_limit 100000000 is more than 1000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,23 +142,23 @@ jobs:
 	if err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]*plan{}
+	byName := map[string]engine.JobSpec{}
 	for _, p := range plans {
-		byName[p.name] = p
+		byName[p.Name] = p
 	}
 	hello, cost := byName["hello"], byName["cost"]
-	if hello.lease != 30*time.Second || hello.timeout != 5*time.Second || hello.deadline != DefaultStartingDeadline ||
-		hello.sched.Location().String() != "Europe/Berlin" || hello.maxAtt != 5 {
-		t.Errorf("hello plan %+v", hello)
+	if hello.Lease != 30*time.Second || hello.Timeout != 5*time.Second || hello.Deadline != DefaultStartingDeadline ||
+		hello.Schedule.Location().String() != "Europe/Berlin" || hello.MaxAttempts != 5 {
+		t.Errorf("hello job %+v", hello)
 	}
-	if cost.lease != 2*time.Second || cost.timeout != DefaultTimeout {
-		t.Errorf("cost plan %+v", cost)
+	if cost.Lease != 2*time.Second || cost.Timeout != DefaultTimeout {
+		t.Errorf("cost job %+v", cost)
 	}
 	var p struct {
 		Duration time.Duration `yaml:"duration"`
 		Note     string        `yaml:"note"`
 	}
-	if err := (jobs.Run{Job: "cost"}).WithParams(cost.params).Params(&p); err != nil || p.Duration != time.Second || p.Note != "pa$$word ${HOME}" {
+	if err := (jobs.Run{Job: "cost"}).WithParams(cost.Params).Params(&p); err != nil || p.Duration != time.Second || p.Note != "pa$$word ${HOME}" {
 		t.Errorf("params %+v, %v", p, err)
 	}
 }

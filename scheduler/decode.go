@@ -95,7 +95,11 @@ func typeErrors(err error) ([]string, error) {
 	if err == nil || !errors.As(err, &te) {
 		return nil, err
 	}
-	return te.Errors, nil
+	msgs := make([]string, len(te.Errors))
+	for i, m := range te.Errors {
+		msgs[i] = plainTypeError(m)
+	}
+	return msgs, nil
 }
 
 // duplicateKeys reports every pair of equal keys of mapping n as go-yaml

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/leader"
 	"github.com/slotcron/slotcron/slotstore/memstore"
 )
 
@@ -51,7 +52,7 @@ func (l *termLog) snapshot() ([]term, int) {
 // down hands over at once.
 func TestDutyFailoverAndHandover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New()
+		st := memstore.New(memstore.Options{})
 		log := &termLog{}
 		reg := jobs.NewRegistry()
 		reg.RegisterDuty("fanout", log.duty)
@@ -96,5 +97,42 @@ func TestDutyFailoverAndHandover(t *testing.T) {
 			f()
 		}
 		stopA()
+	})
+}
+
+// givenElector campaigns by itself: every Lead wins one term at once.
+type givenElector struct {
+	mu    sync.Mutex
+	leads []string
+}
+
+func (e *givenElector) Lead(ctx context.Context, p leader.Params, fn func(context.Context, leader.Term)) error {
+	e.mu.Lock()
+	e.leads = append(e.leads, p.Name)
+	e.mu.Unlock()
+	fn(ctx, leader.Term{Fence: 7})
+	return ctx.Err()
+}
+
+func (e *givenElector) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.leads)
+}
+
+// WithElector's elector is the one duties campaign with.
+func TestWithElector(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := &termLog{}
+		reg := jobs.NewRegistry()
+		reg.RegisterDuty("fanout", log.duty)
+		el := &givenElector{}
+		stop := start(t, replica(t, memstore.New(memstore.Options{}), "a", `duties: {fanout: {lease: 3s}}`, reg, WithElector(el)))
+		time.Sleep(time.Second)
+		stop()
+		terms, _ := log.snapshot()
+		if el.count() != 1 || len(terms) != 1 || terms[0].fence != 7 {
+			t.Fatalf("%d campaigns on the given elector, terms %+v; want one, with its fence 7", el.count(), terms)
+		}
 	})
 }

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -32,7 +31,7 @@ func (a *amnesiac) store() *memstore.Store {
 func (a *amnesiac) forget() {
 	a.mu.Lock()
 	old := a.cur
-	a.cur = memstore.New()
+	a.cur = memstore.New(memstore.Options{})
 	a.mu.Unlock()
 	old.Close()
 }
@@ -73,7 +72,7 @@ func (a *amnesiac) Close() error                           { return nil }
 // recorded skipped, not run.
 func TestStoreDataLossRunsNoSlotTwice(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := &amnesiac{cur: memstore.New()}
+		st := &amnesiac{cur: memstore.New(memstore.Options{})}
 		_, rec, reg := rig(&recorder{sleep: 100 * time.Millisecond}, "tick", "ten")
 		conf := `jobs:
   tick: {schedule: "* * * * * *", lease: 3s}
@@ -184,7 +183,7 @@ type deaf struct {
 
 func (s *deaf) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
 	if !s.dropped.Swap(true) {
-		return nil, slotstore.OutcomeUnknown("claim", errors.New("test: request lost"))
+		return nil, fmt.Errorf("claim: %w: test: request lost", slotstore.ErrOutcomeUnknown)
 	}
 	return s.Store.Claim(ctx, p)
 }

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/memstore"
 )
@@ -93,7 +93,7 @@ func TestTakeoverAfterHolderCutOff(t *testing.T) {
 			t.Fatalf("%d runs, want 2: %+v", len(evs), evs)
 		}
 		a, b := evs[0], evs[1]
-		if a.run.Replica != "a" || !errors.Is(a.cause, errLeaseLost) {
+		if a.run.Replica != "a" || !errors.Is(a.cause, engine.ErrLeaseLost) {
 			t.Errorf("first run on %s ended with %v, want a cancelled by lease loss", a.run.Replica, a.cause)
 		}
 		if b.run.Replica != "b" || b.run.Attempt != 2 || b.run.Fence <= a.run.Fence || !b.finished {
@@ -156,7 +156,7 @@ func TestShutdownReleasesRunningSlot(t *testing.T) {
 		if len(evs) != 2 {
 			t.Fatalf("%d runs, want 2", len(evs))
 		}
-		if !errors.Is(evs[0].cause, errShutdown) {
+		if !errors.Is(evs[0].cause, engine.ErrShutdown) {
 			t.Errorf("first run ended with %v, want shutdown", evs[0].cause)
 		}
 		if wait := evs[1].started.Sub(released); evs[1].run.Replica != "b" || wait > 10*time.Second {
@@ -167,7 +167,7 @@ func TestShutdownReleasesRunningSlot(t *testing.T) {
 
 func TestOutcomesInHistory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New()
+		st := memstore.New(memstore.Options{})
 		reg := jobs.NewRegistry()
 		reg.Register("ok", func(ctx context.Context, run jobs.Run) error { return nil })
 		reg.Register("bad", func(ctx context.Context, run jobs.Run) error { return errors.New("disk full") })
@@ -223,7 +223,7 @@ func TestCatchUpAfterOutage(t *testing.T) {
 		t.Run(strings.Fields(tc.policy)[0]+fmt.Sprint(len(tc.want)), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				// The store has known the job since well before the outage.
-				st := memstore.New()
+				st := memstore.New(memstore.Options{})
 				if _, err := st.Enroll(context.Background(), slotstore.EnrollParams{Jobs: []string{"j"}}); err != nil {
 					t.Fatal(err)
 				}
@@ -254,7 +254,7 @@ func TestCatchUpAfterOutage(t *testing.T) {
 func TestStoreOutageMissesThenRecovers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		st := &flaky{Store: memstore.New()}
+		st := &flaky{Store: memstore.New(memstore.Options{})}
 		rec := &recorder{}
 		reg := jobs.NewRegistry()
 		reg.Register("tick", rec.fn)
@@ -320,25 +320,6 @@ func TestLateReplicaTakesOverDeadHoldersSlot(t *testing.T) {
 	})
 }
 
-// A watched slot whose marker disappeared (pruned) is never claimed as new.
-func TestWatchNeverRecreatesMarker(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		st, rec, _ := rig(&recorder{}, "j")
-		p := &plan{name: "j", fn: rec.fn, lease: 3 * time.Second, deadline: time.Minute, history: time.Hour}
-		s := &Scheduler{store: st, replica: "a", log: testLogger(), now: time.Now, metrics: newMetrics(MetricsConfig{})}
-		var runs sync.WaitGroup
-		l := newLoop(s, context.Background(), &runs)
-		l.claimAll(context.Background(), []*entry{{p: p, slot: time.Now().Truncate(time.Second), kind: watch}})
-		runs.Wait()
-		if evs := rec.snapshot(); len(evs) != 0 {
-			t.Fatalf("a watch ran a slot with no marker: %+v", evs)
-		}
-		if hist, _ := st.History(context.Background(), slotstore.HistoryParams{}); len(hist) != 0 {
-			t.Fatalf("a watch created markers: %+v", hist)
-		}
-	})
-}
-
 // Replicas whose clocks differ by up to the starting deadline try a slot at
 // different moments but claim the same slot: each runs once.
 func TestClockSkewRunsEachSlotOnce(t *testing.T) {
@@ -391,7 +372,7 @@ func TestJitterIsDeterministic(t *testing.T) {
 		reg.Register("a", rec.fn)
 		reg.Register("b", rec.fn)
 		conf := "defaults: {jitter: 20s}\njobs:\n  a: {schedule: '@every 1m', catch_up: none}\n  b: {schedule: '@every 1m', catch_up: none}\n"
-		stop := start(t, replica(t, memstore.New(), "r", conf, reg))
+		stop := start(t, replica(t, memstore.New(memstore.Options{}), "r", conf, reg))
 		time.Sleep(2*time.Minute + 30*time.Second)
 		stop()
 		delays := map[string][]time.Duration{}
@@ -427,7 +408,7 @@ type lossy struct {
 func (s *lossy) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
 	res, err := s.Store.Claim(ctx, p)
 	if err == nil && !s.lost.Swap(true) {
-		return nil, slotstore.OutcomeUnknown("claim", errors.New("test: reply lost"))
+		return nil, fmt.Errorf("claim: %w: test: reply lost", slotstore.ErrOutcomeUnknown)
 	}
 	return res, err
 }

@@ -27,7 +27,7 @@ func ExampleNew() {
 		Replica: "example",
 		Jobs:    map[string]scheduler.JobConfig{"report": {Schedule: "*/1 * * * * *"}},
 	}
-	s, err := scheduler.New(cfg, reg, scheduler.WithStore(memstore.New()),
+	s, err := scheduler.New(cfg, reg, scheduler.WithStore(memstore.New(memstore.Options{})),
 		scheduler.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		fmt.Println(err)

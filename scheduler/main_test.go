@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"sort"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
 	"github.com/slotcron/slotcron/jobs"
@@ -82,33 +84,36 @@ func (r *recorder) snapshot() []event {
 	return out
 }
 
-// replica builds a scheduler named name on st from a YAML config.
-func replica(t *testing.T, st slotstore.Store, name, yamlDoc string, reg *jobs.Registry) *Scheduler {
+// replica builds a scheduler named name on st from a YAML config, with
+// opts beyond its store and logger.
+func replica(t *testing.T, st slotstore.Store, name, yamlDoc string, reg *jobs.Registry, opts ...Option) *Scheduler {
 	t.Helper()
 	cfg, err := Parse("test.yaml", []byte(yamlDoc))
 	if err != nil {
 		t.Fatalf("parse config: %v", err)
 	}
 	cfg.Replica = name
-	s, err := New(cfg, reg, WithStore(st), WithLogger(testLogger().With("replica", name)))
+	opts = append([]Option{WithStore(st), WithLogger(testLogger().With("replica", name))}, opts...)
+	s, err := New(cfg, reg, opts...)
 	if err != nil {
 		t.Fatalf("new scheduler: %v", err)
 	}
 	return s
 }
 
-// start runs s until the returned stop is called; stop waits for Run.
+// start runs s until the returned stop is called; stop waits for Run, and
+// may be called again (deferred, for a test that fails first).
 func start(t *testing.T, s *Scheduler) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	return func() {
+	return sync.OnceFunc(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Run: %v", err)
 		}
-	}
+	})
 }
 
 // flaky wraps a store and fails every call while down is set: the replica
@@ -168,5 +173,42 @@ func rig(rec *recorder, names ...string) (*memstore.Store, *recorder, *jobs.Regi
 	for _, name := range names {
 		reg.Register(name, rec.fn)
 	}
-	return memstore.New(), rec, reg
+	return memstore.New(memstore.Options{}), rec, reg
+}
+
+// eventually polls cond until it holds, and fails the test if it does not
+// within timeout: what says what was awaited.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still not %s after %v", what, timeout)
+		}
+	}
+}
+
+// counter reads the counter name{labels} of reg, labels given as name,
+// value pairs; 0 when it has no such series.
+func counter(t *testing.T, reg prometheus.Gatherer, name string, labels ...string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		want[labels[i]] = labels[i+1]
+	}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if f.GetName() == name && maps.Equal(got, want) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

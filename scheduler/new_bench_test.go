@@ -22,7 +22,7 @@ func BenchmarkNew(b *testing.B) {
 	}
 	reg := demoRegistry()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st := memstore.New()
+	st := memstore.New(memstore.Options{})
 	var kept *Scheduler
 	var before, after runtime.MemStats
 	for i := 0; i < b.N; i++ {

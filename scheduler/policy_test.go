@@ -11,8 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/slotcron/slotcron/internal/schedule"
 	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/memstore"
 )
@@ -77,8 +77,8 @@ func TestOverlap(t *testing.T) {
 						t.Errorf("forbid: %d runs, states %v", len(evs), states)
 					}
 				case "replace": // each slot replaces the one before
-					// The loop cancels a replaced run of its own with
-					// errReplaced when the replacing claim returns. A renewal
+					// The loop cancels a replaced run of its own as
+					// replaced when the replacing claim returns. A renewal
 					// of that run reaching the store in between is refused
 					// and cancels it as lease lost instead: the 4s lease keeps
 					// the fake clock from putting both on one instant.
@@ -86,7 +86,7 @@ func TestOverlap(t *testing.T) {
 						t.Errorf("replace: %d runs, states %v", len(evs), states)
 					}
 					for _, ev := range evs[:3] {
-						if !errors.Is(ev.cause, errReplaced) {
+						if !errors.Is(ev.cause, engine.ErrReplaced) {
 							t.Errorf("replaced run ended with %v, want it cancelled as replaced", ev.cause)
 						}
 						if next := ev.run.Slot.Add(10 * time.Second); ev.ended.After(next) {
@@ -100,10 +100,11 @@ func TestOverlap(t *testing.T) {
 }
 
 // A failed run is retried with attempt+1 and a higher fence, with backoff,
-// by whichever replica claims the retry, never past the starting deadline.
+// by whichever replica claims the retry (the engine's TestRetryAt: never
+// past the starting deadline).
 func TestRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New()
+		st := memstore.New(memstore.Options{})
 		var calls atomic.Int32
 		var runs []jobs.Run
 		reg := jobs.NewRegistry()
@@ -131,17 +132,6 @@ func TestRetries(t *testing.T) {
 		ms := history(t, st, "flaky")
 		if len(ms) != 1 || ms[0].State != slotstore.StateDone || ms[0].Outcome != slotstore.Succeeded || ms[0].Attempt != 3 {
 			t.Errorf("history %+v", ms)
-		}
-
-		// The retry window closes at the starting deadline.
-		p := &plan{deadline: 10 * time.Second, retries: RetryPolicy{Max: 10, Backoff: Duration(4 * time.Second)}}
-		p.sched = mustSchedule(t, "@every 1h")
-		slot := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		if at, ok := p.retryAt(slot, 1, slot.Add(time.Second)); !ok || !at.Equal(slot.Add(5*time.Second)) {
-			t.Errorf("first retry at %v %v", at, ok)
-		}
-		if _, ok := p.retryAt(slot, 2, slot.Add(5*time.Second)); ok {
-			t.Errorf("a retry at +13s passed the 10s starting deadline")
 		}
 	})
 }
@@ -260,15 +250,6 @@ func TestTrigger(t *testing.T) {
 	})
 }
 
-func mustSchedule(t *testing.T, spec string) *schedule.Schedule {
-	t.Helper()
-	s, err := schedule.Parse(spec, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // Slots that came due during an outage longer than the starting deadline can
 // no longer run; the first replica back records each as missed.
 func TestOutageRecordsMissedSlots(t *testing.T) {
@@ -335,7 +316,7 @@ func TestCatchUpLeavesLiveSlotsAlone(t *testing.T) {
 // A retry whose window closed while nobody was up is never run late.
 func TestStaleRetryIsNotRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New()
+		st := memstore.New(memstore.Options{})
 		var runs atomic.Int32
 		reg := jobs.NewRegistry()
 		reg.Register("flaky", func(ctx context.Context, run jobs.Run) error { runs.Add(1); return errors.New("no") })
@@ -373,74 +354,4 @@ func TestTriggersInOneSecond(t *testing.T) {
 			t.Errorf("triggers %+v and %+v", a, b)
 		}
 	})
-}
-
-// A replica coming up with a long starting window on a per-second schedule
-// walks only the slots it can use: what it holds is bounded by the policy
-// and the records it keeps, never by the slots the window holds (259,200
-// here, once each in memory before the walk was made lazy).
-func TestCatchUpIsBounded(t *testing.T) {
-	if j := jitterFor("j", 71*time.Hour); j < time.Hour {
-		t.Fatalf("jitter of j is %v; the test needs one of at least an hour", j)
-	}
-	for _, tc := range []struct {
-		name, policy string
-		marker       bool // the job ran before, long before the window
-		retries      int  // slots caught up
-		records      int  // slots recorded as not caught up
-	}{
-		{"all after an outage", "catch_up: all, catch_up_limit: 10", true, 10, maxMissedRecords},
-		{"none, new job", "catch_up: none", false, 1, 0}, // the slot due this second
-		{"jitter", "catch_up: none, jitter: 71h", false, 1, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			st, _, reg := rig(&recorder{}, "j")
-			ctx := context.Background()
-			now := time.Now()
-			if tc.marker {
-				old := now.Add(-80 * time.Hour).Truncate(time.Second)
-				if _, err := st.Skip(ctx, slotstore.SkipParams{Replica: "old", Requests: []slotstore.SkipRequest{{Job: "j", Slot: old, Reason: "test", Retain: 100 * time.Hour}}}); err != nil {
-					t.Fatal(err)
-				}
-				if ms := history(t, st, "j"); len(ms) != 1 || !ms[0].Slot.Equal(old) {
-					t.Fatalf("history %+v, want the marker of %v", ms, old)
-				}
-			}
-			conf := "jobs: {j: {schedule: '@every 1s', starting_deadline: 72h, history: 100h, " + tc.policy + "}}"
-			s := replica(t, st, "a", conf, reg)
-			var runs sync.WaitGroup
-			l := newLoop(s, ctx, &runs)
-			newest, ok := l.enroll(ctx)
-			if !ok {
-				t.Fatal("enroll failed")
-			}
-			l.skip(ctx, l.schedule(s.plans[0], now, newest["j"]))
-
-			kinds := map[entryKind]int{}
-			caughtUp := 0
-			var first *entry
-			for _, e := range l.h {
-				kinds[e.kind]++
-				if e.kind == lapse && strings.HasPrefix(e.reason, "catch_up") {
-					caughtUp++
-				}
-				if e.kind == fire {
-					first = e
-				}
-			}
-			t.Logf("heap: %d entries, by kind %v", len(l.h), kinds)
-			if kinds[fire] != 1 || kinds[retry] != tc.retries || caughtUp != tc.records {
-				t.Errorf("fire %d, retry %d, not-caught-up records %d; want 1, %d, %d", kinds[fire], kinds[retry], caughtUp, tc.retries, tc.records)
-			}
-			// The slots of the jitter still ahead of their try are one chain
-			// of fire entries, from the oldest of them.
-			p := s.plans[0]
-			if want := p.sched.Next(now.Add(-p.jitter)); first == nil || !first.slot.Equal(want) || !first.at.Equal(want.Add(p.jitter)) {
-				t.Errorf("first fire entry %+v, want slot %v at %v", first, want, want.Add(p.jitter))
-			}
-			if bound := tc.retries + 2*maxMissedRecords + 2; len(l.h) > bound {
-				t.Errorf("%d heap entries, want at most %d", len(l.h), bound)
-			}
-		})
-	}
 }

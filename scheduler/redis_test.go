@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/redisstore"
 )
@@ -39,17 +42,19 @@ func TestRedisCutHolderStopsBeforeTakeover(t *testing.T) {
 	reg.Register("long", rec.fn)
 	conf := fmt.Sprintf("shutdown_grace: 1s\njobs: {long: {schedule: %q, lease: 2s}}", soon(2*time.Second))
 	stopA := start(t, replica(t, viaProxy, "a", conf, reg))
-	deadline := time.Now().Add(5 * time.Second)
-	for len(rec.snapshot()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	stopB := start(t, replica(t, direct, "b", conf, reg))
-	time.Sleep(200 * time.Millisecond)
+	defer stopA()
+	eventually(t, 10*time.Second, "running the slot on a", func() bool { return len(rec.snapshot()) > 0 })
+	metricsB := prometheus.NewRegistry()
+	stopB := start(t, replica(t, direct, "b", conf, reg, WithRegistry(metricsB)))
+	defer stopB()
+	// b has found the slot held: it watches it from now on.
+	eventually(t, 10*time.Second, "watching the slot on b", func() bool {
+		return counter(t, metricsB, "slotcron_claims_total", "job", "long", "result", "held") > 0
+	})
 	proxy.Blackhole()
+	defer proxy.Restore()
 	cut := time.Now()
-	for len(rec.snapshot()) < 2 && time.Since(cut) < 10*time.Second {
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, 30*time.Second, "taking the slot over on b", func() bool { return len(rec.snapshot()) >= 2 })
 	evs := rec.snapshot()
 	stopB()
 	proxy.Restore()
@@ -59,7 +64,7 @@ func TestRedisCutHolderStopsBeforeTakeover(t *testing.T) {
 		t.Fatalf("%d runs, want the holder's and the takeover", len(evs))
 	}
 	a, b := evs[0], evs[1]
-	if !errors.Is(a.cause, errLeaseLost) || a.ended.IsZero() || !a.ended.Before(b.started) {
+	if !errors.Is(a.cause, engine.ErrLeaseLost) || a.ended.IsZero() || !a.ended.Before(b.started) {
 		t.Errorf("holder ended %v with %v; successor started %v", a.ended, a.cause, b.started)
 	}
 	if b.run.Replica != "b" || b.run.Attempt != 2 || b.run.Fence <= a.run.Fence {

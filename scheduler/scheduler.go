@@ -8,40 +8,32 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slotcron/slotcron/fence"
 	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/leader"
+	"github.com/slotcron/slotcron/scheduler/internal/admin"
+	"github.com/slotcron/slotcron/scheduler/internal/backend"
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
 // Scheduler runs the jobs of one replica. Build it with New and start it with
 // Run; it is not reusable after Run returns.
 type Scheduler struct {
-	cfg     *Config
-	reg     *jobs.Registry
-	plans   []*plan
-	byName  map[string]*plan // plans by job name
-	duties  []*dutyPlan
-	replica string
-	// incarnation tells this process from others started with the same
-	// replica name; markers keep it, so a lost claim reply is adopted only
-	// by the process that made the claim.
-	incarnation string
-	log         *slog.Logger
-	// store is the store in use: the one WithStore gave, or the one Run
-	// opened, while it runs. Run writes it, and the engine's goroutines
-	// read it; Trigger reads it only under live's lock.
-	store     slotstore.Store
-	ownsStore bool
-	// live is the engine of a Run in progress, which Trigger goes through.
-	live     *liveEngine
+	cfg      *Config
+	eng      *engine.Engine
+	jobs     int
+	duties   int
+	replica  string
+	log      *slog.Logger // with the replica attached
+	store    slotstore.Store
+	elector  leader.Elector
 	now      func() time.Time
-	grace    time.Duration
-	metrics  *metrics
+	baseLog  *slog.Logger
 	registry *prometheus.Registry
 }
 
@@ -49,17 +41,24 @@ type Scheduler struct {
 type Option func(*Scheduler)
 
 // WithStore makes the scheduler use s instead of opening the configured
-// store. The caller keeps ownership: Run does not close it.
-func WithStore(s slotstore.Store) Option {
-	return func(sc *Scheduler) { sc.store, sc.ownsStore = s, false }
-}
+// store. The caller keeps ownership: Run does not close it. Duties then
+// campaign with the elector that follows s (see WithElector).
+func WithStore(s slotstore.Store) Option { return func(sc *Scheduler) { sc.store = s } }
+
+// WithElector makes duties campaign with el instead of the elector that
+// follows the store in use: on Redis, leases beside the store's keys; on
+// Postgres, a session advisory lock on a dedicated connection; on any other
+// store, a lease slot in the store itself, polled. The caller keeps
+// ownership.
+func WithElector(el leader.Elector) Option { return func(sc *Scheduler) { sc.elector = el } }
 
 // WithRegistry registers the scheduler's metrics on r, which /metrics then
 // serves, instead of on a registry of its own.
 func WithRegistry(r *prometheus.Registry) Option { return func(sc *Scheduler) { sc.registry = r } }
 
-// WithLogger replaces the logger built from Config.Log.
-func WithLogger(l *slog.Logger) Option { return func(sc *Scheduler) { sc.log = l } }
+// WithLogger replaces the logger built from Config.Log. The scheduler
+// attaches the replica's name to its lines; l need not.
+func WithLogger(l *slog.Logger) Option { return func(sc *Scheduler) { sc.baseLog = l } }
 
 // WithClock replaces time.Now as the source of the current time; only the
 // decision of when to try a slot depends on it, never which slot it is.
@@ -78,33 +77,36 @@ func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Scheduler{cfg: cfg, reg: reg, plans: plans, duties: duties, replica: cfg.replicaName(), now: time.Now, grace: cfg.ShutdownGrace.D(),
-		live:        &liveEngine{},
-		incarnation: newIncarnation()}
-	if s.grace == 0 {
-		s.grace = DefaultShutdownGrace
-	}
-	s.byName = make(map[string]*plan, len(plans))
-	for _, p := range plans {
-		s.byName[p.name] = p
-	}
+	s := &Scheduler{cfg: cfg, jobs: len(plans), duties: len(duties), replica: cfg.replicaName(), now: time.Now}
 	for _, o := range opts {
 		o(s)
 	}
-	if s.log == nil {
-		s.log = newLogger(cfg.Log, os.Stderr)
+	if s.baseLog == nil {
+		s.baseLog = newLogger(cfg.Log, os.Stderr)
 	}
-	s.metrics = newMetrics(cfg.Metrics)
+	s.log = s.baseLog.With("replica", s.replica)
+	grace := cfg.ShutdownGrace.D()
+	if grace == 0 {
+		grace = DefaultShutdownGrace
+	}
 	private := s.registry == nil
 	if private {
 		s.registry = prometheus.NewRegistry()
 	}
-	if err := s.metrics.register(s.registry, private); err != nil {
-		return nil, fmt.Errorf("scheduler: register metrics: %w", err)
+	s.eng, err = engine.New(engine.Config{Replica: s.replica, Incarnation: newIncarnation(), Log: s.baseLog, Now: s.now,
+		Grace: grace, Jobs: plans, Duties: duties, PerJobHistograms: cfg.Metrics.PerJobHistograms,
+		Registry: s.registry, Runtime: private})
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	// Jobs that fence their writes count rejections in the same registry.
 	if err := fence.Register(s.registry); err != nil {
 		return nil, fmt.Errorf("scheduler: register fence metrics: %w", err)
+	}
+	if len(duties) > 0 {
+		if err := leader.Register(s.registry); err != nil {
+			return nil, fmt.Errorf("scheduler: register duty metrics: %w", err)
+		}
 	}
 	return s, nil
 }
@@ -124,148 +126,42 @@ func (s *Scheduler) Replica() string { return s.replica }
 // that cannot be opened is retried for up to StoreWait (a replica restarted
 // while its store restarts too waits for it); after that it is an error.
 func (s *Scheduler) Run(ctx context.Context) error {
-	if s.store == nil {
-		st, err := s.openStore(ctx)
+	st, kind := s.store, ""
+	if st == nil {
+		opened, err := backend.OpenWait(ctx, s.cfg.backendConfig(), StoreWait, s.log)
 		if err != nil {
 			return err
 		}
-		s.live.mu.Lock()
-		s.store, s.ownsStore = st, true
-		s.live.mu.Unlock()
-		defer func() {
-			// Closed, and forgotten: a later Run or Trigger opens its own.
-			s.live.mu.Lock()
-			s.store, s.ownsStore = nil, false
-			s.live.mu.Unlock()
-			st.Close()
-		}()
+		defer opened.Close()
+		st, kind = opened, backend.KindName(s.cfg.Store.Kind)
+	} else {
+		kind = fmt.Sprintf("%T", st)
 	}
-	kind := storeKind(s.cfg.Store.Kind)
-	if !s.ownsStore {
-		kind = fmt.Sprintf("%T", s.store)
-	}
-	s.log.Info("scheduler started", "replica", s.replica, "jobs", len(s.plans), "store", kind)
-
-	// runCtx outlives ctx by the shutdown grace: running jobs see it end.
-	runCtx, stopRuns := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer stopRuns(nil)
-	var runs sync.WaitGroup
-	l := newLoop(s, runCtx, &runs)
-
-	// Until the loop runs, a failure to start returns at once: it stops
-	// and waits for what was started, before the store is closed.
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	var bg, duties sync.WaitGroup
-	running := false
-	defer func() {
-		if !running {
-			stop()
-			bg.Wait()
-			duties.Wait()
-		}
-	}()
-	st := s.store
-	bg.Go(func() { s.prune(ctx, st) })
-	if len(s.duties) > 0 {
-		el, closeEl, err := s.elector(ctx)
+	rp := engine.RunParams{Store: st, Elector: s.elector}
+	if s.duties > 0 && rp.Elector == nil {
+		el, name, err := backend.Elector(ctx, st, s.log)
 		if err != nil {
 			return err
 		}
-		defer closeEl()
-		for _, d := range s.duties {
-			duties.Go(func() { s.lead(ctx, el, d) })
+		rp.Elector = el
+		s.log.Info("duties elect", "with", name)
+	}
+	if h := s.cfg.HTTP; h.Listen != "" {
+		rp.Serve = func(ctx context.Context) (func(), error) {
+			return admin.Serve(ctx, s.eng, admin.Options{Listen: h.Listen, Token: h.Token, Gatherer: s.registry})
 		}
 	}
-	if s.cfg.HTTP.Listen != "" {
-		wait, err := s.serveHTTP(ctx, s.cfg.HTTP.Listen, s.registry, l)
-		if err != nil {
-			return err
-		}
-		bg.Go(wait)
+	s.log.Info("scheduler started", "jobs", s.jobs, "store", kind)
+	if err := s.eng.Run(ctx, rp); err != nil {
+		return err
 	}
-	running = true
-	s.live.set(l)
-	l.run(ctx)
-	s.live.set(nil) // no trigger starts a run from now on
-	bg.Wait()
-
-	s.log.Info("shutting down", "replica", s.replica, "running", l.runningNow(), "grace", s.grace)
-	done := make(chan struct{})
-	go func() { runs.Wait(); close(done) }()
-	grace := time.NewTimer(s.grace)
-	defer grace.Stop()
-	select {
-	case <-done:
-	case <-grace.C:
-		stopRuns(errShutdown)
-		// A job that ignores its cancelled context cannot be stopped; its
-		// lease runs out and its successor is protected by the fence. Wait
-		// for that long, then exit without it.
-		bound := time.NewTimer(s.maxLease() + 5*time.Second)
-		defer bound.Stop()
-		select {
-		case <-done:
-		case <-bound.C:
-			s.log.Error("jobs ignored cancellation; stopping without them", "replica", s.replica, "running", l.runningNow())
-		}
-	}
-	// Duties were cancelled with ctx and have been handing over while the
-	// running jobs had their grace.
-	s.waitDuties(&duties)
-	s.log.Info("scheduler stopped", "replica", s.replica)
+	s.log.Info("scheduler stopped")
 	return nil
 }
 
-// errShutdown is the cause of a job context cancelled by shutdown.
-var errShutdown = errors.New("scheduler: shutting down")
-
-// prune deletes expired markers of st every few minutes until ctx ends.
-func (s *Scheduler) prune(ctx context.Context, st slotstore.Store) {
-	t := time.NewTicker(5 * time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			n, err := st.Prune(ctx)
-			if err != nil && ctx.Err() == nil {
-				s.log.Warn("prune failed", "err", err)
-			} else if n > 0 {
-				s.log.Debug("pruned markers", "count", n)
-			}
-		}
-	}
-}
-
-// waitDuties waits for the duties' campaigns to end, at most one duty lease
-// and a few seconds: a duty that ignores its cancelled context is left
-// behind, as a job would be, and its fence protects its successor.
-func (s *Scheduler) waitDuties(duties *sync.WaitGroup) {
-	done := make(chan struct{})
-	go func() { duties.Wait(); close(done) }()
-	var bound time.Duration
-	for _, d := range s.duties {
-		bound = max(bound, d.lease)
-	}
-	t := time.NewTimer(bound + 5*time.Second)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		s.log.Error("duties ignored cancellation; stopping without them", "replica", s.replica)
-	}
-}
-
-// maxLease is the longest lease of any job.
-func (s *Scheduler) maxLease() time.Duration {
-	var d time.Duration
-	for _, p := range s.plans {
-		d = max(d, p.lease)
-	}
-	return d
-}
+// StoreWait is how long Run retries opening a store it cannot reach at
+// start-up before it gives up.
+const StoreWait = time.Minute
 
 // newIncarnation returns a random name for this process.
 func newIncarnation() string {
@@ -273,12 +169,3 @@ func newIncarnation() string {
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
 	return hex.EncodeToString(b[:])
 }
-
-func storeKind(k string) string {
-	if k == "" {
-		return "sqlite"
-	}
-	return k
-}
-
-func (p *plan) String() string { return fmt.Sprintf("%s (%s)", p.name, p.sched) }

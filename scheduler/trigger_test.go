@@ -32,7 +32,7 @@ func sqliteReplica(t *testing.T, path, jobsDoc string, reg *jobs.Registry) *Sche
 
 func sqliteHistory(t *testing.T, path, job string) []slotstore.Marker {
 	t.Helper()
-	st, err := sqlitestore.Open(context.Background(), path)
+	st, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +70,19 @@ func TestTriggerDuringRun(t *testing.T) {
 	_, _, reg := rig(rec, "report", "tick")
 	s := sqliteReplica(t, path, `jobs: {report: {schedule: '@daily', catch_up: none}, tick: {schedule: "* * * * * *"}}`, reg)
 	stop := start(t, s)
+	defer stop()
+	ticks := func() int {
+		n := 0
+		for _, ev := range rec.snapshot() {
+			if ev.run.Job == "tick" && ev.finished {
+				n++
+			}
+		}
+		return n
+	}
+	// Run is under way once it has run a slot: from then on triggers go
+	// through it (before, each would open the store on its own).
+	eventually(t, 30*time.Second, "running scheduled slots", func() bool { return ticks() > 0 })
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
@@ -81,21 +94,8 @@ func TestTriggerDuringRun(t *testing.T) {
 	}
 	wg.Wait()
 	// Run's store is still open: its scheduled slots go on running.
-	ticks := func() int {
-		n := 0
-		for _, ev := range rec.snapshot() {
-			if ev.run.Job == "tick" && ev.finished {
-				n++
-			}
-		}
-		return n
-	}
 	before := ticks()
-	for deadline := time.Now().Add(30 * time.Second); ticks() < before+2; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no scheduled run after the triggers (%d before)", before)
-		}
-	}
+	eventually(t, 30*time.Second, "running scheduled slots after the triggers", func() bool { return ticks() >= before+2 })
 	stop()
 	ms := sqliteHistory(t, path, "report")
 	manual := 0

@@ -9,36 +9,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/slotcron/slotcron/internal/schedule"
 	"github.com/slotcron/slotcron/jobs"
-	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
 )
-
-// plan is one job, resolved: its function, schedule and effective policy.
-type plan struct {
-	name    string
-	fn      jobs.Func
-	sched   *schedule.Schedule
-	params  []byte
-	lease   time.Duration
-	timeout time.Duration
-	onCrash slotstore.OnCrash
-	maxAtt  int
-	// deadline is the starting deadline.
-	deadline     time.Duration
-	catchUp      string
-	catchUpLimit int
-	history      time.Duration
-	// jitter is this job's fixed delay after each slot.
-	jitter  time.Duration
-	overlap string
-	retries RetryPolicy
-	// metrics holds the job's metric series once it has any.
-	metrics atomic.Pointer[jobMetrics]
-}
 
 // Validate checks cfg against reg and returns every problem, each naming
 // file, line and key, in file order. It returns nil when cfg is good.
@@ -48,12 +24,12 @@ func (c *Config) Validate(reg *jobs.Registry) error {
 }
 
 // resolve validates the configuration and builds the job and duty plans.
-func (c *Config) resolve(reg *jobs.Registry) ([]*plan, []*dutyPlan, error) {
+func (c *Config) resolve(reg *jobs.Registry) ([]engine.JobSpec, []engine.DutySpec, error) {
 	return c.resolveContext(context.Background(), reg)
 }
 
 // resolveContext is resolve, given up with ctx's error when ctx ends.
-func (c *Config) resolveContext(ctx context.Context, reg *jobs.Registry) ([]*plan, []*dutyPlan, error) {
+func (c *Config) resolveContext(ctx context.Context, reg *jobs.Registry) ([]engine.JobSpec, []engine.DutySpec, error) {
 	var errs ConfigErrors
 	add := func(e *ConfigError) { errs = append(errs, e) }
 
@@ -80,13 +56,13 @@ func (c *Config) resolveContext(ctx context.Context, reg *jobs.Registry) ([]*pla
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	plans := make([]*plan, 0, len(names))
+	plans := make([]engine.JobSpec, 0, len(names))
 	specs := make(map[specKey]parsedSpec) // jobs of one schedule share its parse
 	for i, name := range names {
 		if i%1024 == 0 && ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
-		if p := c.resolveJob(name, reg, defaults, specs, add); p != nil {
+		if p, ok := c.resolveJob(name, reg, defaults, specs, add); ok {
 			plans = append(plans, p)
 		}
 	}
@@ -95,10 +71,10 @@ func (c *Config) resolveContext(ctx context.Context, reg *jobs.Registry) ([]*pla
 		dnames = append(dnames, name)
 	}
 	sort.Strings(dnames)
-	var duties []*dutyPlan
+	var duties []engine.DutySpec
 	for _, name := range dnames {
 		if d := c.resolveDuty(name, reg, add); d != nil {
-			duties = append(duties, d)
+			duties = append(duties, *d)
 		}
 	}
 	if len(errs) > 0 {
@@ -108,14 +84,8 @@ func (c *Config) resolveContext(ctx context.Context, reg *jobs.Registry) ([]*pla
 	return plans, duties, nil
 }
 
-// dutyPlan is one duty, resolved.
-type dutyPlan struct {
-	name  string
-	fn    jobs.DutyFunc
-	lease time.Duration
-}
-
-func (c *Config) resolveDuty(name string, reg *jobs.Registry, add func(*ConfigError)) *dutyPlan {
+// resolveDuty checks one duty and resolves it; nil when it is bad.
+func (c *Config) resolveDuty(name string, reg *jobs.Registry, add func(*ConfigError)) *engine.DutySpec {
 	dc := c.Duties[name]
 	ok := true
 	if name == "" || strings.ContainsAny(name, "@{} \t\n") {
@@ -148,7 +118,7 @@ func (c *Config) resolveDuty(name string, reg *jobs.Registry, add func(*ConfigEr
 	if !ok {
 		return nil
 	}
-	return &dutyPlan{name: name, fn: fn, lease: lease}
+	return &engine.DutySpec{Name: name, Fn: fn, Lease: lease}
 }
 
 // specKey is a schedule and its zone; parsedSpec what parsing it gave.
@@ -162,7 +132,7 @@ type (
 )
 
 func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, specs map[specKey]parsedSpec,
-	add func(*ConfigError)) *plan {
+	add func(*ConfigError)) (engine.JobSpec, bool) {
 	jc := c.Jobs[name]
 	path := []string{"jobs", name}
 	at := func(key string) []string { return []string{"jobs", name, key} }
@@ -233,16 +203,16 @@ func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, sp
 		fail(c.errAt(err.Error(), at("params")...))
 	}
 	if !ok {
-		return nil
+		return engine.JobSpec{}, false
 	}
-	return &plan{
-		name: name, fn: fn, sched: sched, params: params,
-		lease: pol.Lease.D(), timeout: pol.Timeout.D(),
-		onCrash: slotstore.OnCrash(pol.OnCrash), maxAtt: pol.MaxAttempts,
-		deadline: pol.StartingDeadline.D(), catchUp: pol.CatchUp, catchUpLimit: pol.CatchUpLimit,
-		history: pol.History.D(), jitter: jitterFor(name, pol.Jitter.D()),
-		overlap: pol.Overlap, retries: pol.Retries,
-	}
+	return engine.JobSpec{
+		Name: name, Fn: fn, Schedule: sched, Params: params,
+		Lease: pol.Lease.D(), Timeout: pol.Timeout.D(),
+		OnCrash: pol.OnCrash, MaxAttempts: pol.MaxAttempts,
+		Deadline: pol.StartingDeadline.D(), CatchUp: pol.CatchUp, CatchUpLimit: pol.CatchUpLimit,
+		History: pol.History.D(), Jitter: jitterFor(name, pol.Jitter.D()), Overlap: pol.Overlap,
+		Retries: engine.Retries{Max: pol.Retries.Max, Backoff: pol.Retries.Backoff.D(), MaxBackoff: pol.Retries.MaxBackoff.D()},
+	}, true
 }
 
 // checkPolicy reports bad values set in p (zero fields are inherited and
@@ -282,19 +252,13 @@ func (c *Config) checkPolicy(p Policy, path []string, add func(*ConfigError)) {
 	if p.Retries.Backoff.D() > MaxRetryBackoff {
 		add(c.errAt(fmt.Sprintf("retries.backoff %v is longer than %v (it doubles with each retry)", p.Retries.Backoff, MaxRetryBackoff), append(at("retries"), "backoff")...))
 	}
-	switch p.OnCrash {
-	case "", "retry", "skip":
-	default:
+	if p.OnCrash != "" && !p.OnCrash.Valid() {
 		add(c.errAt(fmt.Sprintf("on_crash %q: want retry or skip", p.OnCrash), at("on_crash")...))
 	}
-	switch p.CatchUp {
-	case "", "none", "latest", "all":
-	default:
+	if p.CatchUp != "" && !p.CatchUp.Valid() {
 		add(c.errAt(fmt.Sprintf("catch_up %q: want none, latest or all", p.CatchUp), at("catch_up")...))
 	}
-	switch p.Overlap {
-	case "", "allow", "forbid", "replace":
-	default:
+	if p.Overlap != "" && !p.Overlap.Valid() {
 		add(c.errAt(fmt.Sprintf("overlap %q: want allow, forbid or replace", p.Overlap), at("overlap")...))
 	}
 	if p.Retries.Max < 0 {

@@ -28,14 +28,23 @@
 //
 // # Policies
 //
+// The policies a claim carries are package policy's types. OnCrash
+// (ClaimRequest.OnCrash) decides what a claim does with a slot running under
+// an expired lease: policy.OnCrashRetry takes it over, policy.OnCrashSkip
+// marks it abandoned (Reason "on_crash skip"). With policy.OnCrashRetry, a
+// claim whose takeover would make attempt MaxAttempts+1 marks it abandoned
+// instead (Reason "max attempts").
+//
 // Overlap (ClaimRequest.Overlap) is judged only when a claim would create
 // the slot's first marker; takeovers, claims of released slots and retries
-// are never checked. OverlapForbid records the slot skipped (Reason
-// "overlap", Fence 0, no fence issued) while another slot of the job is
-// running under a live lease, including one won earlier in the same batch.
-// OverlapReplace wins the slot and makes every other running slot of the
-// job, live lease or expired, replaced: its lease ends, its fence stays, and
-// its holder's Renew, Finish and Release fail with ErrLeaseLost.
+// are never checked. policy.OverlapForbid records the slot skipped
+// (ReasonOverlap, Fence 0, no fence issued) while another slot of the job
+// is running under a live lease, including one won earlier in the same
+// batch. policy.OverlapReplace wins the slot and makes every other running
+// slot of the job, live lease or expired, replaced (Reason "replaced by "
+// and the winner's slot): its lease ends, its fence stays, and its holder's
+// Renew, Finish and Release fail with ErrLeaseLost; ClaimResult.Replaced
+// lists them.
 //
 // A failed or timed-out run may ask for a retry (FinishParams.RetryAt): the
 // slot waits in state retrying, claims before RetryAt answer Waiting and
@@ -61,7 +70,7 @@
 // generation begins one at the store's time then — which, for a job a
 // replica enrolled before, means the store lost it. The check is in the same
 // atomic step as the claim: a claim that would create the first marker of a
-// slot older than the generation (Decide: DecideDataLoss) does not win; the
+// slot the generation does not cover (Generation.Covers) does not win; the
 // slot is recorded skipped with ReasonDataLoss, because the store cannot
 // know whether it ran. Claims of slots that still have a marker, and
 // takeover-only claims, are unaffected; so is a Term claim (a duty's
@@ -92,9 +101,16 @@
 // is of a slot older than the generation that begins after the loss, which
 // guarantee 3 relies on.
 //
-// Decide, Apply, Supersede and ApplySkip are the decision table in Go;
-// backends that cannot run Go encode the same table, and storetest checks
-// every backend against it.
+// # The decision table
+//
+// These rules are one decision table, written in Go once, in a package
+// internal to slotstore that the backends share: what a claim does given
+// the slot's marker, the request, the store's time and the job's generation
+// and running slots, and how each request is checked and defaulted first.
+// Backends that keep their logic in Go (memstore, sqlitestore) run it
+// inside their atomic step; those that cannot (redisstore's Lua, pgstore's
+// SQL) encode the same table, and storetest, with a differential test
+// against memstore, checks every backend against it.
 //
 // # Guarantees every backend makes
 //
@@ -130,10 +146,12 @@
 // # Failures
 //
 // A store error that leaves the outcome of a mutation unknown (the request
-// was sent and its reply lost, a timeout) satisfies IsOutcomeUnknown. The
-// caller must treat it as neither success nor failure: an unknown claim may
-// have won, and its lease will expire and be taken over; an unknown finish
-// may have been recorded or not.
+// was sent and its reply lost, a timeout) wraps ErrOutcomeUnknown, and its
+// cause: errors.Is(err, ErrOutcomeUnknown) reports it. The caller must
+// treat it as neither success nor failure: an unknown claim may have won,
+// and its lease will expire and be taken over; an unknown finish may have
+// been recorded or not, and may be retried, since Finish of a slot already
+// done under the same fence succeeds.
 //
 // All methods are safe for concurrent use by many goroutines and, for the
 // shared backends, by many processes.

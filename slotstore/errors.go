@@ -1,9 +1,6 @@
 package slotstore
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 var (
 	// ErrSlotTaken reports a claim that did not win: the slot is held by a
@@ -20,7 +17,9 @@ var (
 	// none was lost. Nothing was changed.
 	ErrFinished = errors.New("slotstore: slot finished under this claim")
 	// ErrOutcomeUnknown reports a mutation whose request may have reached
-	// the store but whose reply did not arrive. Test with IsOutcomeUnknown.
+	// the store but whose reply did not arrive: test for it with errors.Is,
+	// and see Failures in the package documentation for what the caller
+	// must do. The error also wraps its cause.
 	ErrOutcomeUnknown = errors.New("slotstore: outcome unknown")
 	// ErrInvalid reports a request the store refused to consider: an empty
 	// job, a zero slot, a non-positive lease, an unknown outcome or overlap,
@@ -29,30 +28,3 @@ var (
 	// ErrClosed reports a call on a closed store.
 	ErrClosed = errors.New("slotstore: store closed")
 )
-
-// IsOutcomeUnknown reports whether err leaves the outcome of the call
-// unknown: the caller must treat it as neither done nor not done.
-func IsOutcomeUnknown(err error) bool {
-	return errors.Is(err, ErrOutcomeUnknown)
-}
-
-// OutcomeUnknown wraps cause so that IsOutcomeUnknown reports true and
-// errors.Is still finds cause.
-func OutcomeUnknown(op string, cause error) error {
-	return &unknownError{op: op, cause: cause}
-}
-
-type unknownError struct {
-	op    string
-	cause error
-}
-
-func (e *unknownError) Error() string {
-	return fmt.Sprintf("slotstore: %s: outcome unknown: %v", e.op, e.cause)
-}
-
-func (e *unknownError) Unwrap() []error { return []error{ErrOutcomeUnknown, e.cause} }
-
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
-}

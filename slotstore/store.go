@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/slotcron/slotcron/policy"
 )
 
 // Store holds slot markers and fences. See the package documentation for the
@@ -11,7 +13,8 @@ import (
 type Store interface {
 	// Claim tries every request of the batch and returns one result per
 	// request, in request order. A non-nil error means no result is known;
-	// with IsOutcomeUnknown(err) some claims may have won.
+	// when errors.Is(err, ErrOutcomeUnknown), some claims may have won (see
+	// Failures in the package documentation).
 	Claim(ctx context.Context, p ClaimParams) ([]ClaimResult, error)
 	// Renew extends the lease of a running slot to Lease from now (store
 	// clock). ErrLeaseLost if p.Ref is no longer the slot's current claim;
@@ -62,33 +65,22 @@ type Store interface {
 	Close() error
 }
 
-// OnCrash says what a claim does with a running slot whose lease expired.
-type OnCrash string
-
-const (
-	// OnCrashRetry takes the slot over with attempt+1 (the default).
-	OnCrashRetry OnCrash = "retry"
-	// OnCrashSkip marks the slot abandoned; nobody runs it again.
-	OnCrashSkip OnCrash = "skip"
-)
-
 // ClaimRequest asks for one slot.
 type ClaimRequest struct {
 	Job  string
 	Slot time.Time // truncated to the second and stored in UTC
 	// Lease is how long the winner may act without renewing. Required.
 	Lease time.Duration
-	// OnCrash decides what happens to an expired running slot; empty means
-	// OnCrashRetry.
-	OnCrash OnCrash
+	// OnCrash decides what a claim does with the slot when it is running
+	// under an expired lease; empty means policy.OnCrashRetry.
+	OnCrash policy.OnCrash
 	// MaxAttempts bounds how many attempts a slot may have when earlier
 	// holders' leases expired: a takeover that would make attempt
 	// MaxAttempts+1 marks the slot abandoned instead. Zero means no bound.
 	// Claiming a released slot is never refused, but it is an attempt: its
 	// attempt number grows and counts toward the bound.
 	MaxAttempts int
-	// Retain is how long after Slot the marker is kept; zero keeps it until
-	// a store-specific default of 7 days.
+	// Retain is how long after Slot the marker is kept; zero means 7 days.
 	Retain time.Duration
 	// TakeoverOnly claims the slot only if it has a marker: a slot with
 	// none is answered Absent and no marker is created. Callers that watch
@@ -97,9 +89,9 @@ type ClaimRequest struct {
 	TakeoverOnly bool
 	// Overlap decides what a claim that would create the slot's first
 	// marker does while other slots of the job are running; empty means
-	// OverlapAllow. Takeovers, claims of released slots and retries are
-	// never checked.
-	Overlap Overlap
+	// policy.OverlapAllow. Takeovers, claims of released slots and retries
+	// are never checked.
+	Overlap policy.Overlap
 	// Term marks a slot that is not a run but a standing lease, such as a
 	// duty's leadership term: it never finishes, so a claim of it that
 	// creates its marker wins whatever the job's generation (a new term
@@ -118,25 +110,6 @@ type ClaimRequest struct {
 	// Marker.Manual; later claims of the slot keep the marker's own.
 	Manual bool
 }
-
-// Overlap is a job's policy for a slot that comes due while an earlier slot
-// of the same job is still running.
-type Overlap string
-
-const (
-	// OverlapAllow claims the slot whatever else runs (the default).
-	OverlapAllow Overlap = "allow"
-	// OverlapForbid records the slot skipped, with Reason ReasonOverlap and
-	// Status Skipped, while any other slot of the job is running under a
-	// live lease, including one won earlier in the same batch. No fence is
-	// issued.
-	OverlapForbid Overlap = "forbid"
-	// OverlapReplace wins the slot and supersedes every other running slot
-	// of the job, live lease or not: each becomes StateReplaced, its lease
-	// ended, so its holder's Renew, Finish and Release fail with
-	// ErrLeaseLost. ClaimResult.Replaced lists them.
-	OverlapReplace Overlap = "replace"
-)
 
 // ClaimParams is one batch of claims made by one replica.
 type ClaimParams struct {
@@ -233,8 +206,8 @@ type ClaimResult struct {
 	// time until the retry is due when Status is Waiting, and the time
 	// until the skip may be recorded when Status is NotYet.
 	Remaining time.Duration
-	// Replaced lists the claims a winning claim with OverlapReplace
-	// superseded, oldest slot first; empty otherwise.
+	// Replaced lists the claims a winning claim with
+	// policy.OverlapReplace superseded, oldest slot first; empty otherwise.
 	Replaced []Ref
 }
 
@@ -302,7 +275,7 @@ type SkipRequest struct {
 	// comes earlier records nothing and answers NotYet. A replica sets it
 	// to slot + starting deadline for a slot it judges missed, so a
 	// replica whose clock runs fast cannot record as missed a slot the
-	// others may still run (guarantee 7).
+	// others may still run (guarantee 5).
 	NotBefore time.Time
 }
 
@@ -332,6 +305,16 @@ type Generation struct {
 	// which slots came due while no replica ran the job.
 	Newest time.Time
 }
+
+// Covers reports whether the generation's record of the job reaches back to
+// slot: slot is not older than Born. A claim, unless a Term claim, creates
+// the first marker only of a slot its job's generation covers; any other is
+// recorded skipped with ReasonDataLoss, because its marker could have been
+// created, and lost, before the generation began. A slot of Born's very
+// instant is covered: a claim of it before a loss would have been made at or
+// after that instant, and the loss and the new generation came later still,
+// by a store clock that does not step back.
+func (g Generation) Covers(slot time.Time) bool { return !slot.Before(g.Born) }
 
 // PauseParams pauses or resumes.
 type PauseParams struct {
@@ -368,26 +351,23 @@ const (
 	// StateSkipped: the slot never ran; Reason says why. Final.
 	StateSkipped State = "skipped"
 	// StateReplaced: the run was superseded by a claim of a later slot
-	// with OverlapReplace; Reason names it. Final.
+	// with policy.OverlapReplace; Reason names it. Final.
 	StateReplaced State = "replaced"
 	// StateRetrying: the run failed and the slot waits for its retry at
 	// LeaseEnd. Not final.
 	StateRetrying State = "retrying"
 )
 
-// Reasons the store itself records in Marker.Reason.
+// Final reports whether a marker in state s never runs again.
+func (s State) Final() bool {
+	return s == StateDone || s == StateAbandoned || s == StateSkipped || s == StateReplaced
+}
+
+// Reasons the store itself records in Marker.Reason that callers compare.
+// Marker.Reason lists every reason the store records.
 const (
-	// ReasonOverlap: skipped by OverlapForbid.
+	// ReasonOverlap: skipped by policy.OverlapForbid.
 	ReasonOverlap = "overlap"
-	// ReasonOnCrashSkip: abandoned because its holder's lease expired and
-	// the claim said OnCrashSkip.
-	ReasonOnCrashSkip = "on_crash skip"
-	// ReasonMaxAttempts: abandoned because its holder's lease expired and
-	// no attempts were left.
-	ReasonMaxAttempts = "max attempts"
-	// ReasonReplacedBy starts the reason of a replaced marker; the RFC 3339
-	// slot of the winning claim follows.
-	ReasonReplacedBy = "replaced by "
 	// ReasonDataLoss: skipped because the slot is older than its job's
 	// generation, so the store cannot know whether it ran, or abandoned
 	// because its marker was claimed before the generation began, so the
@@ -414,7 +394,26 @@ type Marker struct {
 	Outcome  Outcome
 	Error    string
 	Duration time.Duration
-	// Reason says why the slot was skipped, replaced or abandoned.
+	// Reason says why the slot was skipped, replaced or abandoned. The
+	// store records these:
+	//
+	//   - "overlap" (ReasonOverlap): skipped, because a claim with
+	//     policy.OverlapForbid came while another slot of the job ran under
+	//     a live lease;
+	//   - "on_crash skip": abandoned, because its holder's lease expired
+	//     and the next claim said policy.OnCrashSkip;
+	//   - "max attempts": abandoned, because its holder's lease expired and
+	//     the claim's MaxAttempts were spent;
+	//   - "replaced by " and the RFC 3339 slot of the winning claim
+	//     ("replaced by 2026-11-29T02:00:00Z"): replaced by a claim of that
+	//     slot with policy.OverlapReplace;
+	//   - ReasonDataLoss ("data loss: the slot predates the store's record
+	//     of the job"): skipped, or abandoned, because the store may have
+	//     lost what it knew of the slot (Generation).
+	//
+	// A slot recorded by Skip has the reason its caller gave
+	// (SkipRequest.Reason); the engine records "missed: " and why, and
+	// "catch_up " and the job's policy.CatchUp.
 	Reason string
 	// Manual is true for the slot of a manual trigger.
 	Manual bool

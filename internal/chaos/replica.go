@@ -182,7 +182,7 @@ func (r *replica) complete(ctx context.Context, run jobs.Run) error {
 		if err := record(ctx, tx, "chaos_complete", run); err != nil {
 			return err
 		}
-		if err := pgstore.CompleteTx(ctx, tx, run); err != nil {
+		if err := pgstore.CompleteTx(ctx, tx, run, pgstore.CompleteParams{}); err != nil {
 			return err
 		}
 		// Frozen here, the transaction holds the slot's row locked until

@@ -188,7 +188,7 @@ func (s *session) startServers() {
 	var st slotstore.Store
 	switch s.o.Store {
 	case StoreSQLite:
-		st, err = sqlitestore.Open(ctx, filepath.Join(s.dir, "slotcron.db"))
+		st, err = sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(s.dir, "slotcron.db")})
 	case StoreRedis:
 		s.redis = testserver.StartRedis(s.t)
 		st, err = redisstore.New(ctx, redisstore.Options{Addrs: []string{s.redis.Addr()}})

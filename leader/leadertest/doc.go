@@ -1,5 +1,6 @@
 // Package leadertest is the conformance suite every leader backend runs,
-// shaped like testing/slogtest: one call checks the whole contract.
+// shaped like testing/slogtest: one call checks the whole contract. It is
+// for backend authors (package leader/driver), in their tests.
 //
 // A backend's test calls Run with a Harness that builds electors on one
 // private store:
@@ -28,12 +29,13 @@
 //     instants read on this process's monotonic clock; the successor's
 //     fence is higher.
 //   - Hand-over: when fn returns, or Lead's context ends, a follower that
-//     was told seconds remain takes over within 200 ms (the measured
-//     figure is logged).
+//     was told seconds remain takes over before the leader's lease could
+//     have ended, so the release woke it, and within a generous bound of a
+//     few seconds (the measured figure is logged).
 //   - Cooldown: a replica whose fn returns stays out for Params.Cooldown,
 //     then wins again with a higher fence.
-//   - Lead returns promptly when its context ends while following, and
-//     rejects invalid Params with ErrInvalid.
+//   - Lead returns when its context ends while following, before the
+//     wait it was told ends, and rejects invalid Params with ErrInvalid.
 //
 // Failover measures takeover after kill -9 of a leader process.
 package leadertest

@@ -47,7 +47,8 @@ type FailoverConfig struct {
 // extension the child logged: the Acquire or renewal sent time plus half
 // its round trip, plus the lease, minus the kill), and of their
 // difference. It fails if a takeover came before the lease left had
-// passed (with 5 ms for measurement error) or more than 100 ms after it.
+// passed (with 5 ms for measurement error), or later than a generous bound
+// after it (a few seconds; a takeover takes a round trip or two).
 //
 // Call it from a top-level test of its own; it skips under -short.
 func Failover(t *testing.T, cfg FailoverConfig) {
@@ -87,7 +88,7 @@ func Failover(t *testing.T, cfg FailoverConfig) {
 		resign <- struct{}{}
 		last := c.await(t, "leadership acquired", 5*time.Second).extended()
 		if i%2 == 1 { // kill half the leaders after a renewal
-			last = c.await(t, "lease renewed", cfg.Lease).extended()
+			last = c.await(t, "lease renewed", cfg.Lease+slowBound).extended()
 		}
 		// Before the next renewal (sent Lease/3 after the last), so none is
 		// in flight at the kill.
@@ -104,7 +105,7 @@ func Failover(t *testing.T, cfg FailoverConfig) {
 		}
 		left := last.Add(cfg.Lease).Sub(killed.Round(0))
 		takeovers, lefts, excess = append(takeovers, takeover), append(lefts, left), append(excess, takeover-left)
-		if takeover < left-5*time.Millisecond || takeover > left+100*time.Millisecond {
+		if takeover < left-5*time.Millisecond || takeover > left+slowBound {
 			t.Errorf("run %d: takeover %v after the kill, with %v of the lease left", i, takeover, left)
 		}
 	}

@@ -9,21 +9,23 @@ import (
 	"github.com/slotcron/slotcron/leader"
 )
 
-// handOverBound is generous: a hand-over takes a round trip or two plus
-// scheduling, a millisecond or so on loopback.
-const handOverBound = 200 * time.Millisecond
+// slowBound bounds a step that takes a round trip or two, a millisecond or
+// so on loopback: generous, since the suite runs on shared, loaded
+// machines. The measured figure is logged, not asserted.
+const slowBound = 3 * time.Second
 
 // testHandOver checks that a follower told that seconds remain takes over
-// at once when the leader's fn returns, and again when the leader's Lead
-// is cancelled.
+// when the leader's fn returns, and again when the leader's Lead is
+// cancelled, before the leader's lease would have ended: only the release
+// can explain it.
 func testHandOver(t *testing.T, h Harness) {
-	const lease = 5 * time.Second // only a release can explain a quick takeover
+	const lease = 5 * time.Second
 	name := nameFor(t)
-	wb, wc := newWatch(), newWatch()
+	wa, wb, wc := newWatch(), newWatch(), newWatch()
 	aTerms, bTerms, cTerms := make(chan leader.Term, 1), make(chan leader.Term, 1), make(chan leader.Term, 1)
 	release := make(chan struct{})
 	resignedAt := make(chan time.Time, 1)
-	lead(t, h.New(t, newWatch().logger()), leader.Params{Name: name, Replica: "A", Lease: lease},
+	lead(t, h.New(t, wa.logger()), leader.Params{Name: name, Replica: "A", Lease: lease},
 		func(ctx context.Context, term leader.Term) {
 			aTerms <- term
 			<-release
@@ -34,22 +36,31 @@ func testHandOver(t *testing.T, h Harness) {
 	waitLong(t, wb)
 
 	close(release)
-	bTerm := awaitTerm(t, bTerms, 2*time.Second)
+	bTerm := awaitTerm(t, bTerms, lease+slowBound)
 	d := bTerm.Start.Sub(<-resignedAt)
 	t.Logf("hand-over after fn returned: %v", d)
-	if d > handOverBound {
-		t.Errorf("B took over %v after A resigned, want under %v", d, handOverBound)
-	}
+	checkHandOver(t, "B", "A's fn returned", d, bTerm, wa.leaseEnd(lease))
 
 	lead(t, h.New(t, wc.logger()), leader.Params{Name: name, Replica: "C", Lease: lease}, hold(cTerms, nil))
 	waitLong(t, wc)
 	cancelledAt := time.Now()
 	b.cancel()
-	cTerm := awaitTerm(t, cTerms, 2*time.Second)
+	cTerm := awaitTerm(t, cTerms, lease+slowBound)
 	d = cTerm.Start.Sub(cancelledAt)
 	t.Logf("hand-over after Lead's context ended: %v", d)
-	if d > handOverBound {
-		t.Errorf("C took over %v after B's Lead was cancelled, want under %v", d, handOverBound)
+	checkHandOver(t, "C", "B's Lead was cancelled", d, cTerm, wb.leaseEnd(lease))
+}
+
+// checkHandOver fails t if the follower's term began only when the
+// leader's lease would have ended anyway (the release did not wake it), or
+// more than slowBound after the hand-over began.
+func checkHandOver(t *testing.T, who, after string, d time.Duration, term leader.Term, leaseEnd time.Time) {
+	t.Helper()
+	if !term.Start.Before(leaseEnd) {
+		t.Errorf("%s took over %v after the leader's lease could end, not woken by the release", who, term.Start.Sub(leaseEnd))
+	}
+	if d > slowBound {
+		t.Errorf("%s took over %v after %s, want under %v", who, d, after, slowBound)
 	}
 }
 
@@ -63,8 +74,9 @@ func waitLong(t *testing.T, w *watch) {
 	}
 }
 
-// testCancelWhileFollowing checks that Lead returns promptly when its
-// context ends while it waits for another replica's lease.
+// testCancelWhileFollowing checks that Lead returns when its context ends
+// while it waits for another replica's lease, without waiting out the
+// time it was told is left.
 func testCancelWhileFollowing(t *testing.T, h Harness) {
 	name := nameFor(t)
 	terms := make(chan leader.Term, 1)
@@ -74,10 +86,14 @@ func testCancelWhileFollowing(t *testing.T, h Harness) {
 	b := lead(t, h.New(t, w.logger()), leader.Params{Name: name, Replica: "B", Lease: 5 * time.Second},
 		func(context.Context, leader.Term) { t.Error("B won while A led") })
 	waitLong(t, w)
-	if d := b.stop(t); d > 500*time.Millisecond {
-		t.Errorf("Lead returned %v after its context ended while following, want under 500ms", d)
-	} else {
-		t.Logf("Lead returned %v after its context ended while following", d)
+	wait := w.last("waiting for the lease")
+	d := b.stop(t)
+	t.Logf("Lead returned %v after its context ended while following", d)
+	if waitEnd := wait.at.Add(wait.attrs["left"].Duration()); !time.Now().Before(waitEnd) {
+		t.Errorf("Lead returned only when the wait it was told ended, %v after its context ended", d)
+	}
+	if d > slowBound {
+		t.Errorf("Lead returned %v after its context ended while following, want under %v", d, slowBound)
 	}
 }
 
@@ -89,7 +105,7 @@ func testInvalid(t *testing.T, h Harness) {
 	for name, edit := range map[string]func(*leader.Params){
 		"empty name":      func(p *leader.Params) { p.Name = "" },
 		"empty replica":   func(p *leader.Params) { p.Replica = "" },
-		"short lease":     func(p *leader.Params) { p.Lease = leader.MinLease - 1 },
+		"short lease":     func(p *leader.Params) { p.Lease = 50*time.Millisecond - 1 }, // below Params.Lease's floor
 		"margin too wide": func(p *leader.Params) { p.Margin = p.Lease / 2 },
 		"negative":        func(p *leader.Params) { p.Cooldown = -1 },
 	} {

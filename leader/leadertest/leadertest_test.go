@@ -7,6 +7,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/slotcron/slotcron/leader"
+	"github.com/slotcron/slotcron/leader/driver"
 	"github.com/slotcron/slotcron/leader/internal/fakedriver"
 	"github.com/slotcron/slotcron/leader/leadertest"
 )
@@ -19,11 +20,11 @@ func TestRun(t *testing.T) {
 	st := fakedriver.New()
 	leadertest.Run(t, leadertest.Harness{
 		New: func(t *testing.T, log *slog.Logger) leader.Elector {
-			return leader.NewElector(st.Driver(), leader.Options{Logger: log})
+			return driver.NewElector(st.Driver(), driver.Options{Logger: log})
 		},
 		NewStallable: func(t *testing.T, log *slog.Logger) (leader.Elector, func()) {
 			d := st.Driver()
-			return leader.NewElector(d, leader.Options{Logger: log}), d.Stall
+			return driver.NewElector(d, driver.Options{Logger: log}), d.Stall
 		},
 	})
 }

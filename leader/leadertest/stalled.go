@@ -36,7 +36,7 @@ func testStalledLeader(t *testing.T, h Harness) {
 	bTerms := make(chan leader.Term, 1)
 	lead(t, h.New(t, wb.logger()), leader.Params{Name: name, Replica: "B", Lease: lease}, hold(bTerms, nil))
 	wb.await(t, "waiting for the lease", 1, 5*time.Second)
-	wa.await(t, "lease renewed", 1, lease)
+	wa.await(t, "lease renewed", 1, 5*time.Second)
 
 	stalledAt := time.Now()
 	stall()
@@ -44,7 +44,7 @@ func testStalledLeader(t *testing.T, h Harness) {
 	var end ended
 	select {
 	case end = <-aEnded:
-	case <-time.After(time.Second):
+	case <-time.After(slowBound):
 		t.Fatalf("B's term began %v after the stall and A's term was never cancelled", bTerm.Start.Sub(stalledAt))
 	}
 	if !end.at.Before(bTerm.Start) {

@@ -99,6 +99,35 @@ func (w *watch) await(t testing.TB, msg string, n int, timeout time.Duration) re
 	}
 }
 
+// last returns the latest record with msg; there must be one.
+func (w *watch) last(msg string) record {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := len(w.recs) - 1; i >= 0; i-- {
+		if w.recs[i].msg == msg {
+			return w.recs[i]
+		}
+	}
+	panic("leadertest: no " + msg + " line")
+}
+
+// leaseEnd returns the earliest instant at which the lease of the watched
+// leader can end without a release: its last winning Acquire or renewal,
+// sent at sent, extended the lease to lease after the store received it.
+func (w *watch) leaseEnd(lease time.Duration) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var sent time.Time
+	for _, r := range w.recs {
+		if r.msg == "leadership acquired" || r.msg == "lease renewed" {
+			if s := r.attrs["sent"].Time(); s.After(sent) {
+				sent = s
+			}
+		}
+	}
+	return sent.Add(lease)
+}
+
 // tail formats the last n records, for failure messages.
 func (w *watch) tail(n int) string {
 	w.mu.Lock()

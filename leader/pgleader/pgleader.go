@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/slotcron/slotcron/leader"
+	"github.com/slotcron/slotcron/leader/driver"
 )
 
 // DefaultSchema holds the table of leases when Options.Schema is empty:
@@ -41,7 +42,7 @@ func New(ctx context.Context, o Options) (leader.Elector, error) {
 	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
 		cfg.RuntimeParams["application_name"] = "slotcron leader"
 	}
-	d := &driver{cfg: cfg, schema: o.Schema, sql: statementsFor(o.Schema)}
+	d := &backend{cfg: cfg, schema: o.Schema, sql: statementsFor(o.Schema)}
 	conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
 	if err != nil {
 		return nil, fmt.Errorf("pgleader: connect to %s:%d: %w", cfg.Host, cfg.Port, err)
@@ -50,11 +51,11 @@ func New(ctx context.Context, o Options) (leader.Elector, error) {
 	if _, err := conn.Exec(ctx, d.sql.ensure); err != nil {
 		return nil, fmt.Errorf("pgleader: create schema %q: %w", o.Schema, err)
 	}
-	return leader.NewElector(d, leader.Options{Logger: o.Logger}), nil
+	return driver.NewElector(d, driver.Options{Logger: o.Logger}), nil
 }
 
-// driver is the leader.Driver of PostgreSQL.
-type driver struct {
+// backend is the driver.Driver of PostgreSQL.
+type backend struct {
 	cfg    *pgx.ConnConfig
 	schema string
 	sql    statements
@@ -62,7 +63,7 @@ type driver struct {
 
 // Open connects a session of its own and listens for releases, so that a
 // release is never missed between a held Acquire and the Wait after it.
-func (d *driver) Open(ctx context.Context, name, holder string) (leader.Session, error) {
+func (d *backend) Open(ctx context.Context, name, holder string) (driver.Session, error) {
 	conn, err := pgx.ConnectConfig(ctx, d.cfg.Copy())
 	if err != nil {
 		return nil, fmt.Errorf("pgleader: %s: connect to %s:%d: %w", name, d.cfg.Host, d.cfg.Port, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/slotcron/slotcron/leader"
+	"github.com/slotcron/slotcron/leader/driver"
 )
 
 // session is one campaign's dedicated connection. While the campaign
@@ -24,12 +25,12 @@ type session struct {
 	key    int64
 }
 
-// Acquire implements leader.Session: it takes the name's advisory lock,
+// Acquire implements driver.Session: it takes the name's advisory lock,
 // then the name's row if its lease has ended.
-func (s *session) Acquire(ctx context.Context, lease time.Duration) (leader.Attempt, error) {
+func (s *session) Acquire(ctx context.Context, lease time.Duration) (driver.Attempt, error) {
 	locked, err := s.tryLock(ctx)
 	if err != nil {
-		return leader.Attempt{}, err
+		return driver.Attempt{}, err
 	}
 	if !locked {
 		a, terminated, err := s.held(ctx, lease)
@@ -37,28 +38,28 @@ func (s *session) Acquire(ctx context.Context, lease time.Duration) (leader.Atte
 			return a, err
 		}
 		if locked, err = s.awaitLock(ctx); !locked || err != nil {
-			return leader.Attempt{}, err
+			return driver.Attempt{}, err
 		}
 	}
 	var fence int64
 	err = s.conn.QueryRow(ctx, s.sql.claim, s.name, s.holder, lease.Microseconds()).Scan(&fence)
 	if err == nil {
-		return leader.Attempt{Won: true, Fence: fence}, nil
+		return driver.Attempt{Won: true, Fence: fence}, nil
 	}
 	// Not won: drop the lock, which only a leader keeps.
 	if _, uerr := s.conn.Exec(ctx, "SELECT pg_advisory_unlock_all()"); uerr != nil {
-		return leader.Attempt{}, s.fail("acquire", uerr)
+		return driver.Attempt{}, s.fail("acquire", uerr)
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return leader.Attempt{}, s.fail("acquire", err)
+		return driver.Attempt{}, s.fail("acquire", err)
 	}
 	// The last leader's session is gone, but its lease has time left: it
 	// may act until its trust window ends, so wait for the lease.
 	left, _, err := s.remaining(ctx)
 	if err != nil {
-		return leader.Attempt{}, err
+		return driver.Attempt{}, err
 	}
-	return leader.Attempt{Remaining: max(left, 0)}, nil
+	return driver.Attempt{Remaining: max(left, 0)}, nil
 }
 
 // remaining returns how long the name's lease has left by the database's
@@ -75,7 +76,7 @@ func (s *session) remaining(ctx context.Context) (time.Duration, bool, error) {
 	return time.Duration(us) * time.Microsecond, true, nil
 }
 
-// Renew implements leader.Session. The renewal is also the check of the
+// Renew implements driver.Session. The renewal is also the check of the
 // connection: a connection that broke took the lock with it, and the term
 // is lost.
 func (s *session) Renew(ctx context.Context, fence int64, lease time.Duration) error {
@@ -92,7 +93,7 @@ func (s *session) Renew(ctx context.Context, fence int64, lease time.Duration) e
 	return nil
 }
 
-// Release implements leader.Session.
+// Release implements driver.Session.
 func (s *session) Release(ctx context.Context, fence int64) error {
 	tag, err := s.conn.Exec(ctx, s.sql.release, s.name, fence, s.holder, channel, s.payload())
 	if err == nil && tag.RowsAffected() == 0 {
@@ -104,7 +105,7 @@ func (s *session) Release(ctx context.Context, fence int64) error {
 	return nil
 }
 
-// Wait implements leader.Session: it waits for a NOTIFY of this name's
+// Wait implements driver.Session: it waits for a NOTIFY of this name's
 // release, or for d.
 func (s *session) Wait(ctx context.Context, d time.Duration) error {
 	wctx, cancel := context.WithTimeout(ctx, d)
@@ -128,7 +129,7 @@ func (s *session) Wait(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Close implements leader.Session. Closing the connection ends its session
+// Close implements driver.Session. Closing the connection ends its session
 // and any lock it held.
 func (s *session) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/slotcron/slotcron/leader"
+	"github.com/slotcron/slotcron/leader/driver"
 )
 
 // A follower whose Acquire finds the lock held looks at the row: while the
@@ -17,28 +17,28 @@ import (
 // time left; or, when the recorded leader's lease has ended although its
 // session still holds the lock, terminated is true: that session was told
 // to end.
-func (s *session) held(ctx context.Context, lease time.Duration) (a leader.Attempt, terminated bool, err error) {
+func (s *session) held(ctx context.Context, lease time.Duration) (a driver.Attempt, terminated bool, err error) {
 	left, found, err := s.remaining(ctx)
 	if err != nil {
-		return leader.Attempt{}, false, err
+		return driver.Attempt{}, false, err
 	}
 	if found && left > 0 {
-		return leader.Attempt{Remaining: left}, false, nil
+		return driver.Attempt{Remaining: left}, false, nil
 	}
 	rows, err := s.conn.Query(ctx, s.sql.terminate, s.name, int64(uint64(s.key)>>32), int64(uint32(s.key)))
 	if err != nil {
-		return leader.Attempt{}, false, s.fail("terminate a stalled leader", err)
+		return driver.Attempt{}, false, s.fail("terminate a stalled leader", err)
 	}
 	signalled, err := pgx.CollectRows(rows, pgx.RowTo[bool])
 	if err != nil {
-		return leader.Attempt{}, false, s.fail("terminate a stalled leader", err)
+		return driver.Attempt{}, false, s.fail("terminate a stalled leader", err)
 	}
 	if len(signalled) > 0 {
-		return leader.Attempt{}, true, nil
+		return driver.Attempt{}, true, nil
 	}
 	// Another follower holds the lock for an instant while it takes the
 	// row (or its session stalled right then): look again shortly.
-	return leader.Attempt{Remaining: lease / 20}, false, nil
+	return driver.Attempt{Remaining: lease / 20}, false, nil
 }
 
 // tryLock tries the name's advisory lock once.

@@ -14,9 +14,10 @@ import (
 )
 
 // A leader whose network went silent keeps its server-side session, and the
-// session keeps the advisory lock, for as long as TCP takes to notice. The
-// follower does not wait for that: once the lease has ended it terminates
-// the session and takes over within milliseconds.
+// session keeps the advisory lock, for as long as TCP takes to notice
+// (minutes). The follower does not wait for that: once the lease has ended
+// it terminates the session and takes over within milliseconds, here
+// bounded generously by a few seconds beyond the lease.
 func TestTerminatesStalledSession(t *testing.T) {
 	const lease = 500 * time.Millisecond
 	pg := testserver.SharedPostgres(t)
@@ -63,10 +64,12 @@ func TestTerminatesStalledSession(t *testing.T) {
 	var bTerm leader.Term
 	select {
 	case bTerm = <-bTerms:
-	case <-time.After(5 * time.Second):
-		t.Fatal("B did not take over within 5s of the stall")
+	case <-time.After(lease + 5*time.Second):
+		t.Fatal("B did not take over within 5s of the lease's end")
 	}
-	if d := time.Since(stalled); d > lease+300*time.Millisecond {
+	d := time.Since(stalled)
+	t.Logf("B took over %v after the stall (lease %v)", d.Round(time.Millisecond), lease)
+	if d > lease+3*time.Second {
 		t.Errorf("B took over %v after the stall; the lease is %v", d, lease)
 	}
 	if bTerm.Fence <= aTerm.Fence {

@@ -1,6 +1,8 @@
 // Package redisleader is a leader.Elector that keeps its leases in Redis:
 // a standalone server, a master watched by Sentinels, or a Redis Cluster,
-// through github.com/redis/go-redis/v9.
+// through github.com/redis/go-redis/v9. It is for users: New returns the
+// Elector, whose behaviour package leader documents; this package adds
+// how Redis keeps the lease.
 //
 //	e := redisleader.New(client, redisleader.Options{})
 //	err := e.Lead(ctx, leader.Params{Name: "fanout", Replica: host, Lease: 5 * time.Second}, fn)

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slotcron/slotcron/leader"
+	"github.com/slotcron/slotcron/leader/driver"
 )
 
 // DefaultPrefix starts every key when Options.Prefix is empty: the slot
@@ -36,18 +37,18 @@ func New(c redis.UniversalClient, o Options) leader.Elector {
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
 	}
-	return leader.NewElector(&driver{c: c, prefix: o.Prefix}, leader.Options{Logger: o.Logger})
+	return driver.NewElector(&backend{c: c, prefix: o.Prefix}, driver.Options{Logger: o.Logger})
 }
 
-// driver is the leader.Driver of Redis.
-type driver struct {
+// backend is the driver.Driver of Redis.
+type backend struct {
 	c      redis.UniversalClient
 	prefix string
 }
 
 // Open subscribes to the name's release channel, so that a release is
 // never missed between a held Acquire and the Wait that follows it.
-func (d *driver) Open(ctx context.Context, name, holder string) (leader.Session, error) {
+func (d *backend) Open(ctx context.Context, name, holder string) (driver.Session, error) {
 	k := keysOf(d.prefix, name)
 	ps := d.c.Subscribe(ctx, k.channel)
 	// An explicit timeout: go-redis reads a subscription's reply with no

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slotcron/slotcron/leader"
+	"github.com/slotcron/slotcron/leader/driver"
 )
 
 // session is one campaign's use of Redis: the scripts, and a subscription
@@ -23,31 +24,31 @@ type session struct {
 	released <-chan *redis.Message
 }
 
-// Acquire implements leader.Session.
-func (s *session) Acquire(ctx context.Context, lease time.Duration) (leader.Attempt, error) {
+// Acquire implements driver.Session.
+func (s *session) Acquire(ctx context.Context, lease time.Duration) (driver.Attempt, error) {
 	res, err := acquireScript.Run(ctx, s.c, []string{s.keys.lease, s.keys.fence}, s.holder, lease.Milliseconds()).Slice()
 	if err != nil {
-		return leader.Attempt{}, fmt.Errorf("redisleader: acquire %s: %w", s.name, err)
+		return driver.Attempt{}, fmt.Errorf("redisleader: acquire %s: %w", s.name, err)
 	}
 	if len(res) != 2 {
-		return leader.Attempt{}, fmt.Errorf("redisleader: acquire %s: unexpected reply %v", s.name, res)
+		return driver.Attempt{}, fmt.Errorf("redisleader: acquire %s: unexpected reply %v", s.name, res)
 	}
 	if won, _ := res[0].(int64); won == 1 {
 		text, _ := res[1].(string)
 		f, err := strconv.ParseInt(text, 10, 64)
 		if err != nil {
-			return leader.Attempt{}, fmt.Errorf("redisleader: acquire %s: unexpected fence %v", s.name, res[1])
+			return driver.Attempt{}, fmt.Errorf("redisleader: acquire %s: unexpected fence %v", s.name, res[1])
 		}
-		return leader.Attempt{Won: true, Fence: f}, nil
+		return driver.Attempt{Won: true, Fence: f}, nil
 	}
 	ms, _ := res[1].(int64)
 	if ms == -1 { // a lease with no expiry: never written by this package
-		return leader.Attempt{Remaining: lease}, nil
+		return driver.Attempt{Remaining: lease}, nil
 	}
-	return leader.Attempt{Remaining: time.Duration(max(ms, 0)) * time.Millisecond}, nil
+	return driver.Attempt{Remaining: time.Duration(max(ms, 0)) * time.Millisecond}, nil
 }
 
-// Renew implements leader.Session.
+// Renew implements driver.Session.
 func (s *session) Renew(ctx context.Context, fence int64, lease time.Duration) error {
 	n, err := renewScript.Run(ctx, s.c, []string{s.keys.lease}, strconv.FormatInt(fence, 10), lease.Milliseconds()).Int()
 	if err != nil {
@@ -59,7 +60,7 @@ func (s *session) Renew(ctx context.Context, fence int64, lease time.Duration) e
 	return nil
 }
 
-// Release implements leader.Session.
+// Release implements driver.Session.
 func (s *session) Release(ctx context.Context, fence int64) error {
 	err := releaseScript.Run(ctx, s.c, []string{s.keys.lease}, strconv.FormatInt(fence, 10), s.keys.channel).Err()
 	if err != nil {
@@ -68,7 +69,7 @@ func (s *session) Release(ctx context.Context, fence int64) error {
 	return nil
 }
 
-// Wait implements leader.Session. Any message on the channel wakes it,
+// Wait implements driver.Session. Any message on the channel wakes it,
 // including one left from this session's own release: an early return
 // costs one Acquire.
 func (s *session) Wait(ctx context.Context, d time.Duration) error {
@@ -87,5 +88,5 @@ func (s *session) Wait(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Close implements leader.Session.
+// Close implements driver.Session.
 func (s *session) Close() error { return s.ps.Close() }

@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
 
 // checkClaims checks the answers to a claim batch against the state before.
@@ -37,16 +38,16 @@ func (m *model) checkClaims(before map[key]slotstore.Marker, reqs []slotstore.Cl
 			m.fatalf("claim %+v won a slot older than its generation, born %v", r, m.born[r.Job])
 		case c.Fence <= m.fence[r.Job]:
 			m.fatalf("claim %+v won fence %d after %d", r, c.Fence, m.fence[r.Job])
-		case c.Ref.Validate() != nil:
-			m.fatalf("claim %+v won %+v, which no renew, finish or release accepts: %v", r, c, c.Ref.Validate())
+		case rules.ValidateRef(c.Ref) != nil:
+			m.fatalf("claim %+v won %+v, which no renew, finish or release accepts: %v", r, c, rules.ValidateRef(c.Ref))
 		}
 		m.fence[r.Job] = c.Fence
 		m.won = append(m.won, c.Ref)
 	}
 }
 
-// checkMutation checks a renew, finish or release of ref as doc.go's
-// "Fenced mutations" says it must answer.
+// checkMutation checks a renew, finish or release of ref as the slotstore
+// package documentation's "Fenced mutations" says it must answer.
 func (m *model) checkMutation(op string, before map[key]slotstore.Marker, ref slotstore.Ref, invalid, err error) {
 	mk, ok := before[keyOf(ref.Job, ref.Slot)]
 	settled := mk.State == slotstore.StateDone || mk.State == slotstore.StateRetrying

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/internal/rules"
 	"github.com/slotcron/slotcron/slotstore/memstore"
 )
 
@@ -38,7 +39,7 @@ var (
 
 func newModel(t *testing.T) *model {
 	m := &model{t: t, now: start, fence: map[string]int64{}, born: map[string]time.Time{}}
-	m.s = memstore.New(memstore.WithClock(func() time.Time { return m.now }))
+	m.s = memstore.New(memstore.Options{Clock: func() time.Time { return m.now }})
 	t.Cleanup(func() { m.s.Close() })
 	return m
 }
@@ -63,16 +64,16 @@ func (m *model) run(r *reader) {
 	case opRenew:
 		p := slotstore.RenewParams{Ref: r.ref(m.won), Lease: r.duration()}
 		err = m.s.Renew(ctx, p)
-		m.checkMutation("renew", before, p.Ref, p.Validate(), err)
+		m.checkMutation("renew", before, p.Ref, rules.ValidateRenew(p), err)
 	case opFinish:
 		p := slotstore.FinishParams{Ref: r.ref(m.won), RetryAt: r.instant(m.now), Error: "e",
 			Outcome: []slotstore.Outcome{slotstore.Succeeded, slotstore.Failed, slotstore.TimedOut, "", "fine"}[r.pick(5)]}
 		err = m.s.Finish(ctx, p)
-		m.checkMutation("finish", before, p.Ref, p.Validate(), err)
+		m.checkMutation("finish", before, p.Ref, rules.ValidateFinish(p), err)
 	case opRelease:
 		ref := r.ref(m.won)
 		err = m.s.Release(ctx, ref)
-		m.checkMutation("release", before, ref, ref.Validate(), err)
+		m.checkMutation("release", before, ref, rules.ValidateRef(ref), err)
 	case opSkip:
 		p := slotstore.SkipParams{Replica: replicas[r.pick(3)], Requests: make([]slotstore.SkipRequest, 1+r.pick(3))}
 		for i := range p.Requests {
@@ -109,8 +110,8 @@ func (m *model) run(r *reader) {
 	for k, b := range before {
 		a, kept := after[k]
 		switch {
-		case op == opPrune && kept == b.Prunable(m.now):
-			m.fatalf("prune at %v: marker %+v prunable %v, kept %v", m.now, b, b.Prunable(m.now), kept)
+		case op == opPrune && kept == rules.Prunable(b, m.now):
+			m.fatalf("prune at %v: marker %+v prunable %v, kept %v", m.now, b, rules.Prunable(b, m.now), kept)
 		case op != opPrune && !kept:
 			m.fatalf("op %d deleted %+v", op, b)
 		case kept && (b.State.Final() || op == opPrune || op == opSkip) && !reflect.DeepEqual(a, b):

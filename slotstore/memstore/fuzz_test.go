@@ -6,17 +6,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
 // FuzzStore runs a program of claims, skips, renewals, finishes, releases,
-// enrolments, prunes and clock steps, with good and bad arguments, on a
-// memory store, whose claims are the decision table slotstore.Decide and
-// Apply, and checks the contract after every call (see model.run): fences
-// grow per job, no claim wins a slot held by a live lease or final, no claim
-// creates a slot older than its job's generation, a fenced mutation answers
-// as doc.go says, a prune deletes exactly the prunable markers, and a
-// call that fails changes nothing. No call may panic.
+// enrolments, prunes and clock steps, with good and bad arguments, on a memory
+// store, whose claims are the decision table in Go, and checks the contract
+// after every call (see model.run): fences grow per job, no claim wins a slot
+// held by a live lease or final, no claim creates a slot older than its job's
+// generation, a fenced mutation answers as the slotstore package documentation
+// says, a prune deletes exactly the prunable markers, and a call that fails
+// changes nothing. No call may panic.
 func FuzzStore(f *testing.F) {
 	// Programs after TestDecide's rows and storetest's cases; a byte is one
 	// choice of the reader, 0 the usual one (job a, lease and retention a
@@ -113,9 +114,9 @@ func (r *reader) instant(now time.Time) time.Time {
 func (r *reader) claimRequest() slotstore.ClaimRequest {
 	return slotstore.ClaimRequest{
 		Job: r.job(), Slot: r.slot(), Lease: r.duration(),
-		OnCrash:     []slotstore.OnCrash{"", slotstore.OnCrashRetry, slotstore.OnCrashSkip, "crash"}[r.pick(4)],
+		OnCrash:     []policy.OnCrash{"", policy.OnCrashRetry, policy.OnCrashSkip, "crash"}[r.pick(4)],
 		MaxAttempts: []int{0, 1, 2, -1}[r.pick(4)], Retain: r.duration(), TakeoverOnly: r.flag(),
-		Overlap: []slotstore.Overlap{"", slotstore.OverlapAllow, slotstore.OverlapForbid, slotstore.OverlapReplace,
+		Overlap: []policy.Overlap{"", policy.OverlapAllow, policy.OverlapForbid, policy.OverlapReplace,
 			"sometimes"}[r.pick(5)],
 		Term: r.pick(4) == 3, Manual: r.flag(),
 	}

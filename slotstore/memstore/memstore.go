@@ -1,17 +1,19 @@
 // Package memstore is an in-process slotstore.Store. It keeps markers in a
 // map guarded by one mutex, so it coordinates goroutines of one process only:
 // use it for tests and for a single replica that needs no durability. Its
-// clock is time.Now unless WithClock says otherwise, which makes it work
-// inside testing/synctest bubbles.
+// clock is time.Now unless Options.Clock says otherwise; time.Now makes it
+// work inside testing/synctest bubbles.
 package memstore
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
 
 var _ slotstore.Store = (*Store)(nil)
@@ -36,23 +38,24 @@ type Store struct {
 	pauses  map[string]bool      // job -> paused; "" is the whole cluster
 }
 
-// Option configures a Store.
-type Option func(*Store)
-
-// WithClock replaces time.Now as the store's clock.
-func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+// Options configures New. The zero value of every field means its
+// default, so memstore.New(memstore.Options{}) is a store on time.Now.
+type Options struct {
+	// Clock replaces time.Now as the store's clock; nil means time.Now.
+	Clock func() time.Time
+}
 
 // New returns an empty store.
-func New(opts ...Option) *Store {
-	s := &Store{
-		now: time.Now, markers: make(map[key]slotstore.Marker), running: make(map[string]map[int64]bool),
+func New(o Options) *Store {
+	now := o.Clock
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{
+		now: now, markers: make(map[key]slotstore.Marker), running: make(map[string]map[int64]bool),
 		retry: make(map[key]bool), newest: make(map[string]int64),
 		fences: make(map[string]int64), born: make(map[string]time.Time), pauses: make(map[string]bool),
 	}
-	for _, o := range opts {
-		o(s)
-	}
-	return s
 }
 
 func keyOf(job string, slot time.Time) key { return key{job, slot.UTC().Unix()} }
@@ -99,11 +102,11 @@ func (s *Store) bornOf(job string, now time.Time) time.Time {
 // Enroll implements slotstore.Store. A memory store never loses what it
 // knows while it lives, so a job's generation begins once.
 func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotstore.Generation, error) {
-	jobs, err := p.NormalizeJobs()
+	jobs, err := rules.NormalizeJobs(p)
 	if err != nil {
 		return nil, err
 	}
-	unlock, now, err := s.lock(ctx)
+	unlock, now, err := s.lock(ctx, "enroll")
 	if err != nil {
 		return nil, err
 	}
@@ -118,16 +121,16 @@ func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotsto
 	return out, nil
 }
 
-// lock takes the store's mutex for a batch at the store's time now, unless
-// ctx is done or the store closed.
-func (s *Store) lock(ctx context.Context) (unlock func(), now time.Time, err error) {
+// lock takes the store's mutex for op, a batch, at the store's time now,
+// unless ctx is done or the store closed.
+func (s *Store) lock(ctx context.Context, op string) (unlock func(), now time.Time, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, time.Time{}, err
+		return nil, time.Time{}, fmt.Errorf("memstore: %s: %w", op, err)
 	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, time.Time{}, slotstore.ErrClosed
+		return nil, time.Time{}, fmt.Errorf("memstore: %s: %w", op, slotstore.ErrClosed)
 	}
 	return s.mu.Unlock, s.now(), nil
 }
@@ -143,11 +146,11 @@ func (s *Store) runningOf(job string) []slotstore.Marker {
 
 // Claim implements slotstore.Store.
 func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
-	reqs, err := slotstore.NormalizeAll(p.Requests)
+	reqs, err := rules.NormalizeClaims(p.Requests)
 	if err != nil {
 		return nil, err
 	}
-	unlock, now, err := s.lock(ctx)
+	unlock, now, err := s.lock(ctx, "claim")
 	if err != nil {
 		return nil, err
 	}
@@ -161,21 +164,21 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 		)
 		if ok {
 			curp = &cur
-		} else if r.ChecksOverlap() {
+		} else if rules.ChecksOverlap(r) {
 			running = s.runningOf(r.Job)
 		}
-		d := slotstore.Decide(curp, r, now, s.bornOf(r.Job, now), running)
+		d := rules.Decide(curp, r, now, s.bornOf(r.Job, now), running)
 		var fence int64
-		if d == slotstore.DecideWin || d == slotstore.DecideReplace {
+		if d == rules.DecideWin || d == rules.DecideReplace {
 			s.fences[r.Job]++
 			fence = s.fences[r.Job]
 		}
-		m, res := slotstore.Apply(d, cur, r, p.Replica, p.Incarnation, fence, now)
+		m, res := rules.Apply(d, cur, r, p.Replica, p.Incarnation, fence, now)
 		if d.Changes() {
 			s.put(m)
 		}
-		if d == slotstore.DecideReplace {
-			for _, old := range slotstore.Supersede(running, m, now) {
+		if d == rules.DecideReplace {
+			for _, old := range rules.Supersede(running, m, now) {
 				s.put(old)
 				res.Replaced = append(res.Replaced, old.Ref())
 			}
@@ -187,11 +190,11 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 
 // Skip implements slotstore.Store.
 func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.ClaimResult, error) {
-	reqs, err := slotstore.NormalizeSkips(p.Requests)
+	reqs, err := rules.NormalizeSkips(p.Requests)
 	if err != nil {
 		return nil, err
 	}
-	unlock, now, err := s.lock(ctx)
+	unlock, now, err := s.lock(ctx, "skip")
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +205,7 @@ func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.C
 		if cur, ok := s.markers[keyOf(r.Job, r.Slot)]; ok {
 			curp = &cur
 		}
-		m, res, changed := slotstore.ApplySkip(curp, r, p.Replica, now)
+		m, res, changed := rules.ApplySkip(curp, r, p.Replica, now)
 		if changed {
 			s.put(m)
 		}
@@ -216,7 +219,7 @@ func (s *Store) SetPause(ctx context.Context, p slotstore.PauseParams) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return slotstore.ErrClosed
+		return fmt.Errorf("memstore: set pause of %q: %w", p.Job, slotstore.ErrClosed)
 	}
 	if p.Paused {
 		s.pauses[p.Job] = true
@@ -231,7 +234,7 @@ func (s *Store) Pauses(ctx context.Context) (slotstore.Pauses, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return slotstore.Pauses{}, slotstore.ErrClosed
+		return slotstore.Pauses{}, fmt.Errorf("memstore: pauses: %w", slotstore.ErrClosed)
 	}
 	out := slotstore.Pauses{Jobs: []string{}}
 	for job := range s.pauses {
@@ -250,21 +253,24 @@ func (s *Store) Pauses(ctx context.Context) (slotstore.Pauses, error) {
 // already done or retrying under ref's fence is accepted by Finish and
 // answered ErrFinished by Renew.
 func (s *Store) mutate(ref slotstore.Ref, op string, change func(m *slotstore.Marker, now time.Time)) error {
+	fail := func(err error) error {
+		return fmt.Errorf("memstore: %s %s@%s fence %d: %w", op, ref.Job, ref.Slot.UTC().Format(time.RFC3339), ref.Fence, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return slotstore.ErrClosed
+		return fail(slotstore.ErrClosed)
 	}
 	m, ok := s.markers[keyOf(ref.Job, ref.Slot)]
 	if !ok || m.Fence != ref.Fence {
-		return slotstore.ErrLeaseLost
+		return fail(slotstore.ErrLeaseLost)
 	}
 	if settled := m.State == slotstore.StateDone || m.State == slotstore.StateRetrying; m.State != slotstore.StateRunning {
 		switch {
 		case settled && op == "renew":
-			return slotstore.ErrFinished
+			return fail(slotstore.ErrFinished)
 		case !settled || op != "finish":
-			return slotstore.ErrLeaseLost
+			return fail(slotstore.ErrLeaseLost)
 		}
 	}
 	change(&m, s.now())
@@ -274,7 +280,7 @@ func (s *Store) mutate(ref slotstore.Ref, op string, change func(m *slotstore.Ma
 
 // Renew implements slotstore.Store.
 func (s *Store) Renew(ctx context.Context, p slotstore.RenewParams) error {
-	if err := p.Validate(); err != nil {
+	if err := rules.ValidateRenew(p); err != nil {
 		return err
 	}
 	return s.mutate(p.Ref, "renew", func(m *slotstore.Marker, now time.Time) { m.LeaseEnd = now.Add(p.Lease) })
@@ -282,7 +288,7 @@ func (s *Store) Renew(ctx context.Context, p slotstore.RenewParams) error {
 
 // Finish implements slotstore.Store.
 func (s *Store) Finish(ctx context.Context, p slotstore.FinishParams) error {
-	if err := p.Validate(); err != nil {
+	if err := rules.ValidateFinish(p); err != nil {
 		return err
 	}
 	return s.mutate(p.Ref, "finish", func(m *slotstore.Marker, now time.Time) {
@@ -299,7 +305,7 @@ func (s *Store) Finish(ctx context.Context, p slotstore.FinishParams) error {
 
 // Release implements slotstore.Store.
 func (s *Store) Release(ctx context.Context, ref slotstore.Ref) error {
-	if err := ref.Validate(); err != nil {
+	if err := rules.ValidateRef(ref); err != nil {
 		return err
 	}
 	return s.mutate(ref, "release", func(m *slotstore.Marker, now time.Time) {
@@ -316,27 +322,27 @@ func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slots
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, slotstore.ErrClosed
+		return nil, fmt.Errorf("memstore: history: %w", slotstore.ErrClosed)
 	}
 	var out []slotstore.Marker
 	switch p.State {
 	case slotstore.StateRunning: // from the index, not a walk of every marker
 		for job, slots := range s.running {
 			for slot := range slots {
-				if m := s.markers[key{job, slot}]; p.Matches(m) {
+				if m := s.markers[key{job, slot}]; rules.Matches(p, m) {
 					out = append(out, m)
 				}
 			}
 		}
 	case slotstore.StateRetrying:
 		for k := range s.retry {
-			if m := s.markers[k]; p.Matches(m) {
+			if m := s.markers[k]; rules.Matches(p, m) {
 				out = append(out, m)
 			}
 		}
 	default:
 		for _, m := range s.markers {
-			if p.Matches(m) {
+			if rules.Matches(p, m) {
 				out = append(out, m)
 			}
 		}
@@ -358,13 +364,13 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return 0, slotstore.ErrClosed
+		return 0, fmt.Errorf("memstore: prune: %w", slotstore.ErrClosed)
 	}
 	now := s.now()
 	n := 0
 	stale := map[string]bool{} // jobs whose newest marker went
 	for k, m := range s.markers {
-		if m.Prunable(now) {
+		if rules.Prunable(m, now) {
 			delete(s.markers, k)
 			delete(s.retry, k)
 			s.drop(k)

@@ -10,28 +10,30 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
 
 // Claim implements slotstore.Store. The batch is one statement and one
 // round trip: a call of the schema's claim function (migrations/, latest
 // version in 0006_claim_look_unlocked.sql), which begins the generations of
 // the batch's jobs that have none, decides every request in one
-// transaction, as slotstore.Decide, Apply and Supersede would in request
-// order (fresh slots, and answers that change nothing, in one set-based
+// transaction, as the decision table in Go (see slotstore's package
+// documentation) would in request order (fresh slots, and answers that change nothing, in one set-based
 // statement; the rest one by one), and issues each job's fences in request
 // order. When ctx has a deadline, the same round trip first bounds the
 // claim's waits in the server by it (see run).
 func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
-	reqs, err := slotstore.NormalizeAll(p.Requests)
+	reqs, err := rules.NormalizeClaims(p.Requests)
 	if err != nil {
 		return nil, err
 	}
 	b := newBatch(len(reqs))
 	for _, r := range reqs {
 		reason := ""
-		if r.Overlap == slotstore.OverlapReplace {
-			reason = slotstore.ReasonReplacedBy + r.Slot.Format(time.RFC3339)
+		if r.Overlap == policy.OverlapReplace {
+			reason = rules.ReasonReplacedBy + r.Slot.Format(time.RFC3339)
 		}
 		b.add(r, false, reason, r.NotBefore)
 	}
@@ -39,9 +41,10 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 }
 
 // Skip implements slotstore.Store: one call of the claim function, as
-// Claim, deciding as slotstore.ApplySkip. Skips begin no generation.
+// Claim, deciding as the decision table does for a skip. Skips begin no
+// generation.
 func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.ClaimResult, error) {
-	reqs, err := slotstore.NormalizeSkips(p.Requests)
+	reqs, err := rules.NormalizeSkips(p.Requests)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +79,7 @@ func newBatch(n int) *batch {
 func (b *batch) add(r slotstore.ClaimRequest, skipping bool, reason string, notBefore time.Time) {
 	b.jobs, b.slots, b.keeps = append(b.jobs, r.Job), append(b.slots, r.Slot), append(b.keeps, r.Slot.Add(r.Retain))
 	b.leases, b.maxes = append(b.leases, micros(r.Lease)), append(b.maxes, int32(min(r.MaxAttempts, 1<<30)))
-	b.crashSkips, b.takeover = append(b.crashSkips, r.OnCrash == slotstore.OnCrashSkip), append(b.takeover, r.TakeoverOnly)
+	b.crashSkips, b.takeover = append(b.crashSkips, r.OnCrash == policy.OnCrashSkip), append(b.takeover, r.TakeoverOnly)
 	b.terms, b.manual, b.skipping = append(b.terms, r.Term), append(b.manual, r.Manual), append(b.skipping, skipping)
 	b.overlaps, b.reasons = append(b.overlaps, string(r.Overlap)), append(b.reasons, reason)
 	b.notBefore = append(b.notBefore, pgtype.Timestamptz{Time: notBefore, Valid: !notBefore.IsZero()})
@@ -222,14 +225,14 @@ func lockTimeout(left time.Duration) int64 {
 
 // result is the answer to one request whose slot's marker is now m; an
 // empty state means the slot has no marker. A request that did not win
-// reports what slotstore.Apply reports for the marker it left.
+// reports what the decision table in Go reports for the marker it left.
 func result(m slotstore.Marker, won bool, prev string, now time.Time) slotstore.ClaimResult {
 	if won {
 		return slotstore.ClaimResult{Status: slotstore.Won, Marker: m, Claim: slotstore.Claim{
 			Ref: m.Ref(), Attempt: m.Attempt, PrevHolder: prev,
 		}}
 	}
-	_, res := slotstore.Apply(slotstore.DecideLose, m, slotstore.ClaimRequest{}, "", "", 0, now)
+	_, res := rules.Apply(rules.DecideLose, m, slotstore.ClaimRequest{}, "", "", 0, now)
 	if res.Status == slotstore.Absent {
 		res.Marker = slotstore.Marker{}
 	}

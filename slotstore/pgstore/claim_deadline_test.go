@@ -18,14 +18,14 @@ import (
 	"github.com/slotcron/slotcron/slotstore/pgstore"
 )
 
-// lockedTakeover claims job@slot(0) for r1 under a short lease, waits for
-// the lease to end, and locks the marker's row in a transaction of pool
-// that stays open until t ends: a takeover then waits for that lock. It
-// returns the first claim.
-func lockedTakeover(t *testing.T, s *pgstore.Store, pool *pgxpool.Pool, job string) slotstore.ClaimResult {
+// lockedTakeover claims job@at for r1 under a short lease, waits for the
+// lease to end, and locks the marker's row in a transaction of pool that
+// stays open until t ends: a takeover then waits for that lock. It returns
+// the first claim.
+func lockedTakeover(t *testing.T, s *pgstore.Store, pool *pgxpool.Pool, job string, at time.Time) slotstore.ClaimResult {
 	t.Helper()
-	first := claimOne(t, s, "r1", slotstore.ClaimRequest{Job: job, Slot: slot(0), Lease: 50 * time.Millisecond})
-	time.Sleep(time.Until(first.Marker.LeaseEnd) + 20*time.Millisecond)
+	first := claimOne(t, s, "r1", slotstore.ClaimRequest{Job: job, Slot: at, Lease: 50 * time.Millisecond})
+	waitLeaseEnd(t, s, first.Marker)
 	tx, err := pool.Begin(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +39,43 @@ func lockedTakeover(t *testing.T, s *pgstore.Store, pool *pgxpool.Pool, job stri
 	return first
 }
 
+// waitLeaseEnd waits until the lease of m, a running marker, has ended by
+// the database's clock: it polls a Skip of m's slot, which leaves a slot
+// that has a marker alone and answers Held with the lease time that
+// remains, until none does.
+func waitLeaseEnd(t *testing.T, s slotstore.Store, m slotstore.Marker) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		res, err := s.Skip(t.Context(), slotstore.SkipParams{Replica: "probe", Requests: []slotstore.SkipRequest{
+			{Job: m.Job, Slot: m.Slot, Reason: "probe", NotBefore: time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)}}})
+		switch {
+		case err != nil:
+			t.Fatalf("probe of %s@%v: %v", m.Job, m.Slot, err)
+		case res[0].Status != slotstore.Held:
+			t.Fatalf("probe of %s@%v: %v, want held", m.Job, m.Slot, res[0].Status)
+		case res[0].Remaining <= 0:
+			return
+		case time.Now().After(deadline):
+			t.Fatalf("lease of %s@%v still not over: %v remain", m.Job, m.Slot, res[0].Remaining)
+		}
+		time.Sleep(res[0].Remaining + time.Millisecond)
+	}
+}
+
+// claimsInServer counts the claims of the store in schema that the server
+// is running, for clients other than pool's connection itself.
+func claimsInServer(t *testing.T, pool *pgxpool.Pool, schema string) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+		WHERE pid <> pg_backend_pid() AND state = 'active' AND query LIKE '%' || $1 || '%claim(%'`,
+		schema).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // TestClaimDeadlineBoundsLockWaits: a claim whose context has a deadline
 // waits for a lock, server-side, no longer than until shortly before the
 // deadline. It then fails with a definite error (lock_not_available), not
@@ -48,21 +85,22 @@ func TestClaimDeadlineBoundsLockWaits(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	pool := newPool(t, testserver.SharedPostgres(t).DSN())
-	first := lockedTakeover(t, s, pool, "j")
+	at := slot(0)
+	first := lockedTakeover(t, s, pool, "j", at)
 
 	const wait = time.Second
 	ctx, cancel := context.WithTimeout(t.Context(), wait)
 	defer cancel()
 	t0 := time.Now()
 	res, err := s.Claim(ctx, slotstore.ClaimParams{Replica: "r2", Requests: []slotstore.ClaimRequest{
-		{Job: "j", Slot: slot(0), Lease: time.Minute},
+		{Job: "j", Slot: at, Lease: time.Minute},
 	}})
 	took := time.Since(t0)
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil:
 		t.Fatalf("claim of a locked marker: %+v, want a lock timeout", res)
-	case slotstore.IsOutcomeUnknown(err):
+	case errors.Is(err, slotstore.ErrOutcomeUnknown):
 		t.Errorf("claim after %v: %v, want a definite failure", took, err)
 	case !errors.Is(err, context.DeadlineExceeded):
 		t.Errorf("claim after %v: %v, want it to say it ran into its deadline", took, err)
@@ -73,13 +111,7 @@ func TestClaimDeadlineBoundsLockWaits(t *testing.T) {
 		t.Errorf("claim returned after %v, its deadline %v", took, wait)
 	}
 
-	var waiting int
-	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
-		WHERE pid <> pg_backend_pid() AND state = 'active' AND query LIKE '%' || $1 || '%claim(%'`,
-		s.Schema()).Scan(&waiting); err != nil {
-		t.Fatal(err)
-	}
-	if waiting != 0 {
+	if waiting := claimsInServer(t, pool, s.Schema()); waiting != 0 {
 		t.Errorf("%d claims still in the server after the client returned", waiting)
 	}
 	var fence int64
@@ -87,7 +119,7 @@ func TestClaimDeadlineBoundsLockWaits(t *testing.T) {
 		" WHERE job = 'j'").Scan(&fence); err != nil {
 		t.Fatal(err)
 	}
-	if m := findMarker(t, s, "j", slot(0)); m.Holder != "r1" || m.Attempt != 1 || m.Fence != first.Claim.Fence ||
+	if m := findMarker(t, s, "j", at); m.Holder != "r1" || m.Attempt != 1 || m.Fence != first.Claim.Fence ||
 		fence != first.Claim.Fence {
 		t.Errorf("after the timed-out claim: marker %+v, job's fence %d; want r1's, fence %d", m, fence, first.Claim.Fence)
 	}
@@ -158,13 +190,14 @@ func TestClaimLockTimeoutSetting(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s1.Close()
-		lockedTakeover(t, s, newPool(t, testserver.SharedPostgres(t).DSN()), "locked")
+		at := slot(0)
+		lockedTakeover(t, s, newPool(t, testserver.SharedPostgres(t).DSN()), "locked", at)
 		t0 := time.Now()
 		_, err = s1.Claim(ctx, slotstore.ClaimParams{Replica: "r2", Requests: []slotstore.ClaimRequest{
-			{Job: "locked", Slot: slot(0), Lease: time.Minute},
+			{Job: "locked", Slot: at, Lease: time.Minute},
 		}})
 		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || pgErr.Code != "55P03" || slotstore.IsOutcomeUnknown(err) {
+		if !errors.As(err, &pgErr) || pgErr.Code != "55P03" || errors.Is(err, slotstore.ErrOutcomeUnknown) {
 			t.Errorf("claim of a locked marker after %v: %v, want a definite lock timeout", time.Since(t0), err)
 		}
 		if took := time.Since(t0); took > 5*time.Second {
@@ -187,10 +220,11 @@ func TestClaimDeadlineBoundsTheWholeClaim(t *testing.T) {
 	s := newStore(t)
 	dsn := testserver.SharedPostgres(t).DSN()
 	lockers := newPool(t, dsn)
+	at := slot(0)
 	var txs []pgx.Tx
 	for _, job := range []string{"a", "b"} {
-		first := claimOne(t, s, "r1", slotstore.ClaimRequest{Job: job, Slot: slot(0), Lease: 50 * time.Millisecond})
-		time.Sleep(time.Until(first.Marker.LeaseEnd) + 20*time.Millisecond)
+		first := claimOne(t, s, "r1", slotstore.ClaimRequest{Job: job, Slot: at, Lease: 50 * time.Millisecond})
+		waitLeaseEnd(t, s, first.Marker)
 		tx, err := lockers.Begin(t.Context())
 		if err != nil {
 			t.Fatal(err)
@@ -230,9 +264,9 @@ func TestClaimDeadlineBoundsTheWholeClaim(t *testing.T) {
 	cut.Store(true) // no cancel request reaches the server
 	var unlocks sync.WaitGroup
 	defer unlocks.Wait() // before the cleanups roll the same transactions back
-	for i, at := range []time.Duration{500 * time.Millisecond, 1200 * time.Millisecond} {
+	for i, after := range []time.Duration{500 * time.Millisecond, 1200 * time.Millisecond} {
 		unlocks.Go(func() {
-			time.Sleep(at)
+			time.Sleep(after)
 			txs[i].Rollback(context.Background())
 		})
 	}
@@ -240,17 +274,23 @@ func TestClaimDeadlineBoundsTheWholeClaim(t *testing.T) {
 	defer cancel()
 	t0 := time.Now()
 	_, err = s2.Claim(ctx, slotstore.ClaimParams{Replica: "r2", Requests: []slotstore.ClaimRequest{
-		{Job: "a", Slot: slot(0), Lease: time.Minute, TakeoverOnly: true},
-		{Job: "b", Slot: slot(0), Lease: time.Minute, TakeoverOnly: true},
+		{Job: "a", Slot: at, Lease: time.Minute, TakeoverOnly: true},
+		{Job: "b", Slot: at, Lease: time.Minute, TakeoverOnly: true},
 	}})
 	if err == nil {
 		t.Fatal("the claim won with its markers locked past its deadline")
 	}
-	// Until both locks are long gone: a claim still alive in the server
-	// would have won by then.
-	time.Sleep(1800*time.Millisecond - time.Since(t0))
+	// Once both locks are gone and no claim of the store is left in the
+	// server, a claim that outlived its client would have won.
+	unlocks.Wait()
+	for deadline := time.Now().Add(10 * time.Second); claimsInServer(t, lockers, s.Schema()) != 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("a claim is still in the server 10 s after its client gave up")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	for _, job := range []string{"a", "b"} {
-		if m := findMarker(t, s, job, slot(0)); m.Holder == "r2" {
+		if m := findMarker(t, s, job, at); m.Holder == "r2" {
 			t.Errorf("%s won by r2 %v after its claim began, past its 1 s deadline: nobody runs it",
 				job, m.ClaimedAt.Sub(t0).Round(time.Millisecond))
 		}

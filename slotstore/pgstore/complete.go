@@ -10,23 +10,16 @@ import (
 
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
 
-// CompleteOption adjusts what CompleteTx records.
-type CompleteOption func(*completion)
-
-type completion struct {
-	schema   string
-	duration time.Duration
+// CompleteParams is what CompleteTx records with the slot's success.
+type CompleteParams struct {
+	// Duration is how long the run took, as slotstore.FinishParams.Duration;
+	// zero records none. The engine's own Finish after a committed
+	// CompleteTx changes nothing, so this is the duration history shows.
+	Duration time.Duration
 }
-
-// InSchema names the schema of the store holding the run's slot, when it
-// is not DefaultSchema.
-func InSchema(schema string) CompleteOption { return func(c *completion) { c.schema = schema } }
-
-// WithDuration records how long the run took, as FinishParams.Duration
-// does.
-func WithDuration(d time.Duration) CompleteOption { return func(c *completion) { c.duration = d } }
 
 // completeFloor is the least time CompleteTx leaves the rest of the
 // transaction, however little of the lease remains.
@@ -90,24 +83,25 @@ const completeSQL = `WITH cur AS MATERIALIZED (
 // Finish for the run succeeds and changes nothing: Finish of a slot already
 // done under its fence is a no-op, as the slotstore contract requires.
 //
-// tx must be a transaction on the database holding the store; run is the
-// jobs.Run the engine handed the job.
-func CompleteTx(ctx context.Context, tx pgx.Tx, run jobs.Run, opts ...CompleteOption) error {
-	c := completion{schema: DefaultSchema}
-	for _, o := range opts {
-		o(&c)
-	}
+// tx must be a transaction on the database holding the store. run is the
+// jobs.Run the engine handed the job: CompleteTx finds the slot's marker in
+// the store run.Store returns, which must be a *Store (the scheduler sets
+// it with jobs.Run.WithStore); a Run without one is an error wrapping
+// slotstore.ErrInvalid, and so is one from another kind of store.
+func CompleteTx(ctx context.Context, tx pgx.Tx, run jobs.Run, p CompleteParams) error {
 	ref := slotstore.Ref{Job: run.Job, Slot: run.Slot.UTC().Truncate(time.Second), Fence: run.Fence}
 	op := fmt.Sprintf("complete %s fence %d", key(ref.Job, ref.Slot), ref.Fence)
-	if err := ref.Validate(); err != nil {
+	if err := rules.ValidateRef(ref); err != nil {
 		return fmt.Errorf("pgstore: %s: %w", op, err)
 	}
-	if err := checkSchema(c.schema); err != nil {
-		return fmt.Errorf("pgstore: %s: %w", op, err)
+	st, _ := run.Store().(*Store)
+	if st == nil {
+		return fmt.Errorf("pgstore: %s: %w: the run's store is %T, not a *pgstore.Store (see jobs.Run.WithStore)",
+			op, slotstore.ErrInvalid, run.Store())
 	}
-	sql := strings.ReplaceAll(completeSQL, "{schema}", quote(c.schema))
+	sql := strings.ReplaceAll(completeSQL, "{schema}", quote(st.schema))
 	var set int64
-	err := tx.QueryRow(ctx, sql, ref.Job, ref.Slot, ref.Fence, int64(c.duration), completeFloor.Milliseconds()).Scan(&set)
+	err := tx.QueryRow(ctx, sql, ref.Job, ref.Slot, ref.Fence, int64(p.Duration), completeFloor.Milliseconds()).Scan(&set)
 	if err != nil {
 		return fmt.Errorf("pgstore: %s: %w", op, err)
 	}

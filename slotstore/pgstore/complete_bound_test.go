@@ -32,7 +32,7 @@ func TestRenewBehindCompleteTx(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tx.Rollback(context.Background())
-			if err := pgstore.CompleteTx(ctx, tx, runOf(won), pgstore.InSchema(s.Schema())); err != nil {
+			if err := pgstore.CompleteTx(ctx, tx, runOf(s, won), pgstore.CompleteParams{}); err != nil {
 				t.Fatalf("CompleteTx: %v", err)
 			}
 			renewed := make(chan error, 1)
@@ -100,7 +100,7 @@ func TestCompleteTxBoundsTransaction(t *testing.T) {
 	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = '5s'"); err != nil {
 		t.Fatal(err)
 	}
-	if err := pgstore.CompleteTx(ctx, tx, runOf(won), pgstore.InSchema(s.Schema())); err != nil {
+	if err := pgstore.CompleteTx(ctx, tx, runOf(s, won), pgstore.CompleteParams{}); err != nil {
 		t.Fatalf("CompleteTx: %v", err)
 	}
 	if idle, stmt := settings(tx); idle < 50_000 || idle > 60_000 || stmt != 5_000 {
@@ -123,7 +123,7 @@ func TestCompleteTxBoundsTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
-	if err := pgstore.CompleteTx(ctx, tx, runOf(won), pgstore.InSchema(s.Schema())); err != nil {
+	if err := pgstore.CompleteTx(ctx, tx, runOf(s, won), pgstore.CompleteParams{}); err != nil {
 		t.Fatalf("CompleteTx after the lease ended: %v", err)
 	}
 	if idle, stmt := settings(tx); idle != 250 || stmt != 250 {
@@ -173,11 +173,11 @@ func TestCompleteTxFrozenHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := runOf(won)
+	run := runOf(s, won)
 	if _, err := tx.Exec(ctx, "INSERT INTO "+table+" VALUES ($1, $2)", run.Key(), run.Fence); err != nil {
 		t.Fatal(err)
 	}
-	if err := pgstore.CompleteTx(ctx, tx, run, pgstore.InSchema(s.Schema())); err != nil {
+	if err := pgstore.CompleteTx(ctx, tx, run, pgstore.CompleteParams{}); err != nil {
 		t.Fatalf("CompleteTx: %v", err)
 	}
 	// The next renewal leaves before the freeze and waits behind the

@@ -12,12 +12,15 @@ import (
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/memstore"
 	"github.com/slotcron/slotcron/slotstore/pgstore"
 )
 
-// runOf is the jobs.Run the engine would hand the winner of c.
-func runOf(c slotstore.ClaimResult) jobs.Run {
-	return jobs.Run{Job: c.Claim.Job, Slot: c.Claim.Slot, Fence: c.Claim.Fence, Attempt: c.Claim.Attempt, Replica: c.Marker.Holder}
+// runOf is the jobs.Run the engine would hand the winner of c, a claim on
+// s.
+func runOf(s *pgstore.Store, c slotstore.ClaimResult) jobs.Run {
+	return jobs.Run{Job: c.Claim.Job, Slot: c.Claim.Slot, Fence: c.Claim.Fence, Attempt: c.Claim.Attempt, Replica: c.Marker.Holder}.
+		WithStore(s)
 }
 
 // effects creates a table for a job's effects in the store's schema.
@@ -30,9 +33,9 @@ func effects(t *testing.T, pool *pgxpool.Pool, s *pgstore.Store) string {
 	return table
 }
 
-// doJob runs a job's transaction: insert its effect, complete the slot,
+// doJob runs run's transaction: insert its effect, complete the slot,
 // commit. It returns CompleteTx's error, after rolling back.
-func doJob(t *testing.T, pool *pgxpool.Pool, table string, s *pgstore.Store, run jobs.Run) error {
+func doJob(t *testing.T, pool *pgxpool.Pool, table string, run jobs.Run) error {
 	t.Helper()
 	ctx := t.Context()
 	tx, err := pool.Begin(ctx)
@@ -44,7 +47,7 @@ func doJob(t *testing.T, pool *pgxpool.Pool, table string, s *pgstore.Store, run
 		run.Key(), run.Fence); err != nil {
 		t.Fatal(err)
 	}
-	if err := pgstore.CompleteTx(ctx, tx, run, pgstore.InSchema(s.Schema()), pgstore.WithDuration(time.Second)); err != nil {
+	if err := pgstore.CompleteTx(ctx, tx, run, pgstore.CompleteParams{Duration: time.Second}); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -84,20 +87,20 @@ func TestCompleteTx(t *testing.T) {
 		t.Fatalf("takeover: %+v", current)
 	}
 
-	if err := doJob(t, pool, table, s, runOf(stale)); !errors.Is(err, slotstore.ErrLeaseLost) {
+	if err := doJob(t, pool, table, runOf(s, stale)); !errors.Is(err, slotstore.ErrLeaseLost) {
 		t.Fatalf("CompleteTx with the stale fence: %v, want ErrLeaseLost", err)
 	}
-	if f := effectFence(t, pool, table, runOf(stale)); f != 0 {
+	if f := effectFence(t, pool, table, runOf(s, stale)); f != 0 {
 		t.Fatalf("the stale holder's effect committed (fence %d)", f)
 	}
 	if m := findMarker(t, s, r.Job, r.Slot); m.State != slotstore.StateRunning || m.Fence != current.Claim.Fence {
 		t.Fatalf("marker after the stale completion: %+v", m)
 	}
 
-	if err := doJob(t, pool, table, s, runOf(current)); err != nil {
+	if err := doJob(t, pool, table, runOf(s, current)); err != nil {
 		t.Fatalf("CompleteTx with the current fence: %v", err)
 	}
-	if f := effectFence(t, pool, table, runOf(current)); f != current.Claim.Fence {
+	if f := effectFence(t, pool, table, runOf(s, current)); f != current.Claim.Fence {
 		t.Fatalf("effect fence %d, want %d", f, current.Claim.Fence)
 	}
 	done := findMarker(t, s, r.Job, r.Slot)
@@ -121,7 +124,7 @@ func TestCompleteTx(t *testing.T) {
 		t.Errorf("renew after CompleteTx: %v, want ErrFinished", err)
 	}
 	// A second completion would apply the effect twice: it fails.
-	if err := doJob(t, pool, table, s, runOf(current)); !errors.Is(err, slotstore.ErrLeaseLost) {
+	if err := doJob(t, pool, table, runOf(s, current)); !errors.Is(err, slotstore.ErrLeaseLost) {
 		t.Errorf("second CompleteTx: %v, want ErrLeaseLost", err)
 	}
 	if res := claimOne(t, s, "r3", r); res.Status != slotstore.Finished {
@@ -151,7 +154,7 @@ func TestCompleteTxHoldsOffTakeover(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tx.Rollback(ctx)
-			if err := pgstore.CompleteTx(ctx, tx, runOf(won), pgstore.InSchema(s.Schema())); err != nil {
+			if err := pgstore.CompleteTx(ctx, tx, runOf(s, won), pgstore.CompleteParams{}); err != nil {
 				t.Fatalf("CompleteTx: %v", err)
 			}
 			type claimed struct {
@@ -208,12 +211,17 @@ func TestCompleteTxInvalid(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
+	s := newStore(t)
+	mem := memstore.New(memstore.Options{})
+	defer mem.Close()
 	for name, run := range map[string]jobs.Run{
-		"no fence": {Job: "j", Slot: slot(0)},
-		"no job":   {Slot: slot(0), Fence: 1},
-		"no slot":  {Job: "j", Fence: 1},
+		"no fence":      jobs.Run{Job: "j", Slot: slot(0)}.WithStore(s),
+		"no job":        jobs.Run{Slot: slot(0), Fence: 1}.WithStore(s),
+		"no slot":       jobs.Run{Job: "j", Fence: 1}.WithStore(s),
+		"no store":      {Job: "j", Slot: slot(0), Fence: 1},
+		"another store": jobs.Run{Job: "j", Slot: slot(0), Fence: 1}.WithStore(mem),
 	} {
-		if err := pgstore.CompleteTx(t.Context(), tx, run); !errors.Is(err, slotstore.ErrInvalid) {
+		if err := pgstore.CompleteTx(t.Context(), tx, run, pgstore.CompleteParams{}); !errors.Is(err, slotstore.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
 	}

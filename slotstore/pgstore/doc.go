@@ -36,7 +36,7 @@
 // replace, data loss, skips that write, a slot named twice), with every
 // request of a job that has such a request, so that a job's fences follow
 // request order, is decided in request order,
-// each as slotstore.Decide and slotstore.Apply do: it locks the slot's
+// each as the decision table in Go does: it locks the slot's
 // marker row (SELECT ... FOR UPDATE, which under READ COMMITTED waits for
 // a fenced mutation, a prune or a job's transaction after CompleteTx in
 // progress, and reads the row it left), decides, and writes: an INSERT for
@@ -82,10 +82,11 @@
 // that transaction left, so a check and its change are one atomic step.
 //
 // History and Pauses read without locks. Prune is one DELETE of the markers
-// slotstore.Marker.Prunable allows, run only by the store holding the
+// whose retention has ended and that are neither running under a live lease
+// nor retrying before their retry is due, run only by the store holding the
 // schema's transaction-scoped prune advisory lock (the others return 0 at
-// once); it skips rows other transactions have locked, so it never waits
-// for a claim or a job's transaction. Generations are never pruned.
+// once); it skips rows other transactions have locked, so it never waits for
+// a claim or a job's transaction. Generations are never pruned.
 //
 // # Generations
 //
@@ -154,10 +155,14 @@
 //	tx, _ := pool.Begin(ctx)
 //	defer tx.Rollback(ctx)
 //	... write the effect with tx ...
-//	if err := pgstore.CompleteTx(ctx, tx, run); err != nil {
+//	if err := pgstore.CompleteTx(ctx, tx, run, pgstore.CompleteParams{}); err != nil {
 //		return err // ErrLeaseLost: the slot was taken over; the effect rolls back
 //	}
 //	return tx.Commit(ctx)
+//
+// The run the scheduler hands the job carries the store its slot was
+// claimed from (jobs.Run.Store), so CompleteTx finds the marker in that
+// store's schema; a test builds such a run with jobs.Run.WithStore.
 //
 // CompleteTx marks the slot done (succeeded) only while run.Fence is the
 // slot's fence and the slot is running, and it keeps the marker's row
@@ -198,9 +203,10 @@
 // already ended: pgconn.SafeToRetry), or that the server answers with an
 // error (a statement timeout, a constraint), changed nothing: a plain error
 // wrapping the cause. A context that ends, or a connection that breaks,
-// while a request is in the server leaves its outcome unknown:
-// slotstore.IsOutcomeUnknown reports true, and errors.Is still finds
-// context.DeadlineExceeded or context.Canceled. A claim batch counts as done
+// while a request is in the server leaves its outcome unknown: the error
+// wraps slotstore.ErrOutcomeUnknown (see Failures in slotstore's package
+// documentation), and errors.Is still finds context.DeadlineExceeded or
+// context.Canceled. A claim batch counts as done
 // only when the server has confirmed its commit. A claim or skip whose
 // context has a deadline sets lock_timeout and statement_timeout, for its
 // transaction only and in the same round trip, to the time left less a
@@ -276,6 +282,6 @@
 //
 // Connections must run at READ COMMITTED, the server's default; New sets
 // it for the pool it opens, and the claim function refuses any other
-// level. Package pglock offers advisory locks that cannot leak, for
+// level. Package leader/pgleader elects one replica at a time, for
 // users' own singleton work.
 package pgstore

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
 
 // Enroll implements slotstore.Store: one call of the schema's enroll
@@ -14,7 +15,7 @@ import (
 // package documentation), and returns every job's generation with the slot
 // of its newest marker, in the same statement.
 func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotstore.Generation, error) {
-	jobs, err := p.NormalizeJobs()
+	jobs, err := rules.NormalizeJobs(p)
 	if err != nil {
 		return nil, err
 	}

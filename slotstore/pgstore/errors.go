@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
 
 // fail wraps err, the failure of op after its request may have been sent,
@@ -18,8 +19,8 @@ import (
 //     server answered with an error that is not FATAL (the statement, and
 //     the implicit transaction around it, rolled back), a plain error;
 //   - otherwise, a timeout, a cancelled context or a lost connection after
-//     the request left, slotstore.OutcomeUnknown: the statement may have
-//     committed.
+//     the request left, an error wrapping slotstore.ErrOutcomeUnknown: the
+//     statement may have committed.
 func (s *Store) fail(op string, err error) error {
 	err = scrub(err, s.secrets)
 	sure := definite(err)
@@ -29,7 +30,7 @@ func (s *Store) fail(op string, err error) error {
 	if sure {
 		return fmt.Errorf("pgstore: %s: %w", op, err)
 	}
-	return slotstore.OutcomeUnknown("pgstore "+op, err)
+	return rules.OutcomeUnknown("pgstore "+op, err)
 }
 
 // definite reports whether err leaves no doubt that the statement did not

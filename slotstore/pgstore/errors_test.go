@@ -32,7 +32,7 @@ func TestCancelledBeforeSend(t *testing.T) {
 		"release": s.Release(ctx, ref),
 		"prune":   pruneErr,
 	} {
-		if !errors.Is(err, context.Canceled) || slotstore.IsOutcomeUnknown(err) {
+		if !errors.Is(err, context.Canceled) || errors.Is(err, slotstore.ErrOutcomeUnknown) {
 			t.Errorf("%s with a cancelled context: %v, want context.Canceled", op, err)
 		}
 	}
@@ -80,7 +80,7 @@ func TestTimeoutAfterSend(t *testing.T) {
 	next.Slot = slot(1)
 	_, claimErr := s.Claim(short(), slotstore.ClaimParams{Replica: "r2", Requests: []slotstore.ClaimRequest{next}})
 	var pgErr *pgconn.PgError
-	if !errors.As(claimErr, &pgErr) || (pgErr.Code != "55P03" && pgErr.Code != "57014") || slotstore.IsOutcomeUnknown(claimErr) ||
+	if !errors.As(claimErr, &pgErr) || (pgErr.Code != "55P03" && pgErr.Code != "57014") || errors.Is(claimErr, slotstore.ErrOutcomeUnknown) ||
 		!errors.Is(claimErr, context.DeadlineExceeded) {
 		t.Errorf("claim with a deadline waiting in the server: %v, want a definite lock or statement timeout (55P03, 57014) that is a deadline", claimErr)
 	}
@@ -88,7 +88,7 @@ func TestTimeoutAfterSend(t *testing.T) {
 	defer cancel()
 	time.AfterFunc(100*time.Millisecond, cancel)
 	_, claimErr = s.Claim(cancelled, slotstore.ClaimParams{Replica: "r2", Requests: []slotstore.ClaimRequest{next}})
-	if !slotstore.IsOutcomeUnknown(claimErr) || !errors.Is(claimErr, context.Canceled) {
+	if !errors.Is(claimErr, slotstore.ErrOutcomeUnknown) || !errors.Is(claimErr, context.Canceled) {
 		t.Errorf("claim without a deadline cancelled in the server: %v, want an unknown outcome wrapping Canceled", claimErr)
 	}
 	for op, call := range map[string]func() error{
@@ -101,7 +101,7 @@ func TestTimeoutAfterSend(t *testing.T) {
 		if _, err := s.Pauses(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		if err := call(); !slotstore.IsOutcomeUnknown(err) || !errors.Is(err, context.DeadlineExceeded) {
+		if err := call(); !errors.Is(err, slotstore.ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("%s timing out in the server: %v, want an unknown outcome wrapping DeadlineExceeded", op, err)
 		}
 	}
@@ -127,7 +127,7 @@ func TestStatementTimeout(t *testing.T) {
 	next := r
 	next.Slot = slot(1)
 	_, err := s.Claim(t.Context(), slotstore.ClaimParams{Replica: "r2", Requests: []slotstore.ClaimRequest{next}})
-	if err == nil || slotstore.IsOutcomeUnknown(err) {
+	if err == nil || errors.Is(err, slotstore.ErrOutcomeUnknown) {
 		t.Errorf("claim past the statement timeout: %v, want a plain error", err)
 	}
 	unlock()

@@ -13,7 +13,8 @@ import (
 // A job that writes to the database holding the slot store commits its
 // effect and the slot's completion in one transaction. If the slot was
 // taken over meanwhile, CompleteTx fails, and the effect rolls back with
-// the transaction.
+// the transaction. The run the scheduler hands the job carries the store
+// it claimed the slot from, so CompleteTx knows the store's schema.
 func ExampleCompleteTx() {
 	pool, err := pgxpool.New(context.Background(), os.Getenv("DATABASE_URL"))
 	if err != nil {
@@ -31,7 +32,7 @@ func ExampleCompleteTx() {
 		if err != nil {
 			return err
 		}
-		if err := pgstore.CompleteTx(ctx, tx, run); err != nil {
+		if err := pgstore.CompleteTx(ctx, tx, run, pgstore.CompleteParams{}); err != nil {
 			return err // slotstore.ErrLeaseLost: another replica holds the slot now
 		}
 		return tx.Commit(ctx)

@@ -1,6 +1,7 @@
 package pgstore_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/slotstore"
@@ -53,11 +55,26 @@ func wantDataLoss(t *testing.T, s slotstore.Store, what, job string, slot time.T
 }
 
 // pastSlots returns two consecutive slots of the generation born at born,
-// once the later has passed: the engine claims a slot at its time.
-func pastSlots(born time.Time) (time.Time, time.Time) {
+// once the later has passed by the database's clock, which it polls
+// through pool: the engine claims a slot at its time.
+func pastSlots(t *testing.T, pool *pgxpool.Pool, born time.Time) (time.Time, time.Time) {
+	t.Helper()
 	first := born.UTC().Truncate(time.Second).Add(time.Second)
-	time.Sleep(time.Until(first.Add(time.Second)) + 10*time.Millisecond)
-	return first, first.Add(time.Second)
+	later := first.Add(time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var now time.Time
+		if err := pool.QueryRow(t.Context(), "SELECT clock_timestamp()").Scan(&now); err != nil {
+			t.Fatal(err)
+		}
+		if now.After(later) {
+			return first, later
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the database's clock at %v, still not past %v", now, later)
+		}
+		time.Sleep(later.Sub(now) + time.Millisecond)
+	}
 }
 
 // TestGenerationSchemaDropped: a schema dropped while it holds markers and
@@ -72,7 +89,7 @@ func TestGenerationSchemaDropped(t *testing.T) {
 	s := newStore(t)
 	pool := newPool(t, dsn)
 	const job = "dropped"
-	ran, running := pastSlots(enrollOne(t, s, job))
+	ran, running := pastSlots(t, pool, enrollOne(t, s, job))
 	done := runSlot(t, s, "r1", job, ran)
 	held := claimOne(t, s, "r1", slotstore.ClaimRequest{Job: job, Slot: running, Lease: time.Hour})
 
@@ -80,7 +97,7 @@ func TestGenerationSchemaDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := s.Claim(ctx, slotstore.ClaimParams{Replica: "r1", Requests: []slotstore.ClaimRequest{
-		{Job: job, Slot: ran, Lease: time.Minute}}}); err == nil || slotstore.IsOutcomeUnknown(err) {
+		{Job: job, Slot: ran, Lease: time.Minute}}}); err == nil || errors.Is(err, slotstore.ErrOutcomeUnknown) {
 		t.Errorf("claim in a dropped schema: %v, want a plain error", err)
 	}
 	// A replica starting now creates the schema again.
@@ -112,7 +129,7 @@ func TestGenerationRestoredFromDump(t *testing.T) {
 	s := newStore(t)
 	const job = "restored"
 	born := enrollOne(t, s, job)
-	before, after := pastSlots(born)
+	before, after := pastSlots(t, newPool(t, dsn), born)
 	runSlot(t, s, "r1", job, before)
 
 	backup := filepath.Join(t.TempDir(), "backup.dump")

@@ -18,13 +18,13 @@ const defaultLimit = 100
 // any slot, so the bound is one index range either way.
 var noLaterSlot = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// pruneSQL deletes, in one statement, the markers slotstore.Marker.Prunable
-// allows at the database's clock: retention over, and not running under a
-// live lease nor retrying before the retry is due. It runs only while it holds the transaction-scoped advisory
-// lock $1, so one replica prunes a schema at a time and the others return
-// at once; it skips rows another transaction has locked (a claim or a
-// fenced mutation in progress), so it never waits for, or deadlocks with,
-// them; those rows go at the next prune.
+// pruneSQL deletes, in one statement, the markers Prune may delete at the
+// database's clock: retention over, and not running under a live lease nor
+// retrying before the retry is due. It runs only while it holds the
+// transaction-scoped advisory lock $1, so one replica prunes a schema at a
+// time and the others return at once; it skips rows another transaction has
+// locked (a claim or a fenced mutation in progress), so it never waits for,
+// or deadlocks with, them; those rows go at the next prune.
 const pruneSQL = `WITH turn AS MATERIALIZED (
 		SELECT pg_try_advisory_xact_lock($1) AS mine, clock_timestamp() AS t
 	),

@@ -140,6 +140,7 @@ func TestNewInvalid(t *testing.T) {
 		"negative pool size": {DSN: dsn, PoolSize: -1},
 		"negative timeout":   {DSN: dsn, StatementTimeout: -time.Second},
 		"long schema":        {DSN: dsn, Schema: strings.Repeat("s", 64)},
+		"long timeout":       {DSN: dsn, StatementTimeout: pgstore.MaxStatementTimeout + time.Millisecond},
 	} {
 		if s, err := pgstore.New(t.Context(), opts); !errors.Is(err, slotstore.ErrInvalid) {
 			if s != nil {

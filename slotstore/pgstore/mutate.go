@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
 
 // Renew implements slotstore.Store: one call of the schema's renew
@@ -17,7 +18,7 @@ import (
 // transaction left: ErrFinished once it committed, and a renewed lease if
 // it rolled back.
 func (s *Store) Renew(ctx context.Context, p slotstore.RenewParams) error {
-	if err := p.Validate(); err != nil {
+	if err := rules.ValidateRenew(p); err != nil {
 		return err
 	}
 	slot := p.Slot.UTC().Truncate(time.Second)
@@ -44,7 +45,7 @@ func (s *Store) Renew(ctx context.Context, p slotstore.RenewParams) error {
 
 // Release implements slotstore.Store: one conditional UPDATE.
 func (s *Store) Release(ctx context.Context, ref slotstore.Ref) error {
-	if err := ref.Validate(); err != nil {
+	if err := rules.ValidateRef(ref); err != nil {
 		return err
 	}
 	return s.mutate(ctx, "release", ref, s.q.release)
@@ -74,7 +75,7 @@ func (s *Store) mutate(ctx context.Context, op string, ref slotstore.Ref, sql st
 // slot already done or retrying under the presented fence succeeds and
 // changes nothing.
 func (s *Store) Finish(ctx context.Context, p slotstore.FinishParams) error {
-	if err := p.Validate(); err != nil {
+	if err := rules.ValidateFinish(p); err != nil {
 		return err
 	}
 	var retryAt *time.Time

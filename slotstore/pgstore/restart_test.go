@@ -63,7 +63,7 @@ func TestRestartDuringClaims(t *testing.T) {
 				wasRestarted := restarted.Load()
 				res, err := s.Claim(t.Context(), slotstore.ClaimParams{Replica: fmt.Sprint(r), Requests: reqs})
 				switch {
-				case slotstore.IsOutcomeUnknown(err):
+				case errors.Is(err, slotstore.ErrOutcomeUnknown):
 					unknown.Add(1)
 					time.Sleep(10 * time.Millisecond)
 					continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -23,26 +24,6 @@ const (
 	DefaultStatementTimeout = 10 * time.Second
 )
 
-// Options configures New. The zero value of every field but DSN means its
-// default.
-type Options struct {
-	// DSN is the connection string: a postgres:// URL or libpq
-	// keyword/value pairs, with pgxpool settings such as pool_max_conns
-	// allowed. Required. Errors never show its passwords.
-	DSN string
-	// Schema holds the store's tables and is created if it does not exist.
-	// Empty means DefaultSchema.
-	Schema string
-	// PoolSize is the most connections the store opens. Zero means the
-	// DSN's pool_max_conns, or else pgxpool's default: the greater of 4 and
-	// the number of CPUs.
-	PoolSize int
-	// StatementTimeout is the server-side statement_timeout of the store's
-	// connections. Zero means the DSN's statement_timeout, or else
-	// DefaultStatementTimeout.
-	StatementTimeout time.Duration
-}
-
 // Store is a slotstore.Store kept in PostgreSQL. It is safe for concurrent
 // use by many goroutines and by many processes sharing a database and
 // schema. Its zero value is not usable; call New or NewWithPool.
@@ -56,13 +37,12 @@ type Store struct {
 }
 
 // New connects to the database opts.DSN names, creates or migrates the
-// schema, and returns a store that owns its connection pool.
+// schema, and returns a store that owns its connection pool. Options that
+// Validate refuses are an error wrapping slotstore.ErrInvalid and
+// Validate's error.
 func New(ctx context.Context, opts Options) (*Store, error) {
-	if opts.DSN == "" {
-		return nil, fmt.Errorf("pgstore: %w: empty DSN", slotstore.ErrInvalid)
-	}
-	if opts.PoolSize < 0 || opts.StatementTimeout < 0 {
-		return nil, fmt.Errorf("pgstore: %w: pool size %d, statement timeout %v", slotstore.ErrInvalid, opts.PoolSize, opts.StatementTimeout)
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("pgstore: options: %w: %w", slotstore.ErrInvalid, err)
 	}
 	secrets := secretsOf(opts.DSN)
 	cfg, err := pgxpool.ParseConfig(opts.DSN)
@@ -129,15 +109,21 @@ func open(ctx context.Context, pool *pgxpool.Pool, schema string, secrets []stri
 
 // checkSchema refuses names PostgreSQL would truncate or cannot hold.
 func checkSchema(schema string) error {
-	if len(schema) > 63 {
-		return fmt.Errorf("%w: schema name %q is longer than 63 bytes", slotstore.ErrInvalid, schema)
-	}
-	for _, c := range []byte(schema) {
-		if c == 0 {
-			return fmt.Errorf("%w: schema name %q holds a NUL byte", slotstore.ErrInvalid, schema)
-		}
+	if msg := schemaProblem(schema); msg != "" {
+		return fmt.Errorf("%w: schema name %q %s", slotstore.ErrInvalid, schema, msg)
 	}
 	return nil
+}
+
+// schemaProblem says why PostgreSQL cannot hold schema as named, or is "".
+func schemaProblem(schema string) string {
+	if len(schema) > 63 {
+		return "is longer than 63 bytes"
+	}
+	if strings.IndexByte(schema, 0) >= 0 {
+		return "holds a NUL byte"
+	}
+	return ""
 }
 
 // quote returns name as a quoted SQL identifier.
@@ -145,6 +131,10 @@ func quote(name string) string { return pgx.Identifier{name}.Sanitize() }
 
 // Schema returns the schema holding the store's tables.
 func (s *Store) Schema() string { return s.schema }
+
+// Pool returns the store's connection pool, for what shares its database
+// (the duties' elector connects as the pool does). Callers must not close it.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Close marks the store closed and, if New opened its pool, closes the
 // pool, waiting for calls in flight. It is safe to call more than once;

@@ -8,7 +8,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
 
 // maxBatch caps the slots one script call decides, so that one call never
@@ -41,15 +43,15 @@ type request struct {
 // same call, beginning it if the job has none. With Options.WaitReplicas,
 // each pipeline ends with a WAIT (runWaited).
 func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
-	reqs, err := slotstore.NormalizeAll(p.Requests)
+	reqs, err := rules.NormalizeClaims(p.Requests)
 	if err != nil {
 		return nil, err
 	}
 	rs := make([]request, len(reqs))
 	for i, r := range reqs {
 		rs[i] = request{ClaimRequest: r, notBefore: r.NotBefore}
-		if r.Overlap == slotstore.OverlapReplace {
-			rs[i].reason = slotstore.ReasonReplacedBy + r.Slot.Format(time.RFC3339)
+		if r.Overlap == policy.OverlapReplace {
+			rs[i].reason = rules.ReasonReplacedBy + r.Slot.Format(time.RFC3339)
 		}
 	}
 	return s.decide(ctx, "claim", p.Replica, p.Incarnation, rs)
@@ -58,7 +60,7 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 // Skip implements slotstore.Store, with the claim script: one round trip a
 // batch, as Claim.
 func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.ClaimResult, error) {
-	reqs, err := slotstore.NormalizeSkips(p.Requests)
+	reqs, err := rules.NormalizeSkips(p.Requests)
 	if err != nil {
 		return nil, err
 	}
@@ -123,10 +125,10 @@ func (s *Store) decide(ctx context.Context, op, replica, incarnation string, req
 		return out, nil
 	case failed == nil:
 		// Every call ran, and its writes may not outlive a failover.
-		return nil, slotstore.OutcomeUnknown(fmt.Sprintf("redisstore %s of %d slots", op, len(reqs)), waitErr)
+		return nil, rules.OutcomeUnknown(fmt.Sprintf("redisstore %s of %d slots", op, len(reqs)), waitErr)
 	case ran || !sure:
 		// Some calls may have won slots that this error hides.
-		return nil, slotstore.OutcomeUnknown(fmt.Sprintf("redisstore %s of %d slots", op, len(reqs)), failed)
+		return nil, rules.OutcomeUnknown(fmt.Sprintf("redisstore %s of %d slots", op, len(reqs)), failed)
 	}
 	return nil, s.fail(fmt.Sprintf("%s of %d slots", op, len(reqs)), failed)
 }
@@ -171,11 +173,11 @@ func (s *Store) split(n int, job func(i int) string) [][]int {
 // A batch of one replica's due slots has a handful, however many requests.
 type profile struct {
 	lease       int64
-	onCrash     slotstore.OnCrash
+	onCrash     policy.OnCrash
 	maxAttempts int
 	retain      int64
 	takeover    bool
-	overlap     slotstore.Overlap
+	overlap     policy.Overlap
 	manual      bool
 	skip        bool
 	reason      string

@@ -35,13 +35,14 @@ type Store struct {
 }
 
 // New connects to the Redis that o describes, checks that it answers and
-// loads the store's scripts into it. Errors name the addresses, never the
-// password.
+// loads the store's scripts into it. Options that Validate refuses are an
+// error wrapping slotstore.ErrInvalid and Validate's error. Errors name the
+// addresses, never the password.
 func New(ctx context.Context, o Options) (*Store, error) {
-	o, err := o.validate()
-	if err != nil {
-		return nil, err
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("redisstore: options: %w: %w", slotstore.ErrInvalid, err)
 	}
+	o = o.withDefaults()
 	uo, err := o.universal()
 	if err != nil {
 		return nil, err

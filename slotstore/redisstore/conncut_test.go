@@ -36,14 +36,14 @@ func TestConnectionCutDuringRenewal(t *testing.T) {
 
 	p.Blackhole()
 	err := holder.Renew(ctx, slotstore.RenewParams{Ref: old.Ref, Lease: lease})
-	if !slotstore.IsOutcomeUnknown(err) || errors.Is(err, slotstore.ErrLeaseLost) {
+	if !errors.Is(err, slotstore.ErrOutcomeUnknown) || errors.Is(err, slotstore.ErrLeaseLost) {
 		t.Errorf("renewal into a blackhole: %v, want an unknown outcome, not a lost lease", err)
 	}
 	t.Logf("renewal into a blackhole: %v", err)
 
 	p.Cut()
 	err = holder.Renew(ctx, slotstore.RenewParams{Ref: old.Ref, Lease: lease})
-	if err == nil || slotstore.IsOutcomeUnknown(err) || errors.Is(err, slotstore.ErrLeaseLost) {
+	if err == nil || errors.Is(err, slotstore.ErrOutcomeUnknown) || errors.Is(err, slotstore.ErrLeaseLost) {
 		t.Errorf("renewal with no connection to be had: %v, want a plain error", err)
 	}
 	t.Logf("renewal with no connection to be had: %v", err)

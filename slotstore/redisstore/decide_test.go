@@ -9,10 +9,10 @@ import (
 )
 
 // TestDecisionTableMatchesMemstore drives redisstore and memstore, whose
-// claims are slotstore.Decide and slotstore.Apply in Go, through the same
-// random operations and compares every answer: claim.lua must encode the
-// same table. Redis counts milliseconds, so a lease of one has expired
-// after the pause of one before the next call.
+// claims are the decision table in Go, through the same random operations
+// and compares every answer: claim.lua must encode the same table. Redis
+// counts milliseconds, so a lease of one has expired after the pause of one
+// before the next call.
 func TestDecisionTableMatchesMemstore(t *testing.T) {
 	r := testserver.StartRedis(t)
 	for seed := range uint64(2) {

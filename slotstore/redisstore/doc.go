@@ -14,8 +14,8 @@
 // Claim, Skip, Renew, Finish, Release and Enroll are Lua scripts
 // (scripts/*.lua), run by EVALSHA, so each is atomic and takes one round
 // trip. Each script reads the marker before it writes: claim.lua, which
-// serves Claim and Skip, is slotstore.Decide, Apply, Supersede and
-// ApplySkip in Lua, and reads the job's generation in the same call;
+// serves Claim and Skip, is slotstore's decision table in Lua, and reads
+// the job's generation in the same call;
 // renew.lua, finish.lua and release.lua change a marker only while it is
 // running under the presented fence, and otherwise return
 // slotstore.ErrLeaseLost having changed nothing (finish.lua accepts a slot
@@ -81,7 +81,8 @@
 // answers NotYet. A generation begins at TIME. Each marker expires
 // by PEXPIREAT at the later of its retention end (Slot + Retain) and, while
 // running or retrying, its lease end or retry time, so Redis deletes it
-// once slotstore.Marker.Prunable allows, with or without Prune.
+// once Prune may (retention over, and neither running under a live lease
+// nor retrying before the retry is due), with or without Prune.
 // Prune then removes the expired markers' index entries and counts them; the
 // entries History meets for markers already gone are removed too, and
 // counted by the next Prune.
@@ -178,16 +179,16 @@
 // master had written until then, the call's own writes included; a healthy
 // replica does within a round trip. When fewer acknowledge within
 // Options.WaitTimeout the call fails with an error wrapping
-// ErrNotReplicated for which slotstore.IsOutcomeUnknown reports true: the
-// master applied it. A caller treats such a claim as neither won nor lost;
-// one that adopts it later by renewing it, as the engine does, gets the
-// same wait from Renew, so no run starts on a claim that N replicas have
-// not acknowledged. A Finish retried after such an error waits again, even
-// when it finds the slot already done (finish.lua then writes the marker's
-// state again, so that the wait covers it). Skip, Release, Enroll and
-// SetPause do not wait: a lost skip leaves a slot that nobody ran
-// unrecorded, a lost release makes the slot wait for its lease to end, a
-// lost generation begins a later one, and a lost pause shows in Pauses.
+// ErrNotReplicated and slotstore.ErrOutcomeUnknown: the master applied it.
+// A caller treats such a claim as neither won nor lost; one that adopts it
+// later by renewing it, as the engine does, gets the same wait from Renew,
+// so no run starts on a claim that N replicas have not acknowledged. A
+// Finish retried after such an error waits again, even when it finds the
+// slot already done (finish.lua then writes the marker's state again, so
+// that the wait covers it). Skip, Release, Enroll and SetPause do not wait:
+// a lost skip leaves a slot that nobody ran unrecorded, a lost release
+// makes the slot wait for its lease to end, a lost generation begins a
+// later one, and a lost pause shows in Pauses.
 //
 // In a Cluster WAIT has no key, and go-redis would send it to any master,
 // on another connection than the scripts. The store instead sends the
@@ -226,15 +227,13 @@
 // NoRetry): a claim sent twice would answer Held to the claim that won. A
 // call that fails after its request may have reached Redis (a read timeout,
 // a connection lost while waiting, a context ended in flight) returns an
-// error for which slotstore.IsOutcomeUnknown reports true: an unknown claim
-// may have won, and its lease will expire and be taken over; an unknown
-// finish may have been recorded or not, and may be retried, since Finish of
-// a slot already done under the same fence succeeds. A call that provably
+// error wrapping slotstore.ErrOutcomeUnknown, which the caller treats as
+// Failures in slotstore's package documentation says. A call that provably
 // did not run (no connection could be made, or Redis refused it: LOADING,
 // READONLY, OOM, MOVED, NOSCRIPT...) returns its plain error. A batch some
 // of whose calls ran but not all is an unknown outcome as a whole, and so
-// is a call that fewer replicas acknowledged than Options.WaitReplicas
-// asks for (ErrNotReplicated). A server that lost its script cache answers
+// is a call that fewer replicas acknowledged than Options.WaitReplicas asks
+// for (ErrNotReplicated). A server that lost its script cache answers
 // NOSCRIPT and the script is sent again by its text, which costs one more
 // round trip once per script.
 // After Close every method returns an error wrapping slotstore.ErrClosed.

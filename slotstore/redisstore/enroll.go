@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
 
 // A job's generation is the key <prefix>{job}:gen, when it began in Unix
@@ -24,7 +25,7 @@ import (
 // Redis has expired that it meets; a job whose newest thousand entries are
 // all gone is read again by History, one more round trip in that rare case.
 func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotstore.Generation, error) {
-	jobs, err := p.NormalizeJobs()
+	jobs, err := rules.NormalizeJobs(p)
 	if err != nil {
 		return nil, err
 	}

@@ -9,11 +9,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
 
 // ErrNotReplicated reports a claim, renewal or finish that fewer replicas
 // than Options.WaitReplicas acknowledged in time. The master applied it, so
-// the error also satisfies slotstore.IsOutcomeUnknown: a failover may yet
+// the error also wraps slotstore.ErrOutcomeUnknown: a failover may yet
 // lose it.
 var ErrNotReplicated = errors.New("redisstore: not acknowledged by enough replicas")
 
@@ -22,9 +23,9 @@ var errUnsent = errors.New("not sent")
 
 // fail turns err, the failure of a call that changes markers, into the error
 // callers test for: ErrClosed after Close; the plain error when the request
-// certainly did not run; otherwise an error for which
-// slotstore.IsOutcomeUnknown reports true, because the request may have run
-// and its reply was lost.
+// certainly did not run; otherwise an error wrapping
+// slotstore.ErrOutcomeUnknown, because the request may have run and its
+// reply was lost.
 func (s *Store) fail(op string, err error) error {
 	if s.closed.Load() || errors.Is(err, redis.ErrClosed) {
 		return fmt.Errorf("redisstore: %s: %w: %w", op, slotstore.ErrClosed, err)
@@ -32,7 +33,7 @@ func (s *Store) fail(op string, err error) error {
 	if notRun(err) {
 		return fmt.Errorf("redisstore: %s: %w", op, err)
 	}
-	return slotstore.OutcomeUnknown("redisstore "+op, err)
+	return rules.OutcomeUnknown("redisstore "+op, err)
 }
 
 // failRead is fail for a call that changes no marker (History): whether it

@@ -69,7 +69,7 @@ func TestNotRun(t *testing.T) {
 			t.Errorf("notRun(%v) = %v, want %v", c.err, got, c.want)
 		}
 		s := &Store{}
-		if got := slotstore.IsOutcomeUnknown(s.fail("op", c.err)); got == c.want {
+		if got := errors.Is(s.fail("op", c.err), slotstore.ErrOutcomeUnknown); got == c.want {
 			t.Errorf("fail(%v): outcome unknown %v", c.err, got)
 		}
 	}

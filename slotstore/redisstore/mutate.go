@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
 
 // Renew, Finish and Release are one script call each: the script reads the
@@ -20,7 +21,7 @@ import (
 // Renew implements slotstore.Store. The new lease ends Lease after Redis's
 // clock at the moment the script runs.
 func (s *Store) Renew(ctx context.Context, p slotstore.RenewParams) error {
-	if err := p.Validate(); err != nil {
+	if err := rules.ValidateRenew(p); err != nil {
 		return err
 	}
 	return s.mutate(ctx, "renew", p.Ref, renewScript, true, millisUp(p.Lease))
@@ -28,7 +29,7 @@ func (s *Store) Renew(ctx context.Context, p slotstore.RenewParams) error {
 
 // Finish implements slotstore.Store.
 func (s *Store) Finish(ctx context.Context, p slotstore.FinishParams) error {
-	if err := p.Validate(); err != nil {
+	if err := rules.ValidateFinish(p); err != nil {
 		return err
 	}
 	retryAt := ""
@@ -42,7 +43,7 @@ func (s *Store) Finish(ctx context.Context, p slotstore.FinishParams) error {
 // Release implements slotstore.Store. It does not wait for replicas: a
 // release a failover loses only makes the slot wait for its lease to end.
 func (s *Store) Release(ctx context.Context, ref slotstore.Ref) error {
-	if err := ref.Validate(); err != nil {
+	if err := rules.ValidateRef(ref); err != nil {
 		return err
 	}
 	return s.mutate(ctx, "release", ref, releaseScript, false)
@@ -76,7 +77,7 @@ func (s *Store) mutate(ctx context.Context, op string, ref slotstore.Ref, sc *sc
 	switch res {
 	case int64(1):
 		if waitErr != nil {
-			return slotstore.OutcomeUnknown("redisstore "+op, waitErr)
+			return rules.OutcomeUnknown("redisstore "+op, waitErr)
 		}
 		return nil
 	case int64(0):
@@ -84,5 +85,5 @@ func (s *Store) mutate(ctx context.Context, op string, ref slotstore.Ref, sc *sc
 	case int64(2):
 		return fmt.Errorf("redisstore: %s: %w", op, slotstore.ErrFinished)
 	}
-	return slotstore.OutcomeUnknown("redisstore "+op, fmt.Errorf("unexpected script reply %v", res))
+	return rules.OutcomeUnknown("redisstore "+op, fmt.Errorf("unexpected script reply %v", res))
 }

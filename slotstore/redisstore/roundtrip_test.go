@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slotcron/slotcron/internal/testserver"
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/redisstore"
 )
@@ -79,14 +80,14 @@ func TestRoundTrips(t *testing.T) {
 		}, 1},
 		{"claim with replace of 3,500 running slots", func() {
 			r := batch("rt", 5000, 1, time.Minute)[0]
-			r.Overlap = slotstore.OverlapReplace
+			r.Overlap = policy.OverlapReplace
 			if res := claim(t, s, "r1", r); len(res[0].Replaced) < 3000 {
 				t.Errorf("replace claim replaced %d slots", len(res[0].Replaced))
 			}
 		}, 1},
 		{"claim with forbid", func() {
 			r := batch("rt", 5001, 1, time.Minute)[0]
-			r.Overlap = slotstore.OverlapForbid
+			r.Overlap = policy.OverlapForbid
 			if res := claim(t, s, "r1", r); res[0].Status != slotstore.Skipped {
 				t.Errorf("forbid claim: %v", res[0].Status)
 			}

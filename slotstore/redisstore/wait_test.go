@@ -60,7 +60,7 @@ func TestWaitReplicas(t *testing.T) {
 	resume := pause(t, rep)
 	notReplicated := func(what string, err error) {
 		t.Helper()
-		if !slotstore.IsOutcomeUnknown(err) || !errors.Is(err, redisstore.ErrNotReplicated) {
+		if !errors.Is(err, slotstore.ErrOutcomeUnknown) || !errors.Is(err, redisstore.ErrNotReplicated) {
 			t.Errorf("%s while the replica is stopped: %v, want an unknown outcome, not replicated", what, err)
 		}
 	}
@@ -131,7 +131,7 @@ func TestWaitReplicasCluster(t *testing.T) {
 		mustDo(t, s.Finish(ctx, slotstore.FinishParams{Ref: res[0].Claim.Ref, Outcome: slotstore.Succeeded}))
 	}
 	_, err := s.Claim(ctx, slotstore.ClaimParams{Replica: "r1", Requests: batch(alone, 0, 1, time.Minute)})
-	if !slotstore.IsOutcomeUnknown(err) || !errors.Is(err, redisstore.ErrNotReplicated) {
+	if !errors.Is(err, slotstore.ErrOutcomeUnknown) || !errors.Is(err, redisstore.ErrNotReplicated) {
 		t.Errorf("claim of %q, whose master has no replica: %v, want an unknown outcome, not replicated", alone, err)
 	}
 	reqs := append(batch(withReplica, 10, 1, time.Minute), batch(alone, 10, 1, time.Minute)...)

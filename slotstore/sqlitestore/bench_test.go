@@ -17,13 +17,13 @@ func BenchmarkClaimBatch1000(b *testing.B) {
 		open func(b *testing.B) slotstore.Store
 	}{
 		{"sqlite", func(b *testing.B) slotstore.Store {
-			s, err := Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
+			s, err := Open(b.Context(), Options{Path: filepath.Join(b.TempDir(), "bench.db")})
 			if err != nil {
 				b.Fatal(err)
 			}
 			return s
 		}},
-		{"memstore", func(*testing.B) slotstore.Store { return memstore.New() }},
+		{"memstore", func(*testing.B) slotstore.Store { return memstore.New(memstore.Options{}) }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			st := tc.open(b)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
 
 const (
@@ -33,7 +34,7 @@ const (
 // commit, so the markers it decides on cannot change under it, and its fences
 // are issued in request order.
 func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
-	reqs, err := slotstore.NormalizeAll(p.Requests)
+	reqs, err := rules.NormalizeClaims(p.Requests)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +45,7 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 
 // Skip implements slotstore.Store, in one transaction as Claim.
 func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.ClaimResult, error) {
-	reqs, err := slotstore.NormalizeSkips(p.Requests)
+	reqs, err := rules.NormalizeSkips(p.Requests)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +56,7 @@ func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.C
 			if err != nil {
 				return nil, err
 			}
-			m, res, changed := slotstore.ApplySkip(cur, r, p.Replica, now)
+			m, res, changed := rules.ApplySkip(cur, r, p.Replica, now)
 			res.Marker = stored(m)
 			if changed {
 				if err := st.put(ctx, res.Marker); err != nil {
@@ -107,7 +108,7 @@ func (s *Store) batch(ctx context.Context, op string, n int, fn func(st *stmts, 
 
 // Enroll implements slotstore.Store, in one transaction as Claim.
 func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotstore.Generation, error) {
-	jobs, err := p.NormalizeJobs()
+	jobs, err := rules.NormalizeJobs(p)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +244,7 @@ func (st *stmts) claimAll(ctx context.Context, p slotstore.ClaimParams, reqs []s
 			return nil, err
 		}
 		var running []slotstore.Marker
-		if cur == nil && r.ChecksOverlap() {
+		if cur == nil && rules.ChecksOverlap(r) {
 			if running, err = st.runningOf(ctx, r.Job); err != nil {
 				return nil, err
 			}
@@ -252,9 +253,9 @@ func (st *stmts) claimAll(ctx context.Context, p slotstore.ClaimParams, reqs []s
 		if err != nil {
 			return nil, err
 		}
-		d := slotstore.Decide(cur, r, now, born, running)
+		d := rules.Decide(cur, r, now, born, running)
 		var fence int64
-		if d == slotstore.DecideWin || d == slotstore.DecideReplace {
+		if d == rules.DecideWin || d == rules.DecideReplace {
 			if err := st.next.QueryRowContext(ctx, r.Job, now.UnixMicro()).Scan(&fence); err != nil {
 				return nil, err
 			}
@@ -263,15 +264,15 @@ func (st *stmts) claimAll(ctx context.Context, p slotstore.ClaimParams, reqs []s
 		if cur != nil {
 			base = *cur
 		}
-		m, res := slotstore.Apply(d, base, r, p.Replica, p.Incarnation, fence, now)
+		m, res := rules.Apply(d, base, r, p.Replica, p.Incarnation, fence, now)
 		res.Marker = stored(m)
 		if d.Changes() {
 			if err := st.put(ctx, res.Marker); err != nil {
 				return nil, err
 			}
 		}
-		if d == slotstore.DecideReplace {
-			for _, old := range slotstore.Supersede(running, m, now) {
+		if d == rules.DecideReplace {
+			for _, old := range rules.Supersede(running, m, now) {
 				if err := st.put(ctx, stored(old)); err != nil {
 					return nil, err
 				}

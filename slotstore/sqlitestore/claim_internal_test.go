@@ -13,7 +13,7 @@ import (
 // TestCommitCancelled: a claim whose context ends while it commits reports
 // an unknown outcome, and the store stays usable.
 func TestCommitCancelled(t *testing.T) {
-	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "slots.db"))
+	s, err := Open(t.Context(), Options{Path: filepath.Join(t.TempDir(), "slots.db")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestCommitCancelled(t *testing.T) {
 	defer cancel()
 	s.beforeCommit = cancel
 	_, err = s.Claim(ctx, p)
-	if !slotstore.IsOutcomeUnknown(err) || !errors.Is(err, context.Canceled) {
+	if !errors.Is(err, slotstore.ErrOutcomeUnknown) || !errors.Is(err, context.Canceled) {
 		t.Errorf("claim cancelled during its commit: %v, want an unknown outcome", err)
 	}
 

@@ -2,36 +2,37 @@
 // file, shared by every replica on one host. It uses modernc.org/sqlite, so
 // it needs no C compiler.
 //
-//	s, err := sqlitestore.Open(ctx, "slotcron.db")
+//	s, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: "slotcron.db"})
 //
 // # Guarantees
 //
 // Claim runs a whole batch in one BEGIN IMMEDIATE transaction: the
 // transaction takes the file's write lock before it reads a marker, so no
 // other claim, in this process or another, can change a marker between the
-// read and the write. Inside it every request goes through
-// slotstore.ClaimRequest.Normalize, slotstore.Decide and slotstore.Apply, the
-// rules memstore follows too, and every winning claim takes the next value of
-// its job's counter in the fences table. A claim with an overlap policy
+// read and the write. Inside it every request goes through the decision
+// table in Go that memstore runs too (see slotstore's package
+// documentation), and every winning claim takes the next value of its
+// job's counter in the fences table. A claim with an overlap policy
 // that would create a slot's first marker reads the job's running markers
 // (the partial index markers_running) in the same transaction, so it sees
 // the slots won earlier in its batch, and a replace claim rewrites the ones
-// it supersedes there too. Skip is a batch of the same kind, deciding with
-// slotstore.ApplySkip. The counter lives in the file and is
+// it supersedes there too. Skip is a batch of the same kind, deciding by
+// the same table. The counter lives in the file and is
 // incremented in the same transaction as the marker it fences, so fences grow
 // in claim order and survive restarts. With synchronous=FULL a commit is on
 // disk before Claim returns, so a fence once handed out is never issued again,
 // even after a power loss.
 //
 // Renew, Finish and Release are single conditional UPDATEs that match only the
-// running marker with the presented fence; when no row matches they return
-// slotstore.ErrLeaseLost and have changed nothing (Finish first checks
-// whether the slot is already done or retrying under that fence, and then
-// succeeds). SetPause is one INSERT or DELETE in the pauses table.
+// running marker with the presented fence; when no row matches, a second
+// read tells a slot done or retrying under that fence from a lost lease,
+// and each answers as slotstore's package documentation says
+// under "Fenced mutations". SetPause is one INSERT or DELETE in the pauses
+// table.
 //
 // Leases are judged by the store's clock: time.Now of the calling process,
-// unless WithClock replaces it, read once the write lock is held. Processes
-// sharing a file share the host's clock, so they agree on expiry.
+// unless Options.Clock replaces it, read once the write lock is held.
+// Processes sharing a file share the host's clock, so they agree on expiry.
 //
 // # Schema
 //
@@ -55,8 +56,9 @@
 //	fences (job)               the last fence issued per job
 //	pauses (job)               what is paused; '' is the whole cluster
 //
-// History of one job walks the primary key; Prune is one DELETE with the rule
-// of slotstore.Marker.Prunable.
+// History of one job walks the primary key; Prune is one DELETE of the
+// markers whose retention has ended and that are neither running under a
+// live lease nor retrying before their retry is due.
 //
 // # Several processes, one file
 //
@@ -71,9 +73,9 @@
 // # Failures
 //
 // A claim whose context ends while it commits, or a fenced mutation whose
-// context ends while its statement runs, may or may not have taken effect: it
-// returns an error for which slotstore.IsOutcomeUnknown reports true. A
-// context that ends before the write began returns its plain error, and a
-// failed batch rolls back as a whole. After Close every method returns an
+// context ends while its statement runs, may or may not have taken effect:
+// its error wraps slotstore.ErrOutcomeUnknown (see Failures in slotstore's
+// package documentation). A context that ends before the write began
+// returns its plain error, and a failed batch rolls back as a whole. After Close every method returns an
 // error wrapping slotstore.ErrClosed.
 package sqlitestore

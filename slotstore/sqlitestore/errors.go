@@ -8,6 +8,7 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
 
 // ErrBusy reports that the database file's lock stayed held by another
@@ -44,7 +45,7 @@ func (s *Store) failSent(ctx context.Context, op string, err error) error {
 	if !errors.Is(err, ctx.Err()) {
 		err = fmt.Errorf("%w: %w", ctx.Err(), err)
 	}
-	return slotstore.OutcomeUnknown("sqlitestore "+op, err)
+	return rules.OutcomeUnknown("sqlitestore "+op, err)
 }
 
 func isBusy(err error) bool {

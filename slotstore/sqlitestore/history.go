@@ -19,7 +19,7 @@ const (
 		ORDER BY slot DESC, job LIMIT ?3`
 	// historyOfAll walks markers_by_slot (slot DESC, job).
 	historyOfAll = `SELECT ` + columns + ` FROM markers WHERE slot < ?2 ORDER BY slot DESC, job LIMIT ?1`
-	// pruneMarkers is slotstore.Marker.Prunable: retention over, and not
+	// pruneMarkers deletes what Prune may: retention over, and not
 	// running under a live lease or retrying before the retry is due.
 	pruneMarkers = `DELETE FROM markers
 		WHERE keep_until < ?1 AND (state NOT IN ('running', 'retrying') OR lease_end <= ?1)`

@@ -34,7 +34,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	}
 	db.Close()
 
-	s, err := Open(t.Context(), path)
+	s, err := Open(t.Context(), Options{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
 
 // Each fenced mutation is one conditional UPDATE: it changes the row only
@@ -25,7 +26,7 @@ const (
 
 // Renew implements slotstore.Store.
 func (s *Store) Renew(ctx context.Context, p slotstore.RenewParams) error {
-	if err := p.Validate(); err != nil {
+	if err := rules.ValidateRenew(p); err != nil {
 		return err
 	}
 	return s.mutate(ctx, "renew", p.Ref, func(now int64) (string, []any) {
@@ -35,7 +36,7 @@ func (s *Store) Renew(ctx context.Context, p slotstore.RenewParams) error {
 
 // Finish implements slotstore.Store.
 func (s *Store) Finish(ctx context.Context, p slotstore.FinishParams) error {
-	if err := p.Validate(); err != nil {
+	if err := rules.ValidateFinish(p); err != nil {
 		return err
 	}
 	return s.mutate(ctx, "finish", p.Ref, func(now int64) (string, []any) {
@@ -49,7 +50,7 @@ func (s *Store) Finish(ctx context.Context, p slotstore.FinishParams) error {
 
 // Release implements slotstore.Store.
 func (s *Store) Release(ctx context.Context, ref slotstore.Ref) error {
-	if err := ref.Validate(); err != nil {
+	if err := rules.ValidateRef(ref); err != nil {
 		return err
 	}
 	return s.mutate(ctx, "release", ref, func(now int64) (string, []any) {

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,11 +18,6 @@ import (
 )
 
 var _ slotstore.Store = (*Store)(nil)
-
-// DefaultBusyTimeout is how long a call waits for another connection or
-// process to release the database file's write lock when WithBusyTimeout is
-// not given.
-const DefaultBusyTimeout = 5 * time.Second
 
 // maxConns bounds the connections one Store opens. Writes take one at a
 // time; the rest serve History.
@@ -49,39 +43,17 @@ type Store struct {
 	beforeCommit func()
 }
 
-type config struct {
-	now         func() time.Time
-	busyTimeout time.Duration
-}
-
-// Option configures a Store.
-type Option func(*config)
-
-// WithClock replaces time.Now as the store's clock. Every process sharing a
-// file must use the same clock: lease expiry compares times written by one
-// process with the clock of another.
-func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
-
-// WithBusyTimeout sets how long a call waits for the file's write lock held
-// by another connection or process before failing with ErrBusy. Zero or
-// less means DefaultBusyTimeout.
-func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busyTimeout = d } }
-
-// Open opens the store in the SQLite file at path, creating the file and its
-// schema if needed and migrating an older schema. It fails if the file holds
-// a schema newer than this package knows or cannot use write-ahead logging.
-func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
-	cfg := config{now: time.Now, busyTimeout: DefaultBusyTimeout}
-	for _, o := range opts {
-		o(&cfg)
+// Open opens the store in the SQLite file o.Path names, creating the file
+// and its schema if needed and migrating an older schema. Options that
+// Validate refuses are an error wrapping slotstore.ErrInvalid and
+// Validate's error. It fails if the file holds a schema newer than this
+// package knows or cannot use write-ahead logging.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: options: %w: %w", slotstore.ErrInvalid, err)
 	}
-	if cfg.busyTimeout <= 0 {
-		cfg.busyTimeout = DefaultBusyTimeout
-	}
-	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") || strings.Contains(path, "?") {
-		return nil, fmt.Errorf("sqlitestore: open %q: %w: want the path of a file", path, slotstore.ErrInvalid)
-	}
-	s := &Store{path: path, busy: cfg.busyTimeout, now: cfg.now, writes: make(chan struct{}, 1)}
+	o = o.withDefaults()
+	s := &Store{path: o.Path, busy: o.BusyTimeout, now: o.Clock, writes: make(chan struct{}, 1)}
 	db, file, err := s.open(ctx)
 	if err != nil {
 		return nil, err

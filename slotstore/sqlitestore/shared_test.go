@@ -55,7 +55,7 @@ func claimRound(ctx context.Context, s *sqlitestore.Store, k, i int) ([]sharedRe
 }
 
 func openShared(t *testing.T, path string) *sqlitestore.Store {
-	return open(t, path, sqlitestore.WithBusyTimeout(30*time.Second))
+	return openWith(t, sqlitestore.Options{Path: path, BusyTimeout: 30 * time.Second})
 }
 
 // TestSharedFile: Stores with their own connections, in this process and in

@@ -27,11 +27,17 @@ func TestConformance(t *testing.T) {
 }
 
 // open opens the store at path and closes it when t ends.
-func open(t *testing.T, path string, opts ...sqlitestore.Option) *sqlitestore.Store {
+func open(t *testing.T, path string) *sqlitestore.Store {
 	t.Helper()
-	s, err := sqlitestore.Open(t.Context(), path, opts...)
+	return openWith(t, sqlitestore.Options{Path: path})
+}
+
+// openWith opens the store o describes and closes it when t ends.
+func openWith(t *testing.T, o sqlitestore.Options) *sqlitestore.Store {
+	t.Helper()
+	s, err := sqlitestore.Open(t.Context(), o)
 	if err != nil {
-		t.Fatalf("open %s: %v", filepath.Base(path), err)
+		t.Fatalf("open %s: %v", filepath.Base(o.Path), err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
@@ -80,15 +86,15 @@ func TestNewerSchema(t *testing.T) {
 	if _, err := db.ExecContext(t.Context(), "PRAGMA user_version = 99"); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := sqlitestore.Open(t.Context(), path); err == nil {
+	if s, err := sqlitestore.Open(t.Context(), sqlitestore.Options{Path: path}); err == nil {
 		s.Close()
 		t.Fatal("opened a file with schema version 99")
 	}
 }
 
 func TestOpenRejectsPath(t *testing.T) {
-	for _, path := range []string{"", ":memory:", "file:x.db", "x.db?mode=ro"} {
-		if s, err := sqlitestore.Open(t.Context(), path); !errors.Is(err, slotstore.ErrInvalid) {
+	for _, path := range []string{":memory:", "file:x.db", "x.db?mode=ro"} {
+		if s, err := sqlitestore.Open(t.Context(), sqlitestore.Options{Path: path}); !errors.Is(err, slotstore.ErrInvalid) {
 			if s != nil {
 				s.Close()
 			}
@@ -102,7 +108,7 @@ func TestOpenRejectsPath(t *testing.T) {
 func TestBusy(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "slots.db")
-	s := open(t, path, sqlitestore.WithBusyTimeout(50*time.Millisecond))
+	s := openWith(t, sqlitestore.Options{Path: path, BusyTimeout: 50 * time.Millisecond})
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +125,7 @@ func TestBusy(t *testing.T) {
 
 	r := slotstore.ClaimRequest{Job: "j", Slot: slot, Lease: time.Minute}
 	_, err = s.Claim(ctx, slotstore.ClaimParams{Replica: "r1", Requests: []slotstore.ClaimRequest{r}})
-	if !errors.Is(err, sqlitestore.ErrBusy) || slotstore.IsOutcomeUnknown(err) {
+	if !errors.Is(err, sqlitestore.ErrBusy) || errors.Is(err, slotstore.ErrOutcomeUnknown) {
 		t.Errorf("claim while another connection writes: %v, want ErrBusy", err)
 	}
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
@@ -135,7 +141,7 @@ func TestClock(t *testing.T) {
 	var now atomic.Int64
 	now.Store(slot.UnixMilli())
 	clock := func() time.Time { return time.UnixMilli(now.Load()) }
-	s := open(t, filepath.Join(t.TempDir(), "slots.db"), sqlitestore.WithClock(clock))
+	s := openWith(t, sqlitestore.Options{Path: filepath.Join(t.TempDir(), "slots.db"), Clock: clock})
 
 	r := slotstore.ClaimRequest{Job: "j", Slot: slot, Lease: time.Minute}
 	first := claim(t, s, "r1", r)
@@ -167,7 +173,7 @@ func TestCancelledBeforeWrite(t *testing.T) {
 		"finish":  s.Finish(ctx, slotstore.FinishParams{Ref: ref, Outcome: slotstore.Succeeded}),
 		"release": s.Release(ctx, ref),
 	} {
-		if !errors.Is(err, context.Canceled) || slotstore.IsOutcomeUnknown(err) {
+		if !errors.Is(err, context.Canceled) || errors.Is(err, slotstore.ErrOutcomeUnknown) {
 			t.Errorf("%s with a cancelled context: %v, want context.Canceled", op, err)
 		}
 	}

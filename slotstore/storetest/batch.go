@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -108,10 +109,10 @@ func testBatchMixed(t *testing.T, s slotstore.Store) {
 		t.Fatalf("release: %v", err)
 	}
 	mustWin(t, s, "other", req("m", sl[3], shortLease))
-	waitPast(t, mustWin(t, s, "other", req("m", sl[4], shortLease)).Marker.LeaseEnd)
+	waitPast(t, s, mustWin(t, s, "other", req("m", sl[4], shortLease)).Marker)
 
 	skip := req("m", sl[4], longLease)
-	skip.OnCrash = slotstore.OnCrashSkip
+	skip.OnCrash = policy.OnCrashSkip
 	reqs := []slotstore.ClaimRequest{
 		req("m", sl[5], longLease), req("m", sl[0], longLease), req("m", sl[1], longLease),
 		req("m", sl[2], longLease), req("m", sl[3], longLease), skip, req("m", sl[5], longLease),

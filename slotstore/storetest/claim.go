@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -146,9 +147,9 @@ func testFinishedIsFinal(t *testing.T, s slotstore.Store) {
 			t.Errorf("claim after %s: marker %+v", o, res.Marker)
 		}
 	}
-	waitPast(t, leaseEnd)
+	waitStoreTime(t, s, "final-clock", leaseEnd)
 	for i, o := range outcomes {
-		for _, onCrash := range []slotstore.OnCrash{slotstore.OnCrashRetry, slotstore.OnCrashSkip} {
+		for _, onCrash := range []policy.OnCrash{policy.OnCrashRetry, policy.OnCrashSkip} {
 			r := req("final", sl[i], longLease)
 			r.OnCrash = onCrash
 			wantStatus(t, fmt.Sprintf("claim after %s and expiry, on_crash %s", o, onCrash),

@@ -78,9 +78,14 @@
 //
 // Leases expire in real time, by the store's own clock, because shared
 // backends cannot have their clocks faked. The suite uses leases of 150 ms
-// where it needs them to expire and retries 200 ms ahead, waits for expiry
-// by retrying a claim (a Held or Waiting claim changes nothing) or by
-// sleeping past the lease end the store reported, and bounds every wait. It assumes the store's clock agrees with the test
-// process's clock to within a few tens of milliseconds, as it does for a
-// server on the same host. The whole suite takes a few seconds.
+// where it needs them to expire and retries 200 ms ahead, and waits for
+// them by polling the store for the condition it needs, with a deadline
+// of seconds, not by sleeping a fixed time. It waits for a lease to end by
+// retrying a claim (a Held or Waiting claim changes nothing) or a Skip of
+// the slot (which leaves a slot that has a marker alone and reports the
+// lease time that remains), and for the store's clock to reach an instant
+// by a Skip with that NotBefore of a slot of a job it uses for nothing
+// else. A few checks of the times a store reports allow for its clock to
+// differ from the test process's by a few tens of milliseconds, as it does
+// for a server on the same host. The whole suite takes a few seconds.
 package storetest

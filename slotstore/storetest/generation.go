@@ -167,7 +167,7 @@ func testIncarnation(t *testing.T, s slotstore.Store) {
 	if held.Status != slotstore.Held || held.Marker.Incarnation != "a1" {
 		t.Errorf("losing claim: %v, incarnation %q", held.Status, held.Marker.Incarnation)
 	}
-	waitPast(t, res[0].Marker.LeaseEnd)
+	waitPast(t, s, res[0].Marker)
 	res, err = s.Claim(t.Context(), slotstore.ClaimParams{Replica: "worker", Incarnation: "b2", Requests: []slotstore.ClaimRequest{r}})
 	if err != nil || len(res) != 1 || res[0].Status != slotstore.Won || res[0].Marker.Incarnation != "b2" {
 		t.Fatalf("takeover by another incarnation: %+v, %v", res, err)

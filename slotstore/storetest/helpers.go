@@ -94,25 +94,56 @@ func claimAfterExpiry(t *testing.T, s slotstore.Store, replica string, r slotsto
 	}
 }
 
-// waitPast sleeps until end, a lease end the store reported, has passed by
-// the store's clock.
-func waitPast(t *testing.T, end time.Time) {
+// waitPast waits until the lease of m, a running marker the store reported,
+// or the retry of a retrying one, has ended by the store's clock. It polls
+// a Skip of m's slot, which leaves a slot that has a marker alone and
+// answers as a losing claim would, with the time that remains, until none
+// does, for at most patience.
+func waitPast(t *testing.T, s slotstore.Store, m slotstore.Marker) {
 	t.Helper()
-	d := time.Until(end) + slack
-	if d > patience {
-		t.Fatalf("lease ends at %s, more than %v away", stamp(end), patience)
+	// A NotBefore that never comes keeps the probe from recording a slot
+	// that has no marker: it answers NotYet instead. A marker that is gone
+	// is one whose retention and lease both ended, deleted by a store that
+	// deletes such markers itself (redisstore).
+	probe := slotstore.SkipRequest{Job: m.Job, Slot: m.Slot, Reason: "probe", NotBefore: never}
+	deadline := time.Now().Add(patience)
+	for {
+		res := skipOne(t, s, "probe", probe)
+		switch {
+		case res.Status != slotstore.Held && res.Status != slotstore.Waiting, res.Remaining <= 0:
+			return
+		case time.Now().After(deadline):
+			t.Fatalf("lease of %s@%s still not over after %v: %v remain", m.Job, stamp(m.Slot), patience, res.Remaining)
+		}
+		time.Sleep(min(res.Remaining, patience) + time.Millisecond)
 	}
-	time.Sleep(d)
 }
 
-// sleepUntil waits until the test's clock passes end, plus slack.
-func sleepUntil(t *testing.T, end time.Time) {
+// never is a NotBefore no store's clock reaches during a test.
+var never = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// waitStoreTime waits until the store's clock has reached end. It polls a
+// Skip with NotBefore end of a slot of job, a job the test uses for
+// nothing else, which records nothing and answers NotYet, with the time
+// that remains, until the store's clock reaches end, and then records the
+// slot skipped: the test's only trace of the wait. It waits for at most
+// 3 × patience.
+func waitStoreTime(t *testing.T, s slotstore.Store, job string, end time.Time) {
 	t.Helper()
-	d := time.Until(end) + slack
-	if d > 3*patience {
-		t.Fatalf("waiting until %s, more than %v away", stamp(end), 3*patience)
+	probe := slotstore.SkipRequest{Job: job, Slot: slots(1)[0], Reason: "probe", NotBefore: end}
+	deadline := time.Now().Add(3 * patience)
+	for {
+		res := skipOne(t, s, "probe", probe)
+		switch {
+		case res.Status == slotstore.Skipped && res.Marker.Reason == "probe":
+			return
+		case res.Status != slotstore.NotYet:
+			t.Fatalf("waiting for the store's clock to reach %s: %s@%s answered %v", stamp(end), job, stamp(probe.Slot), res.Status)
+		case time.Now().After(deadline):
+			t.Fatalf("the store's clock still not at %s after %v: %v remain", stamp(end), 3*patience, res.Remaining)
+		}
+		time.Sleep(min(res.Remaining, patience) + time.Millisecond)
 	}
-	time.Sleep(d)
 }
 
 // enroll enrolls jobs and returns their generations, failing the test on

@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
 
 // testHistory: History lists markers newest slot first, filtered and
@@ -75,7 +77,7 @@ func testHistory(t *testing.T, s slotstore.Store) {
 	}
 	for i, m := range as {
 		within("claimed at", m.ClaimedAt)
-		if want := m.Slot.Add(slotstore.DefaultRetain); !m.KeepUntil.Equal(want) {
+		if want := m.Slot.Add(rules.DefaultRetain); !m.KeepUntil.Equal(want) {
 			t.Errorf("entry %d: keep until %s, want %s", i, stamp(m.KeepUntil), stamp(want))
 		}
 		if m.LeaseEnd.IsZero() {
@@ -133,7 +135,8 @@ func testPrune(t *testing.T, s slotstore.Store) {
 	done := mustWin(t, s, "r1", short(sl[0], longLease)).Claim
 	mustWin(t, s, "r1", short(sl[1], longLease))
 	// Runs past the first Prune, ends before the second.
-	expiringEnd := mustWin(t, s, "r1", short(sl[2], time.Until(kept)+time.Second)).Marker.LeaseEnd
+	expiring := mustWin(t, s, "r1", short(sl[2], time.Until(kept)+time.Second)).Marker
+	expiringEnd := expiring.LeaseEnd
 	released := mustWin(t, s, "r1", short(sl[3], longLease)).Claim
 	retrying := mustWin(t, s, "r1", short(sl[4], longLease)).Claim
 	skipOne(t, s, "r1", slotstore.SkipRequest{Job: "p", Slot: sl[5], Reason: "missed", Retain: time.Second})
@@ -174,11 +177,11 @@ func testPrune(t *testing.T, s slotstore.Store) {
 	}
 	// Nothing before the retention ends.
 	prune(0, recent, sl[5], sl[4], sl[3], sl[2], sl[1], sl[0])
-	sleepUntil(t, kept)
+	waitStoreTime(t, s, "p-clock", kept.Add(time.Millisecond))
 	// The finished, released and skipped markers go; the running ones and
 	// the one waiting for its retry stay.
 	prune(3, recent, sl[4], sl[2], sl[1])
-	sleepUntil(t, expiringEnd)
+	waitPast(t, s, expiring)
 	// The running marker whose lease expired goes too, and the retrying one
 	// once its retry is due.
 	prune(2, recent, sl[1])
@@ -232,7 +235,7 @@ func testHistoryState(t *testing.T, s slotstore.Store) {
 	// 2, which is retrying.
 	skipOne(t, s, "r1", slotstore.SkipRequest{Job: "hs-c", Slot: sl[0], Reason: "missed"})
 	replaced := mustWin(t, s, "r1", req("hs-c", sl[1], longLease)).Claim
-	retrying := mustWin(t, s, "r1", overlapReq("hs-c", sl[2], longLease, slotstore.OverlapReplace)).Claim
+	retrying := mustWin(t, s, "r1", overlapReq("hs-c", sl[2], longLease, policy.OverlapReplace)).Claim
 	finish(t, s, slotstore.FinishParams{Ref: retrying.Ref, Outcome: slotstore.Failed, RetryAt: time.Now().Add(time.Hour)})
 	for state, wantRef := range map[slotstore.State]slotstore.Ref{
 		slotstore.StateSkipped:  {Job: "hs-c", Slot: sl[0]},
@@ -276,7 +279,7 @@ func testManual(t *testing.T, s slotstore.Store) {
 		t.Errorf("takeover of a manual slot: marker %+v", takeover.Marker)
 	}
 	// A manual claim obeys overlap.
-	forbid := overlapReq(job, sl[2], longLease, slotstore.OverlapForbid)
+	forbid := overlapReq(job, sl[2], longLease, policy.OverlapForbid)
 	forbid.Manual = true
 	res := claimOne(t, s, "r3", forbid)
 	wantStatus(t, "manual forbid claim while another slot runs", res, slotstore.Skipped)

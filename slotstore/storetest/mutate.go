@@ -109,7 +109,7 @@ func testTakeoverOnly(t *testing.T, s slotstore.Store) {
 	}
 
 	first := mustWin(t, s, "r1", req("tonly", sl[1], shortLease))
-	waitPast(t, first.Marker.LeaseEnd)
+	waitPast(t, s, first.Marker)
 	r = req("tonly", sl[1], longLease)
 	r.TakeoverOnly = true
 	res = claimOne(t, s, "r2", r)
@@ -155,7 +155,7 @@ func testRenew(t *testing.T, s slotstore.Store) {
 	}
 
 	late := mustWin(t, s, "r1", req("renew", sl[1], shortLease))
-	waitPast(t, late.Marker.LeaseEnd)
+	waitPast(t, s, late.Marker)
 	if err := s.Renew(t.Context(), slotstore.RenewParams{Ref: late.Claim.Ref, Lease: longLease}); err != nil {
 		t.Fatalf("renewal after expiry, before any other claim: %v", err)
 	}

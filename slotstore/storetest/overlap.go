@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
 
 // overlapReq is req with an overlap policy.
-func overlapReq(job string, slot time.Time, lease time.Duration, o slotstore.Overlap) slotstore.ClaimRequest {
+func overlapReq(job string, slot time.Time, lease time.Duration, o policy.Overlap) slotstore.ClaimRequest {
 	r := req(job, slot, lease)
 	r.Overlap = o
 	return r
@@ -33,7 +35,7 @@ func testOverlapForbid(t *testing.T, s slotstore.Store) {
 	const job = "forbid"
 	sl := slots(6)
 	forbid := func(i int, lease time.Duration) slotstore.ClaimRequest {
-		return overlapReq(job, sl[i], lease, slotstore.OverlapForbid)
+		return overlapReq(job, sl[i], lease, policy.OverlapForbid)
 	}
 	first := mustWin(t, s, "r1", forbid(0, longLease))
 
@@ -42,7 +44,7 @@ func testOverlapForbid(t *testing.T, s slotstore.Store) {
 	after := time.Now()
 	wantStatus(t, "forbid claim while another slot runs", res, slotstore.Skipped)
 	checkSkipped(t, "forbid claim while another slot runs", res.Marker, job, sl[1], "r2", slotstore.ReasonOverlap, before, after)
-	if want := sl[1].Add(slotstore.DefaultRetain); !res.Marker.KeepUntil.Equal(want) {
+	if want := sl[1].Add(rules.DefaultRetain); !res.Marker.KeepUntil.Equal(want) {
 		t.Errorf("skipped marker kept until %s, want %s", stamp(res.Marker.KeepUntil), stamp(want))
 	}
 	if !errors.Is(res.Err(), slotstore.ErrSlotTaken) || res.Claim.Fence != 0 {
@@ -58,7 +60,7 @@ func testOverlapForbid(t *testing.T, s slotstore.Store) {
 	wantStatus(t, "takeover-only forbid claim", claimOne(t, s, "r2", only), slotstore.Absent)
 	// Claims that allow overlap are not checked; other jobs do not count.
 	allowed := mustWin(t, s, "r1", req(job, sl[2], longLease))
-	mustWin(t, s, "r1", overlapReq("forbid-other", sl[1], longLease, slotstore.OverlapForbid))
+	mustWin(t, s, "r1", overlapReq("forbid-other", sl[1], longLease, policy.OverlapForbid))
 
 	// Once nothing runs the forbid claim wins, with a fence above the ones
 	// before: the skip issued none.
@@ -71,7 +73,7 @@ func testOverlapForbid(t *testing.T, s slotstore.Store) {
 	}
 
 	// A running slot whose lease expired does not count.
-	waitPast(t, expiring.Marker.LeaseEnd)
+	waitPast(t, s, expiring.Marker)
 	live := mustWin(t, s, "r3", forbid(4, longLease))
 	// A takeover is not checked: the expired slot is taken over although
 	// another runs.
@@ -87,7 +89,7 @@ func testOverlapForbid(t *testing.T, s slotstore.Store) {
 func testOverlapForbidBatch(t *testing.T, s slotstore.Store) {
 	sl := slots(4)
 	f := func(job string, i int) slotstore.ClaimRequest {
-		return overlapReq(job, sl[i], longLease, slotstore.OverlapForbid)
+		return overlapReq(job, sl[i], longLease, policy.OverlapForbid)
 	}
 	reqs := []slotstore.ClaimRequest{
 		f("fb", 0), f("fb-other", 0), f("fb", 1), req("fb-allow", sl[0], longLease), f("fb", 2), f("fb-allow", 1), f("fb-other", 0),
@@ -133,10 +135,10 @@ func testOverlapReplace(t *testing.T, s slotstore.Store) {
 	done := mustWin(t, s, "r1", req(job, sl[2], longLease))
 	finish(t, s, slotstore.FinishParams{Ref: done.Claim.Ref, Outcome: slotstore.Succeeded})
 	doneBefore := mustFind(t, s, job, sl[2])
-	waitPast(t, b.Marker.LeaseEnd) // b's lease expired; it is still running
+	waitPast(t, s, b.Marker) // b's lease expired; it is still running
 
 	before := time.Now()
-	r := overlapReq(job, sl[3], longLease, slotstore.OverlapReplace)
+	r := overlapReq(job, sl[3], longLease, policy.OverlapReplace)
 	res := claimOne(t, s, "r2", r)
 	after := time.Now()
 	wantStatus(t, "replace claim", res, slotstore.Won)
@@ -147,7 +149,7 @@ func testOverlapReplace(t *testing.T, s slotstore.Store) {
 	if res.Claim.Fence <= b.Claim.Fence {
 		t.Errorf("replace claim: fence %d after fence %d", res.Claim.Fence, b.Claim.Fence)
 	}
-	reason := slotstore.ReasonReplacedBy + sl[3].Format(time.RFC3339)
+	reason := rules.ReasonReplacedBy + sl[3].Format(time.RFC3339)
 	for _, old := range []slotstore.ClaimResult{a, b} {
 		m := mustFind(t, s, job, old.Claim.Slot)
 		if m.State != slotstore.StateReplaced || m.Reason != reason || m.Holder != "r1" || m.Fence != old.Claim.Fence ||
@@ -163,7 +165,7 @@ func testOverlapReplace(t *testing.T, s slotstore.Store) {
 
 	// With nothing else running, nothing is replaced.
 	finish(t, s, slotstore.FinishParams{Ref: res.Claim.Ref, Outcome: slotstore.Succeeded})
-	res = claimOne(t, s, "r2", overlapReq(job, sl[4], longLease, slotstore.OverlapReplace))
+	res = claimOne(t, s, "r2", overlapReq(job, sl[4], longLease, policy.OverlapReplace))
 	wantStatus(t, "replace claim with nothing running", res, slotstore.Won)
 	if len(res.Replaced) != 0 {
 		t.Errorf("replace claim with nothing running replaced %v", res.Replaced)
@@ -175,7 +177,7 @@ func testOverlapReplace(t *testing.T, s slotstore.Store) {
 func testOverlapReplaceBatch(t *testing.T, s slotstore.Store) {
 	sl := slots(4)
 	rep := func(job string, i int, lease time.Duration) slotstore.ClaimRequest {
-		return overlapReq(job, sl[i], lease, slotstore.OverlapReplace)
+		return overlapReq(job, sl[i], lease, policy.OverlapReplace)
 	}
 	reqs := []slotstore.ClaimRequest{rep("rb", 0, longLease), req("rb-other", sl[0], longLease), rep("rb", 1, longLease)}
 	res, err := s.Claim(t.Context(), slotstore.ClaimParams{Replica: "r1", Requests: reqs})

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -71,7 +72,7 @@ func testRetry(t *testing.T, s slotstore.Store) {
 
 	// Once due, the retry is won, whatever OnCrash and MaxAttempts say.
 	strict := r
-	strict.OnCrash, strict.MaxAttempts = slotstore.OnCrashSkip, 1
+	strict.OnCrash, strict.MaxAttempts = policy.OnCrashSkip, 1
 	second := claimAfterExpiry(t, s, "r2", strict)
 	wantStatus(t, "claim of a due retry", second, slotstore.Won)
 	checkWon(t, second, "r2", strict)

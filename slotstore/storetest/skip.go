@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
 
 // testSkip: Skip records the slots without a marker as skipped, with their
@@ -26,7 +28,7 @@ func testSkip(t *testing.T, s slotstore.Store) {
 		t.Fatal(err)
 	}
 	expired := mustWin(t, s, "r1", req(job, sl[6], shortLease))
-	waitPast(t, expired.Marker.LeaseEnd)
+	waitPast(t, s, expired.Marker)
 	markers := map[int]slotstore.Marker{}
 	for _, i := range []int{1, 2, 3, 5, 6} {
 		markers[i] = mustFind(t, s, job, sl[i])
@@ -66,7 +68,7 @@ func testSkip(t *testing.T, s slotstore.Store) {
 	}
 	checkSkipped(t, "skipped slot", res[0].Marker, job, sl[0], "r2", "missed", before, after)
 	checkSkipped(t, "skipped slot with a retention", res[4].Marker, job, sl[4], "r2", "catch_up", before, after)
-	if want := sl[0].Add(slotstore.DefaultRetain); !res[0].Marker.KeepUntil.Equal(want) {
+	if want := sl[0].Add(rules.DefaultRetain); !res[0].Marker.KeepUntil.Equal(want) {
 		t.Errorf("skipped slot kept until %s, want %s", stamp(res[0].Marker.KeepUntil), stamp(want))
 	}
 	if want := sl[4].Add(time.Hour); !res[4].Marker.KeepUntil.Equal(want) {
@@ -92,7 +94,7 @@ func testSkip(t *testing.T, s slotstore.Store) {
 
 	// No claim wins a skipped slot: it is final.
 	for _, r := range []slotstore.ClaimRequest{
-		req(job, sl[0], longLease), overlapReq(job, sl[0], longLease, slotstore.OverlapReplace),
+		req(job, sl[0], longLease), overlapReq(job, sl[0], longLease, policy.OverlapReplace),
 		{Job: job, Slot: sl[4], Lease: longLease, TakeoverOnly: true},
 	} {
 		wantStatus(t, fmt.Sprintf("claim %+v of a skipped slot", r), claimOne(t, s, "r3", r), slotstore.Skipped)

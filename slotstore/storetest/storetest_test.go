@@ -36,7 +36,7 @@ func (u unfenced) Renew(ctx context.Context, p slotstore.RenewParams) error {
 // child process and expects it to fail, naming the stale-fence checks.
 func TestSuiteRejectsUnfencedStore(t *testing.T) {
 	if os.Getenv(brokenEnv) == "1" {
-		storetest.Run(t, func(*testing.T) slotstore.Store { return unfenced{memstore.New()} })
+		storetest.Run(t, func(*testing.T) slotstore.Store { return unfenced{memstore.New(memstore.Options{})} })
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSuiteRejectsUnfencedStore$")
@@ -52,5 +52,5 @@ func TestSuiteRejectsUnfencedStore(t *testing.T) {
 
 // The reference backend passes.
 func TestSuitePassesMemstore(t *testing.T) {
-	storetest.Run(t, func(*testing.T) slotstore.Store { return memstore.New() })
+	storetest.Run(t, func(*testing.T) slotstore.Store { return memstore.New(memstore.Options{}) })
 }

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
 
 // testTakeover: once a running slot's lease expires, the next claim takes it
@@ -31,12 +33,12 @@ func testTakeover(t *testing.T, s slotstore.Store) {
 // so.
 func testOnCrashSkip(t *testing.T, s slotstore.Store) {
 	r := req("skip", slots(1)[0], shortLease)
-	r.OnCrash = slotstore.OnCrashSkip
+	r.OnCrash = policy.OnCrashSkip
 	first := mustWin(t, s, "r1", r)
 	res := claimAfterExpiry(t, s, "r2", r)
 	wantStatus(t, "claim after expiry", res, slotstore.Abandoned)
 	if m := res.Marker; m.State != slotstore.StateAbandoned || m.Holder != "r1" || m.Fence != first.Claim.Fence ||
-		m.Reason != slotstore.ReasonOnCrashSkip || m.FinishedAt.IsZero() {
+		m.Reason != rules.ReasonOnCrashSkip || m.FinishedAt.IsZero() {
 		t.Errorf("abandoned marker: %+v", m)
 	}
 	if !errors.Is(res.Err(), slotstore.ErrSlotTaken) {
@@ -49,7 +51,7 @@ func testOnCrashSkip(t *testing.T, s slotstore.Store) {
 	if !errors.Is(err, slotstore.ErrLeaseLost) {
 		t.Errorf("finish of an abandoned slot: %v, want ErrLeaseLost", err)
 	}
-	if m := mustFind(t, s, r.Job, r.Slot); m.State != slotstore.StateAbandoned || m.Outcome != "" || m.Reason != slotstore.ReasonOnCrashSkip {
+	if m := mustFind(t, s, r.Job, r.Slot); m.State != slotstore.StateAbandoned || m.Outcome != "" || m.Reason != rules.ReasonOnCrashSkip {
 		t.Errorf("history: %+v", m)
 	}
 }
@@ -67,7 +69,7 @@ func testMaxAttempts(t *testing.T, s slotstore.Store) {
 	}
 	third := claimAfterExpiry(t, s, "r3", r)
 	wantStatus(t, "third attempt", third, slotstore.Abandoned)
-	if m := third.Marker; m.State != slotstore.StateAbandoned || m.Attempt != 2 || m.Holder != "r2" || m.Reason != slotstore.ReasonMaxAttempts {
+	if m := third.Marker; m.State != slotstore.StateAbandoned || m.Attempt != 2 || m.Holder != "r2" || m.Reason != rules.ReasonMaxAttempts {
 		t.Errorf("abandoned marker: %+v", m)
 	}
 	wantStatus(t, "later claim", claimOne(t, s, "r4", r), slotstore.Abandoned)

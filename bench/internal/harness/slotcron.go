@@ -113,25 +113,25 @@ const (
 func (e *env) openStore(ctx context.Context, kind storeKind, ns string) (slotstore.Store, scheduler.StoreConfig, error) {
 	switch kind {
 	case kindMemory:
-		return memstore.New(), scheduler.StoreConfig{Kind: "memory"}, nil
+		return memstore.New(memstore.Options{}), scheduler.StoreConfig{Kind: "memory"}, nil
 	case kindSQLite:
 		path := filepath.Join(e.dir, ns+".db")
-		s, err := sqlitestore.Open(ctx, path)
-		return s, scheduler.StoreConfig{Kind: "sqlite", SQLite: scheduler.SQLiteConfig{Path: path}}, err
+		s, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: path})
+		return s, scheduler.StoreConfig{Kind: "sqlite", SQLite: sqlitestore.Options{Path: path}}, err
 	case kindRedis:
 		addr, err := e.redisAddr()
 		if err != nil {
 			return nil, scheduler.StoreConfig{}, err
 		}
 		s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{addr}, Prefix: ns + ":"})
-		return s, scheduler.StoreConfig{Kind: "redis", Redis: scheduler.RedisConfig{Addr: addr, Prefix: ns + ":"}}, err
+		return s, scheduler.StoreConfig{Kind: "redis", Redis: redisstore.Options{Addr: addr, Prefix: ns + ":"}}, err
 	case kindPostgres:
 		dsn, err := e.pgDSN()
 		if err != nil {
 			return nil, scheduler.StoreConfig{}, err
 		}
 		s, err := pgstore.New(ctx, pgstore.Options{DSN: dsn, Schema: ns})
-		return s, scheduler.StoreConfig{Kind: "postgres", Postgres: scheduler.PostgresConfig{DSN: dsn, Schema: ns}}, err
+		return s, scheduler.StoreConfig{Kind: "postgres", Postgres: pgstore.Options{DSN: dsn, Schema: ns}}, err
 	}
 	return nil, scheduler.StoreConfig{}, fmt.Errorf("unknown store %q", kind)
 }

@@ -19,9 +19,6 @@ type LedgerParams struct {
 	// DSN of the database that holds the ledger and, with effect
 	// "complete", the slot store.
 	DSN string `yaml:"dsn"`
-	// Schema of the Postgres store, with effect "complete"; default
-	// pgstore.DefaultSchema.
-	Schema string `yaml:"schema"`
 	// Effect is how the row is written once per slot; default
 	// LedgerComplete.
 	Effect LedgerEffect `yaml:"effect"`
@@ -88,14 +85,10 @@ func (l *Ledger) Run(ctx context.Context, run jobs.Run) error {
 			if err := writeRow(ctx, tx, run); err != nil {
 				return err
 			}
-			var opts []pgstore.CompleteOption
-			if p.Schema != "" {
-				opts = append(opts, pgstore.InSchema(p.Schema))
-			}
 			// Last, just before the commit: the slot is marked succeeded
 			// only if this run's fence is still the slot's, atomically
-			// with the row.
-			return pgstore.CompleteTx(ctx, tx, run, opts...)
+			// with the row, in the store the run was claimed from.
+			return pgstore.CompleteTx(ctx, tx, run, pgstore.CompleteParams{})
 		})
 	}
 	if err := l.ensure(ctx, p.DSN, pool); err != nil {

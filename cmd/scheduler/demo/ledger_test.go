@@ -47,7 +47,7 @@ func TestLedgerCompletesInItsTransaction(t *testing.T) {
 	}
 	runOf := func(c slotstore.Claim, replica string) jobs.Run {
 		return jobs.Run{Job: "ledger", Slot: c.Slot, Fence: c.Fence, Attempt: c.Attempt, Replica: replica}.
-			WithParams([]byte("dsn: " + dsn + "\n"))
+			WithParams([]byte("dsn: " + dsn + "\n")).WithStore(st)
 	}
 
 	stale := claim("a", 200*time.Millisecond)
@@ -88,7 +88,7 @@ func TestLedgerOnceWithTheStoreElsewhere(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	now := time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC)
-	st := memstore.New(memstore.WithClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now }))
+	st := memstore.New(memstore.Options{Clock: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }})
 	ledger := new(Ledger)
 	defer ledger.Close()
 

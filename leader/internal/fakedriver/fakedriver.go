@@ -1,5 +1,5 @@
-// Package fakedriver is a leader.Driver kept in one process's memory, for
-// the tests of package leader and of the leadertest suite itself. It reads
+// Package fakedriver is a driver.Driver kept in one process's memory, for
+// the tests of package leader/driver and of the leadertest suite itself. It reads
 // time.Now, so it works inside testing/synctest bubbles, and each Driver
 // of a Store can be stalled on its own, as a partitioned replica would be.
 package fakedriver
@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/slotcron/slotcron/leader"
+	"github.com/slotcron/slotcron/leader/driver"
 )
 
 // Store holds the leases that its Drivers share.
@@ -56,14 +56,14 @@ type Driver struct {
 	stalled chan struct{} // closed by Stall
 }
 
-var _ leader.Driver = (*Driver)(nil)
+var _ driver.Driver = (*Driver)(nil)
 
 // Stall makes every call of d's sessions, from now on and those under way,
 // block until its context ends.
 func (d *Driver) Stall() { d.once.Do(func() { close(d.stalled) }) }
 
-// Open implements leader.Driver.
-func (d *Driver) Open(ctx context.Context, name, holder string) (leader.Session, error) {
+// Open implements driver.Driver.
+func (d *Driver) Open(ctx context.Context, name, holder string) (driver.Session, error) {
 	if err := d.gate(ctx); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slotcron/slotcron/leader"
+	"github.com/slotcron/slotcron/leader/driver"
 )
 
 type session struct {
@@ -15,21 +16,21 @@ type session struct {
 	released chan struct{} // one buffered wake-up
 }
 
-func (s *session) Acquire(ctx context.Context, d time.Duration) (leader.Attempt, error) {
+func (s *session) Acquire(ctx context.Context, d time.Duration) (driver.Attempt, error) {
 	if err := s.d.gate(ctx); err != nil {
-		return leader.Attempt{}, err
+		return driver.Attempt{}, err
 	}
 	st := s.d.s
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	now := time.Now()
 	if l, ok := st.leases[s.name]; ok && l.holder != s.holder && now.Before(l.expires) {
-		return leader.Attempt{Remaining: l.expires.Sub(now)}, nil
+		return driver.Attempt{Remaining: l.expires.Sub(now)}, nil
 	}
 	st.fences[s.name]++
 	f := st.fences[s.name]
 	st.leases[s.name] = lease{holder: s.holder, fence: f, expires: now.Add(d)}
-	return leader.Attempt{Won: true, Fence: f}, nil
+	return driver.Attempt{Won: true, Fence: f}, nil
 }
 
 func (s *session) Renew(ctx context.Context, fence int64, d time.Duration) error {

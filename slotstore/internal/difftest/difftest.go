@@ -1,6 +1,6 @@
 // Package difftest checks that a backend which encodes the claim decision
 // table in its own language (Lua, SQL) answers exactly as memstore does,
-// whose claims are slotstore.Decide, Apply, Supersede and ApplySkip in Go.
+// whose claims and skips run the table in Go (package rules).
 //
 // Run drives both stores through the same random operations (claim and skip
 // batches with every policy, renewals, finishes with and without retries,
@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/memstore"
 )
@@ -48,9 +49,9 @@ func Run(t *testing.T, s slotstore.Store, o Options) {
 		o.Short = time.Microsecond
 	}
 	var tick atomic.Int64
-	mem := memstore.New(memstore.WithClock(func() time.Time {
+	mem := memstore.New(memstore.Options{Clock: func() time.Time {
 		return time.Unix(0, 0).Add(time.Duration(tick.Add(1)) * time.Millisecond)
-	}))
+	}})
 	defer mem.Close()
 	d := &driver{t: t, got: s, mem: mem, o: o, rng: rand.New(rand.NewPCG(o.Seed, 2)),
 		fences: map[jobFence]int64{}, lastWon: map[string]int64{}}
@@ -102,9 +103,9 @@ func (d *driver) request() slotstore.ClaimRequest {
 		r.Lease = d.o.Short
 	}
 	if d.rng.IntN(4) == 0 {
-		r.OnCrash = slotstore.OnCrashSkip
+		r.OnCrash = policy.OnCrashSkip
 	}
-	r.Overlap = []slotstore.Overlap{"", slotstore.OverlapForbid, slotstore.OverlapReplace}[d.rng.IntN(3)]
+	r.Overlap = []policy.Overlap{"", policy.OverlapForbid, policy.OverlapReplace}[d.rng.IntN(3)]
 	return r
 }
 

@@ -1,5 +1,6 @@
--- Claims or skips a batch of slots: slotstore.Decide, Apply, Supersede and
--- ApplySkip in Lua, atomic because Redis runs one script at a time. It
+-- Claims or skips a batch of slots: slotstore's decision table (its Go
+-- version is internal to slotstore) in Lua, atomic because Redis runs one
+-- script at a time. It
 -- decides every request first, reading only, then writes: a batch that
 -- fails while deciding (a key of the wrong type) changes nothing, and
 -- generations and fences are stored before any marker that relies on them.

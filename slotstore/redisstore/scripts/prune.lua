@@ -1,7 +1,7 @@
 -- Forgets the markers of one job whose time is up: those Redis has expired
--- (their index entries go) and any still present that slotstore's
--- Marker.Prunable allows deleting (retention over, and not running or
--- retrying before the lease ends or the retry is due).
+-- (their index entries go) and any still present that Prune may delete
+-- (retention over, and not running or retrying before the lease ends or
+-- the retry is due).
 -- KEYS: the job's slot, expiry and running indexes, pruned counter, and, on
 --       a single server, the set of job names.
 -- ARGV: the prefix of its marker keys, the most entries to look at, the

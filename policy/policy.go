@@ -1,0 +1,68 @@
+package policy
+
+// OnCrash says what happens to a slot whose holder stopped renewing its
+// lease (it crashed, hung or lost the store) before it recorded an outcome,
+// once that lease has expired by the store's clock.
+type OnCrash string
+
+const (
+	// OnCrashRetry: the next claim of the slot takes it over and runs it
+	// again, with attempt+1 and a new fence, until the job's MaxAttempts
+	// are spent; then the slot is abandoned (reason "max attempts"). The
+	// default.
+	OnCrashRetry OnCrash = "retry"
+	// OnCrashSkip: the next claim of the slot marks it abandoned (reason
+	// "on_crash skip"); nobody runs it again.
+	OnCrashSkip OnCrash = "skip"
+)
+
+// Valid reports whether c is OnCrashRetry or OnCrashSkip.
+func (c OnCrash) Valid() bool { return c == OnCrashRetry || c == OnCrashSkip }
+
+// Overlap says what a slot that comes due does while an earlier slot of the
+// same job is still running, on any replica. It is judged only when a claim
+// would create the slot's first marker: the takeover of a crashed run, the
+// claim of a released slot and a retry are never checked.
+type Overlap string
+
+const (
+	// OverlapAllow runs the new slot whatever else runs. The default.
+	OverlapAllow Overlap = "allow"
+	// OverlapForbid records the new slot skipped (reason "overlap"; no
+	// fence is issued, and the slot never runs) while another slot of the
+	// job is running under a live lease, including one won earlier in the
+	// same batch of claims. A slot whose holder's lease has expired does
+	// not count.
+	OverlapForbid Overlap = "forbid"
+	// OverlapReplace runs the new slot and makes every other running slot
+	// of the job, live lease or expired, replaced (reason "replaced by "
+	// and the new slot's time): its lease ends and its fence stays, so its
+	// holder's renewal, finish and release fail as a lost lease, and the
+	// engine cancels that run.
+	OverlapReplace Overlap = "replace"
+)
+
+// Valid reports whether o is OverlapAllow, OverlapForbid or OverlapReplace.
+func (o Overlap) Valid() bool { return o == OverlapAllow || o == OverlapForbid || o == OverlapReplace }
+
+// CatchUp says which slots a replica that starts tries among those that
+// came due within the last starting deadline while it was not running.
+// Slots older than that can no longer start. Those it leaves are left to
+// the replicas that are up; one that nobody claims before its starting
+// window closes is recorded skipped with reason "catch_up" and the policy
+// ("catch_up none"), so history shows it.
+type CatchUp string
+
+const (
+	// CatchUpNone tries none of them, only a slot due in the very second
+	// the replica starts.
+	CatchUpNone CatchUp = "none"
+	// CatchUpLatest tries the newest of them. The default.
+	CatchUpLatest CatchUp = "latest"
+	// CatchUpAll tries the newest of them, up to the job's catch-up limit
+	// (catch_up_limit).
+	CatchUpAll CatchUp = "all"
+)
+
+// Valid reports whether c is CatchUpNone, CatchUpLatest or CatchUpAll.
+func (c CatchUp) Valid() bool { return c == CatchUpNone || c == CatchUpLatest || c == CatchUpAll }

@@ -1,0 +1,108 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/goleak"
+
+	"github.com/slotcron/slotcron/internal/testserver"
+	"github.com/slotcron/slotcron/leader"
+	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/memstore"
+	"github.com/slotcron/slotcron/slotstore/pgstore"
+	"github.com/slotcron/slotcron/slotstore/redisstore"
+	"github.com/slotcron/slotcron/slotstore/sqlitestore"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// Each kind opens its backend; an unknown one is an error naming it.
+func TestOpen(t *testing.T) {
+	ctx := t.Context()
+	for _, c := range []Config{
+		{Kind: "memory"},
+		{Kind: "sqlite", SQLite: sqlitestore.Options{Path: filepath.Join(t.TempDir(), "a.db")}},
+		{SQLite: sqlitestore.Options{Path: filepath.Join(t.TempDir(), "b.db")}}, // sqlite is the default
+	} {
+		st, err := Open(ctx, c)
+		if err != nil {
+			t.Fatalf("open %+v: %v", c, err)
+		}
+		st.Close()
+	}
+	if _, err := Open(ctx, Config{Kind: "etcd"}); err == nil || !strings.Contains(err.Error(), `"etcd"`) {
+		t.Errorf("unknown kind: %v", err)
+	}
+}
+
+// Duties elect with the elector of the store actually in use, however the
+// store was made: a Postgres store handed over without any DSN in the
+// configuration still gets Postgres's elector, not the polled fallback.
+func TestElectorFollowsTheStore(t *testing.T) {
+	ctx := t.Context()
+	pg := testserver.StartPostgres(t)
+	rd := testserver.StartRedis(t)
+
+	byDSN, err := pgstore.New(ctx, pgstore.Options{DSN: pg.DSN(), Schema: "by_dsn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer byDSN.Close()
+	pool, err := pgxpool.New(ctx, pg.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	byPool, err := pgstore.NewWithPool(ctx, pool, "by_pool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer byPool.Close()
+	rs, err := redisstore.New(ctx, redisstore.Options{Addr: rd.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+
+	for _, tc := range []struct {
+		name string
+		st   slotstore.Store
+		want string
+	}{
+		{"postgres by DSN", byDSN, "postgres"},
+		{"postgres by pool", byPool, "postgres"},
+		{"redis", rs, "redis"},
+		{"memory", memstore.New(memstore.Options{}), "slot store"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			el, got, err := Elector(ctx, tc.st, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("elector %q, want %q", got, tc.want)
+			}
+			// It elects: a lone candidate wins a term with a fence.
+			lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			var fence int64
+			err = el.Lead(lctx, leader.Params{Name: "d", Replica: "a", Lease: time.Second}, func(_ context.Context, term leader.Term) {
+				fence = term.Fence
+				cancel()
+			})
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Fatalf("Lead: %v", err)
+			}
+			if fence <= 0 {
+				t.Errorf("no term won (fence %d)", fence)
+			}
+		})
+	}
+}

@@ -1,0 +1,198 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/slotcron/slotcron/internal/schedule"
+	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/policy"
+)
+
+// Config is what an engine is built from: the resolved jobs and duties and
+// the replica's settings. Every field is required but Duties, Registry and
+// Runtime.
+type Config struct {
+	// Replica names this replica in markers and logs; Incarnation tells
+	// this process from others started with the same name.
+	Replica, Incarnation string
+	// Log is the replica's logger; the engine attaches the replica to its
+	// own lines (runs and duties attach theirs).
+	Log *slog.Logger
+	// Now is the clock that decides when to try a slot.
+	Now func() time.Time
+	// Grace is how long running jobs may finish at shutdown.
+	Grace time.Duration
+	Jobs  []JobSpec
+	// Duties are the duties to campaign for.
+	Duties []DutySpec
+	// PerJobHistograms labels the histograms with the job.
+	PerJobHistograms bool
+	// Registry receives the engine's metrics; Runtime adds the Go and
+	// process collectors (for a registry of the engine's own).
+	Registry prometheus.Registerer
+	Runtime  bool
+}
+
+// JobSpec is one job as the configuration resolved it: every duration
+// defaulted and checked.
+type JobSpec struct {
+	Name         string
+	Fn           jobs.Func
+	Schedule     *schedule.Schedule
+	Params       []byte // the job's YAML params, re-encoded; nil when none
+	Lease        time.Duration
+	Timeout      time.Duration
+	OnCrash      policy.OnCrash
+	MaxAttempts  int
+	Deadline     time.Duration // the starting deadline
+	CatchUp      policy.CatchUp
+	CatchUpLimit int
+	History      time.Duration
+	Jitter       time.Duration // this job's fixed delay after each slot
+	Overlap      policy.Overlap
+	Retries      Retries
+}
+
+// Retries is a job's retry policy.
+type Retries struct {
+	Max                 int
+	Backoff, MaxBackoff time.Duration
+}
+
+// DutySpec is one duty as the configuration resolved it.
+type DutySpec struct {
+	Name  string
+	Fn    jobs.DutyFunc
+	Lease time.Duration
+}
+
+// plan is a job as the engine keeps it.
+type plan struct {
+	name         string
+	fn           jobs.Func
+	sched        *schedule.Schedule
+	params       []byte
+	lease        time.Duration
+	timeout      time.Duration
+	onCrash      policy.OnCrash
+	maxAtt       int
+	deadline     time.Duration
+	catchUp      policy.CatchUp
+	catchUpLimit int
+	history      time.Duration
+	jitter       time.Duration
+	overlap      policy.Overlap
+	retries      Retries
+	// metrics holds the job's metric series once it has any.
+	metrics atomic.Pointer[jobMetrics]
+}
+
+func (p *plan) String() string { return fmt.Sprintf("%s (%s)", p.name, p.sched) }
+
+// dutyPlan is a duty as the engine keeps it.
+type dutyPlan struct {
+	name  string
+	fn    jobs.DutyFunc
+	lease time.Duration
+}
+
+// Engine schedules and runs the jobs of one replica. Run runs it once;
+// Trigger and Start may be called at any time, concurrently.
+type Engine struct {
+	plans       []*plan
+	byName      map[string]*plan // plans by job name
+	duties      []*dutyPlan
+	replica     string
+	incarnation string
+	// log has the replica attached; base does not, for runs and duties,
+	// whose attributes name the replica themselves.
+	log, base *slog.Logger
+	now       func() time.Time
+	grace     time.Duration
+	metrics   *metrics
+	// live is the loop of a Run in progress, which triggers go through.
+	live liveEngine
+}
+
+// New builds an engine and registers its metrics.
+func New(c Config) (*Engine, error) {
+	e := &Engine{replica: c.Replica, incarnation: c.Incarnation, log: c.Log.With("replica", c.Replica), base: c.Log, now: c.Now, grace: c.Grace,
+		metrics: newMetrics(c.PerJobHistograms), byName: make(map[string]*plan, len(c.Jobs))}
+	e.plans = make([]*plan, len(c.Jobs))
+	for i, j := range c.Jobs {
+		p := &plan{name: j.Name, fn: j.Fn, sched: j.Schedule, params: j.Params, lease: j.Lease, timeout: j.Timeout,
+			onCrash: j.OnCrash, maxAtt: j.MaxAttempts, deadline: j.Deadline, catchUp: j.CatchUp,
+			catchUpLimit: j.CatchUpLimit, history: j.History, jitter: j.Jitter, overlap: j.Overlap, retries: j.Retries}
+		e.plans[i] = p
+		e.byName[p.name] = p
+	}
+	for _, d := range c.Duties {
+		e.duties = append(e.duties, &dutyPlan{name: d.Name, fn: d.Fn, lease: d.Lease})
+	}
+	if c.Registry != nil {
+		if err := e.metrics.register(c.Registry, c.Runtime); err != nil {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	return e, nil
+}
+
+// Errors of triggers, which the scheduler package exports.
+var (
+	// ErrBusy: a job with overlap forbid has a slot running somewhere.
+	ErrBusy = errors.New("scheduler: busy")
+	// ErrPaused: the job, or the whole cluster, is paused.
+	ErrPaused = errors.New("scheduler: paused")
+	// ErrNoJob: the configuration has no such job.
+	ErrNoJob = errors.New("scheduler: no such job")
+	// ErrNotRunning: no Run is in progress, or it is shutting down.
+	ErrNotRunning = errors.New("scheduler: not running")
+)
+
+// Replica returns the name of this replica.
+func (e *Engine) Replica() string { return e.replica }
+
+// Now returns the engine's current time.
+func (e *Engine) Now() time.Time { return e.now() }
+
+// Log returns the replica's logger.
+func (e *Engine) Log() *slog.Logger { return e.log }
+
+// StoreCall records whether a call to the store succeeded, for store_up.
+func (e *Engine) StoreCall(err error) { e.metrics.storeCall(err) }
+
+// Job is what the admin API shows of a job.
+type Job struct {
+	Name     string
+	Schedule *schedule.Schedule
+	Overlap  policy.Overlap
+	Lease    time.Duration
+	Timeout  time.Duration
+}
+
+// Jobs describes every job, in configuration order.
+func (e *Engine) Jobs() []Job {
+	out := make([]Job, len(e.plans))
+	for i, p := range e.plans {
+		out[i] = Job{Name: p.name, Schedule: p.sched, Overlap: p.overlap, Lease: p.lease, Timeout: p.timeout}
+	}
+	return out
+}
+
+// HasJob reports whether the configuration has job.
+func (e *Engine) HasJob(job string) bool { return e.byName[job] != nil }
+
+// maxLease is the longest lease of any job.
+func (e *Engine) maxLease() time.Duration {
+	var d time.Duration
+	for _, p := range e.plans {
+		d = max(d, p.lease)
+	}
+	return d
+}

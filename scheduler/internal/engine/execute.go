@@ -1,0 +1,224 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/slotcron/slotcron/internal/lease"
+	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// ErrTimeout is the cause of a job context ended by the job's timeout.
+var ErrTimeout = errors.New("scheduler: job timeout")
+
+// ErrReplaced is the cause of a job context cancelled because a later slot
+// of the job replaced it (overlap: replace).
+var ErrReplaced = errors.New("scheduler: replaced by a later slot")
+
+// runHooks are what the loop wants to hear from a run; nil fields are
+// ignored.
+type runHooks struct {
+	// retryAt is told when a failed run's slot is due again.
+	retryAt func(p *plan, slot, at time.Time)
+}
+
+// execute runs one won claim to its end: it keeps the lease, calls the job,
+// and records the outcome (or the retry it earned), or releases the slot on
+// shutdown. ctx is the run's own context and cancel its cancel function,
+// which the loop may call too (a replaced run). A replica whose lease was
+// lost records nothing: the slot belongs to its successor.
+func (s *Engine) execute(ctx context.Context, cancel context.CancelCauseFunc, st slotstore.Store, p *plan,
+	c slotstore.Claim, sent time.Time, hooks runHooks) End {
+	defer cancel(nil)
+	run := jobs.Run{Job: p.name, Slot: c.Slot, Fence: c.Fence, Attempt: c.Attempt, Replica: s.replica}.
+		WithParams(p.params).WithLogger(s.base).WithStore(st)
+	// The run's logger is built on its first line: most runs write one.
+	rl := &runLease{s: s, st: st, p: p, ref: c.Ref, cancel: cancel, log: runLogger{base: s.base, run: run}}
+	log := &rl.log
+	m := s.metrics
+	count := func(e End) End { m.run(p, e).Inc(); return e }
+	if c.Takeover() {
+		log.get().Info("takeover", "prev_holder", c.PrevHolder, "retry", c.Retry)
+		if !c.Retry {
+			m.takeover(p).Inc()
+		}
+	}
+
+	keeper := rl.keep(sent)
+	defer keeper.Stop()
+
+	tctx, cancelTimeout := context.WithTimeoutCause(ctx, p.timeout, ErrTimeout)
+	start := time.Now()
+	delay := s.now().Sub(c.Slot)
+	m.delay(p).Observe(delay.Seconds())
+	if s.log.Enabled(context.Background(), slog.LevelInfo) {
+		log.get().Info("run started", "delay", delay.Round(time.Millisecond))
+	}
+	err := call(tctx, p.fn, run, log)
+	dur := time.Since(start)
+	m.duration(p).Observe(dur.Seconds())
+	timedOut := errors.Is(context.Cause(tctx), ErrTimeout)
+	cancelTimeout()
+
+	keeper.Pause()
+	if errors.Is(context.Cause(ctx), ErrReplaced) {
+		log.get().Info("run replaced; outcome not recorded", "duration", dur, "err", errString(err))
+		return count(EndReplaced)
+	}
+	if keeper.Ended() {
+		// A renewal found the slot done under this claim's fence: the job
+		// completed it in its own transaction (CompleteTx), which recorded
+		// the outcome; there is nothing left to record, and nothing to retry.
+		attrs := []any{"outcome", slotstore.Succeeded, "duration", dur, "recorded_by", "the job's transaction"}
+		if err != nil {
+			attrs = append(attrs, "err", err.Error())
+		}
+		log.get().Info("run finished", attrs...)
+		m.success(p).Set(seconds(c.Slot))
+		return count(EndSucceeded)
+	}
+	if !keeper.Trusted() {
+		log.get().Warn("run ended after lease lost; outcome not recorded", "duration", dur, "err", errString(err))
+		return count(EndLeaseLost)
+	}
+	if err != nil && errors.Is(context.Cause(ctx), ErrShutdown) {
+		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer rcancel()
+		if rerr := st.Release(rctx, c.Ref); rerr != nil {
+			log.get().Warn("release failed; the slot is taken over when its lease ends", "err", rerr)
+			return count(EndLeaseLost)
+		}
+		log.get().Info("run released", "duration", dur, "err", errString(err))
+		return count(EndReleased)
+	}
+
+	outcome := slotstore.Succeeded
+	switch {
+	case err != nil && timedOut:
+		outcome = slotstore.TimedOut
+	case err != nil:
+		outcome = slotstore.Failed
+	}
+	fp := slotstore.FinishParams{Ref: c.Ref, Outcome: outcome, Error: errString(err), Duration: dur}
+	if outcome != slotstore.Succeeded {
+		fp.RetryAt, _ = p.retryAt(c.Slot, c.Attempt, s.now())
+	}
+	if !s.finish(st, keeper, fp, log) {
+		return count(EndLeaseLost)
+	}
+	attrs := func(more ...any) []any {
+		a := append([]any{"outcome", outcome, "duration", dur}, more...)
+		if err != nil {
+			a = append(a, "err", err.Error())
+		}
+		return a
+	}
+	if !fp.RetryAt.IsZero() {
+		log.get().Warn("run failed; retry scheduled", attrs("retry_at", fp.RetryAt.UTC().Format(time.RFC3339Nano))...)
+		if hooks.retryAt != nil {
+			hooks.retryAt(p, c.Slot, fp.RetryAt)
+		}
+		return count(EndRetrying)
+	}
+	if s.log.Enabled(context.Background(), slog.LevelInfo) {
+		log.get().Info("run finished", attrs()...)
+	}
+	if outcome == slotstore.Succeeded {
+		m.success(p).Set(seconds(c.Slot))
+	}
+	return count(End(outcome))
+}
+
+// retryAt is when a failed attempt of slot is tried again, if it may be:
+// while attempts ≤ retries.max, after a backoff doubling from
+// retries.backoff up to retries.max_backoff, and never past the slot's
+// starting deadline nor at or after the job's next slot.
+func (p *plan) retryAt(slot time.Time, attempt int, now time.Time) (time.Time, bool) {
+	r := p.retries
+	if r.Max <= 0 || attempt > r.Max {
+		return time.Time{}, false
+	}
+	wait := r.Backoff << min(attempt-1, 20)
+	if r.MaxBackoff > 0 {
+		wait = min(wait, r.MaxBackoff)
+	}
+	at := now.Add(wait)
+	if at.After(p.retryUntil(slot)) {
+		return time.Time{}, false
+	}
+	return at, true
+}
+
+// retryUntil is the last instant a retry of slot may start: its starting
+// deadline, or a second before the job's next slot if that comes first.
+func (p *plan) retryUntil(slot time.Time) time.Time {
+	limit := slot.Add(p.deadline)
+	if next := p.sched.Next(slot); !next.IsZero() && !next.After(limit) {
+		limit = next.Add(-time.Second)
+	}
+	return limit
+}
+
+// finish records the outcome, retrying store errors for as long as the lease
+// is trusted (renewals are paused; the trust window still runs). It reports whether the
+// outcome was recorded.
+func (s *Engine) finish(st slotstore.Store, k *lease.Keeper, p slotstore.FinishParams, log *runLogger) bool {
+	for tries := 1; ; tries++ {
+		ctx, cancel := context.WithDeadline(context.Background(), k.TrustedUntil())
+		err := st.Finish(ctx, p)
+		cancel()
+		switch {
+		case err == nil:
+			return true
+		case errors.Is(err, slotstore.ErrLeaseLost):
+			log.get().Warn("lease lost", "reason", "the store refused the outcome: another claim holds the slot", "outcome", p.Outcome)
+			return false
+		}
+		log.get().Warn("recording the outcome failed", "err", err, "try", tries)
+		select {
+		case <-k.Lost():
+			return false
+		case <-time.After(backoff(tries)):
+		}
+	}
+}
+
+// call runs fn, turning a panic into an error so one bad job cannot take
+// the replica down.
+func call(ctx context.Context, fn jobs.Func, run jobs.Run, log *runLogger) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.get().Error("job panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return fn(ctx, run)
+}
+
+// runLogger is a run's logger, with the run's attributes, built on first
+// use: a slot costs no logger unless it writes a line. Safe for concurrent
+// use (the lease's callbacks log from their own goroutines).
+type runLogger struct {
+	base *slog.Logger
+	run  jobs.Run
+	once sync.Once
+	l    *slog.Logger
+}
+
+func (r *runLogger) get() *slog.Logger {
+	r.once.Do(func() { r.l = r.base.With(r.run.Attrs()...) })
+	return r.l
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

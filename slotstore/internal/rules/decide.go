@@ -1,0 +1,248 @@
+package rules
+
+import (
+	"slices"
+	"time"
+
+	"github.com/slotcron/slotcron/policy"
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// Reasons the store records in slotstore.Marker.Reason that callers need
+// not compare (slotstore exports the others: ReasonOverlap, ReasonDataLoss).
+const (
+	// ReasonOnCrashSkip: abandoned because its holder's lease expired and
+	// the claim said policy.OnCrashSkip.
+	ReasonOnCrashSkip = "on_crash skip"
+	// ReasonMaxAttempts: abandoned because its holder's lease expired and
+	// no attempts were left.
+	ReasonMaxAttempts = "max attempts"
+	// ReasonReplacedBy starts the reason of a replaced marker; the RFC 3339
+	// slot of the winning claim follows.
+	ReasonReplacedBy = "replaced by "
+)
+
+// Decision is what a claim does to a slot, decided from its current marker.
+type Decision int
+
+const (
+	// DecideWin claims the slot: creates the marker, takes it over, or
+	// claims its retry. Needs a new fence.
+	DecideWin Decision = iota + 1
+	// DecideLose leaves the marker alone: it is held, waiting for its
+	// retry, final, or absent for a takeover-only claim.
+	DecideLose
+	// DecideAbandon marks the expired running slot abandoned.
+	DecideAbandon
+	// DecideSkip records the slot, which has no marker, skipped for
+	// overlap (Apply gives it Reason slotstore.ReasonOverlap). No fence.
+	DecideSkip
+	// DecideReplace claims the slot, which has no marker, as DecideWin
+	// does, and supersedes the job's other running slots (Supersede).
+	// Needs a new fence.
+	DecideReplace
+	// DecideDataLoss records the slot, which has no marker and is older
+	// than its job's generation, skipped with Reason
+	// slotstore.ReasonDataLoss. No fence.
+	DecideDataLoss
+	// DecideAbandonDataLoss marks the slot, whose marker was claimed
+	// before its job's generation began and is not held by a live lease,
+	// abandoned with Reason slotstore.ReasonDataLoss: the store may have
+	// lost a newer state of it.
+	DecideAbandonDataLoss
+	// DecideNotYet leaves the slot, which has no marker, alone: the
+	// store's clock has not reached the claim's NotBefore. Apply answers
+	// NotYet.
+	DecideNotYet
+)
+
+// Changes reports whether the decision writes the slot's marker.
+func (d Decision) Changes() bool { return d != DecideLose && d != DecideNotYet }
+
+// Decide applies the claim rules to the slot's current marker (nil when the
+// slot has none) for r, a normalized request (NormalizeClaim), at the
+// store's time now; born is when the job's generation began
+// (slotstore.Generation.Born): a slot the generation does not cover gets no
+// first marker but a skipped one, and a marker claimed before it is
+// abandoned rather than taken over once no live lease holds it. running
+// holds the markers of the job's running slots as the store has them at
+// that moment, including changes made earlier in the same batch; Decide
+// reads it only when ChecksOverlap(r) and m is nil, so callers may pass nil
+// otherwise, and it ignores entries of other jobs, of r's own slot and in
+// other states.
+func Decide(m *slotstore.Marker, r slotstore.ClaimRequest, now, born time.Time, running []slotstore.Marker) Decision {
+	if m == nil {
+		if r.TakeoverOnly {
+			return DecideLose
+		}
+		if !(slotstore.Generation{Born: born}).Covers(r.Slot) && !r.Term {
+			return DecideDataLoss
+		}
+		// A replica whose clock runs ahead tries early; it gets the slot
+		// when the store's clock reaches r.NotBefore.
+		if now.Before(r.NotBefore) {
+			return DecideNotYet
+		}
+		switch r.Overlap {
+		case policy.OverlapForbid:
+			for _, o := range others(running, r.Job, r.Slot) {
+				if now.Before(o.LeaseEnd) {
+					return DecideSkip
+				}
+			}
+		case policy.OverlapReplace:
+			if len(others(running, r.Job, r.Slot)) > 0 {
+				return DecideReplace
+			}
+		}
+		return DecideWin
+	}
+	// A marker claimed before the job's generation began came back from
+	// before a loss (a restored backup): its slot may have finished since,
+	// so once no live lease holds it, it is abandoned, never taken over.
+	stale := !r.Term && m.ClaimedAt.Before(born)
+	switch m.State {
+	case slotstore.StateReleased:
+		if stale {
+			return DecideAbandonDataLoss
+		}
+		return DecideWin
+	case slotstore.StateRetrying:
+		if now.Before(m.LeaseEnd) {
+			return DecideLose
+		}
+		if stale {
+			return DecideAbandonDataLoss
+		}
+		return DecideWin
+	case slotstore.StateRunning:
+		if now.Before(m.LeaseEnd) {
+			return DecideLose
+		}
+		if stale {
+			return DecideAbandonDataLoss
+		}
+		if r.OnCrash == policy.OnCrashSkip || (r.MaxAttempts > 0 && m.Attempt >= r.MaxAttempts) {
+			return DecideAbandon
+		}
+		return DecideWin
+	}
+	return DecideLose
+}
+
+// others returns the running markers of job's slots other than slot.
+func others(running []slotstore.Marker, job string, slot time.Time) []slotstore.Marker {
+	var out []slotstore.Marker
+	for _, o := range running {
+		if o.State == slotstore.StateRunning && o.Job == job && !o.Slot.Equal(slot) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Apply changes m (a copy of the current marker, or a new zero marker) as the
+// decision says and returns the result the claim reports. replica and
+// incarnation are the claimant's (slotstore.ClaimParams). fence is used only
+// for DecideWin and DecideReplace and must come from the job's fence source.
+// For DecideReplace the caller also stores what Supersede returns and lists
+// it in ClaimResult.Replaced.
+func Apply(d Decision, m slotstore.Marker, r slotstore.ClaimRequest, replica, incarnation string, fence int64, now time.Time) (slotstore.Marker, slotstore.ClaimResult) {
+	switch d {
+	case DecideWin, DecideReplace:
+		prev, manual := "", r.Manual
+		if m.State != "" {
+			prev, manual = m.Holder, m.Manual
+		}
+		retry := m.State == slotstore.StateRetrying
+		m = slotstore.Marker{
+			Job: r.Job, Slot: r.Slot, State: slotstore.StateRunning, Holder: replica, Fence: fence,
+			Attempt: m.Attempt + 1, ClaimedAt: now, LeaseEnd: now.Add(r.Lease),
+			KeepUntil: r.Slot.Add(r.Retain), Manual: manual, Incarnation: incarnation,
+		}
+		return m, slotstore.ClaimResult{Status: slotstore.Won, Marker: m, Claim: slotstore.Claim{
+			Ref: m.Ref(), Attempt: m.Attempt, PrevHolder: prev, Retry: retry,
+		}}
+	case DecideAbandon:
+		m.State = slotstore.StateAbandoned
+		m.FinishedAt = now
+		m.Reason = ReasonMaxAttempts
+		if r.OnCrash == policy.OnCrashSkip {
+			m.Reason = ReasonOnCrashSkip
+		}
+		return m, slotstore.ClaimResult{Status: slotstore.Abandoned, Marker: m}
+	case DecideAbandonDataLoss:
+		m.State = slotstore.StateAbandoned
+		m.FinishedAt = now
+		m.Reason = slotstore.ReasonDataLoss
+		return m, slotstore.ClaimResult{Status: slotstore.Abandoned, Marker: m}
+	case DecideSkip:
+		m = skipped(r.Job, r.Slot, r.Slot.Add(r.Retain), slotstore.ReasonOverlap, replica, r.Manual, now)
+		return m, slotstore.ClaimResult{Status: slotstore.Skipped, Marker: m}
+	case DecideDataLoss:
+		m = skipped(r.Job, r.Slot, r.Slot.Add(r.Retain), slotstore.ReasonDataLoss, replica, r.Manual, now)
+		return m, slotstore.ClaimResult{Status: slotstore.Skipped, Marker: m}
+	case DecideNotYet:
+		return m, slotstore.ClaimResult{Status: slotstore.NotYet, Remaining: r.NotBefore.Sub(now)}
+	}
+	res := slotstore.ClaimResult{Marker: m}
+	switch m.State {
+	case "":
+		res.Status = slotstore.Absent
+	case slotstore.StateRunning:
+		res.Status = slotstore.Held
+		res.Remaining = max(m.LeaseEnd.Sub(now), 0)
+	case slotstore.StateReleased:
+		res.Status = slotstore.Held
+	case slotstore.StateRetrying:
+		res.Status = slotstore.Waiting
+		res.Remaining = max(m.LeaseEnd.Sub(now), 0)
+	case slotstore.StateAbandoned:
+		res.Status = slotstore.Abandoned
+	case slotstore.StateSkipped:
+		res.Status = slotstore.Skipped
+	default:
+		res.Status = slotstore.Finished
+	}
+	return m, res
+}
+
+// Supersede returns the markers of running, the job's running markers as
+// Decide saw them, that a claim decided DecideReplace and leaving won
+// replaces, oldest slot first, as it leaves them: state replaced, the reason
+// naming won's slot, lease ended and finished now, fence kept.
+func Supersede(running []slotstore.Marker, won slotstore.Marker, now time.Time) []slotstore.Marker {
+	out := others(running, won.Job, won.Slot)
+	slices.SortFunc(out, func(a, b slotstore.Marker) int { return a.Slot.Compare(b.Slot) })
+	for i := range out {
+		out[i].State = slotstore.StateReplaced
+		out[i].Reason = ReasonReplacedBy + won.Slot.UTC().Format(time.RFC3339)
+		out[i].LeaseEnd, out[i].FinishedAt = now, now
+	}
+	return out
+}
+
+// ApplySkip is Skip's decision table for r, a normalized request
+// (NormalizeSkip): a slot with no marker (m nil) is recorded skipped with
+// r's reason, and changed reports true, unless the store's time now is
+// before r.NotBefore, which answers NotYet; a slot with a marker is left
+// alone, and the result is what a losing claim reports.
+func ApplySkip(m *slotstore.Marker, r slotstore.SkipRequest, replica string, now time.Time) (slotstore.Marker, slotstore.ClaimResult, bool) {
+	if m == nil {
+		if now.Before(r.NotBefore) {
+			return slotstore.Marker{}, slotstore.ClaimResult{Status: slotstore.NotYet, Remaining: r.NotBefore.Sub(now)}, false
+		}
+		s := skipped(r.Job, r.Slot, r.Slot.Add(r.Retain), r.Reason, replica, false, now)
+		return s, slotstore.ClaimResult{Status: slotstore.Skipped, Marker: s}, true
+	}
+	s, res := Apply(DecideLose, *m, slotstore.ClaimRequest{Job: r.Job, Slot: r.Slot}, replica, "", 0, now)
+	return s, res, false
+}
+
+// skipped is the marker of a slot recorded skipped at now.
+func skipped(job string, slot, keep time.Time, reason, replica string, manual bool, now time.Time) slotstore.Marker {
+	return slotstore.Marker{
+		Job: job, Slot: slot, State: slotstore.StateSkipped, Holder: replica, ClaimedAt: now, LeaseEnd: now,
+		KeepUntil: keep, FinishedAt: now, Reason: reason, Manual: manual,
+	}
+}
