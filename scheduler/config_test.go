@@ -102,6 +102,11 @@ func TestValidateRules(t *testing.T) {
 		{"long backoff", "defaults: {retries: {max: 3, backoff: 2h, max_backoff: 4h}}\njobs: {hello: {schedule: '@hourly'}}", "defaults.retries.backoff: retries.backoff 2h0m0s is longer than 1h0m0s"},
 		{"long shutdown grace", "shutdown_grace: 100000h", "shutdown_grace: shutdown_grace 100000h0m0s is longer than 87600h0m0s"},
 		{"long redis timeout", "store: {kind: redis, redis: {addr: x:1, read_timeout: 100000h}}", "store.redis.read_timeout: 100000h0m0s is longer than"},
+		{"redis without addr", "store: {kind: redis, redis: {addr: '${SLOTCRON_TEST_UNSET_ADDR}'}}", "store.redis: store.kind is redis but no redis addr or addrs is set"},
+		{"postgres without dsn, and more", "store: {kind: postgres, postgres: {dsn: '', pool_size: -1}}", "store.postgres.pool_size: must not be negative"},
+		{"store duration too long", "store:\n  kind: redis\n  redis: {addr: 'x:1'}\n  postgres:\n    statement_timeout: 3000000h\n", `test.yaml:5: store.postgres.statement_timeout: duration "3000000h" is too long`},
+		{"store duration bad", "store:\n  redis:\n    dial_timeout: {a: 1}\n    read_timeout: 5x\n", "test.yaml:4: store.redis.read_timeout: invalid duration \"5x\""},
+		{"store duration negative", "store:\n  sqlite:\n    busy_timeout: -1s\n", `test.yaml:3: store.sqlite.busy_timeout: negative duration "-1s"`},
 		{"big catch_up_limit", "jobs: {hello: {schedule: '@hourly', catch_up: all, catch_up_limit: 100000000}}", "jobs.hello.catch_up_limit: catch_up_limit 100000000 is more than 1000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

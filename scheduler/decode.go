@@ -51,7 +51,9 @@ func decodeConfig(top *yaml.Node, cfg *Config) ([]string, error) {
 		// An empty mapping in its place: the map is made, nothing decoded.
 		top.Content[a.i] = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: a.node.Line, Column: a.node.Column}
 	}
+	durs, restore := storeDurations(top)
 	err := top.Decode(cfg)
+	restore()
 	for _, a := range set {
 		top.Content[a.i] = a.node
 	}
@@ -59,6 +61,7 @@ func decodeConfig(top *yaml.Node, cfg *Config) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	msgs = append(durs, msgs...)
 	for _, a := range set {
 		more, err := decodeEntries(a.node, a.out)
 		if err != nil {

@@ -1,7 +1,10 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -133,6 +136,54 @@ func TestWithElector(t *testing.T) {
 		terms, _ := log.snapshot()
 		if el.count() != 1 || len(terms) != 1 || terms[0].fence != 7 {
 			t.Fatalf("%d campaigns on the given elector, terms %+v; want one, with its fence 7", el.count(), terms)
+		}
+	})
+}
+
+// syncBuffer is a bytes.Buffer safe for the loggers of many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Every line of a replica, its engine's, its runs', its duties' and its
+// elector's, names the replica once.
+func TestLogsNameTheReplicaOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf syncBuffer
+		reg := jobs.NewRegistry()
+		reg.Register("tick", func(ctx context.Context, run jobs.Run) error {
+			run.Logger().Info("ticked")
+			return nil
+		})
+		log := &termLog{}
+		reg.RegisterDuty("fanout", log.duty)
+		logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		s := replica(t, memstore.New(memstore.Options{}), "a", `{jobs: {tick: {schedule: "@every 1s"}}, duties: {fanout: {lease: 3s}}}`,
+			reg, WithLogger(logger))
+		stop := start(t, s)
+		time.Sleep(3 * time.Second)
+		stop()
+		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+		if len(lines) < 5 {
+			t.Fatalf("only %d lines logged:\n%s", len(lines), buf.String())
+		}
+		for _, l := range lines {
+			if n := strings.Count(l, " replica="); n != 1 {
+				t.Errorf("replica named %d times: %s", n, l)
+			}
 		}
 	})
 }

@@ -385,8 +385,8 @@ type scalarAt struct {
 
 // keyAt names the key of a type error: go-yaml says only the line, and the
 // message quotes the offending value (`value`, or "value" from Duration's
-// and TLSConfig's own errors). It is the one entry on that line whose scalar
-// value the message quotes; "" if none or several are.
+// and redisstore.TLSOptions' own errors). It is the one entry on that line
+// whose scalar value the message quotes; "" if none or several are.
 func (s *source) keyAt(line int, msg string) string {
 	if s == nil || line <= 0 || len(s.root.Content) == 0 || strings.HasPrefix(msg, "mapping key ") {
 		return ""

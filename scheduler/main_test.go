@@ -93,7 +93,7 @@ func replica(t *testing.T, st slotstore.Store, name, yamlDoc string, reg *jobs.R
 		t.Fatalf("parse config: %v", err)
 	}
 	cfg.Replica = name
-	opts = append([]Option{WithStore(st), WithLogger(testLogger().With("replica", name))}, opts...)
+	opts = append([]Option{WithStore(st), WithLogger(testLogger())}, opts...)
 	s, err := New(cfg, reg, opts...)
 	if err != nil {
 		t.Fatalf("new scheduler: %v", err)

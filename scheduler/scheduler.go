@@ -139,7 +139,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	rp := engine.RunParams{Store: st, Elector: s.elector}
 	if s.duties > 0 && rp.Elector == nil {
-		el, name, err := backend.Elector(ctx, st, s.log)
+		el, name, err := backend.Elector(ctx, st, s.baseLog)
 		if err != nil {
 			return err
 		}

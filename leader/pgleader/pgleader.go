@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/slotcron/slotcron/leader"
 	"github.com/slotcron/slotcron/leader/driver"
@@ -17,9 +18,14 @@ const DefaultSchema = "slotcron"
 
 // Options configure New.
 type Options struct {
-	// DSN says how to connect, as pgx.ParseConfig reads it (a URL or
-	// key=value pairs). Required.
+	// DSN says how to connect, as pgxpool.ParseConfig reads it (a URL or
+	// key=value pairs; pool_* settings, which the Postgres store's DSN may
+	// carry, are ignored). Required unless ConnConfig is set.
 	DSN string
+	// ConnConfig, when set, says how to connect instead of DSN: pass the
+	// Postgres store's pool's (Pool().Config().ConnConfig), so the elector
+	// connects as the store does, hooks and TLS included. New copies it.
+	ConnConfig *pgx.ConnConfig
 	// Schema holds the table of leases, created if missing. Empty means
 	// DefaultSchema.
 	Schema string
@@ -32,12 +38,21 @@ type Options struct {
 // campaign holds a dedicated connection (never a pooled one) for as long
 // as it runs. Errors never include the password.
 func New(ctx context.Context, o Options) (leader.Elector, error) {
-	cfg, err := pgx.ParseConfig(o.DSN)
-	if err != nil {
-		return nil, fmt.Errorf("pgleader: parse DSN: %w", err)
+	var cfg *pgx.ConnConfig
+	if o.ConnConfig != nil {
+		cfg = o.ConnConfig.Copy()
+	} else {
+		pc, err := pgxpool.ParseConfig(o.DSN)
+		if err != nil {
+			return nil, fmt.Errorf("pgleader: parse DSN: %w", err)
+		}
+		cfg = pc.ConnConfig
 	}
 	if o.Schema == "" {
 		o.Schema = DefaultSchema
+	}
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
 	}
 	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
 		cfg.RuntimeParams["application_name"] = "slotcron leader"

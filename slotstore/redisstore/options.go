@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -129,8 +130,8 @@ func (t *TLSOptions) UnmarshalYAML(n *yaml.Node) error {
 	}
 	switch n.Kind {
 	case yaml.ScalarNode:
-		var on bool
-		if err := n.Decode(&on); err == nil {
+		// As strconv reads it, quoted or not: tls: "${REDIS_TLS}" works.
+		if on, err := strconv.ParseBool(n.Value); err == nil {
 			*t = TLSOptions{Enabled: on}
 			return nil
 		}

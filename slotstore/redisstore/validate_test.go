@@ -139,6 +139,8 @@ func TestTLSYAML(t *testing.T) {
 		{"tls: {ca_file: ca.pem}", redisstore.TLSOptions{Enabled: true, CAFile: "ca.pem"}},
 		{"tls: {enabled: false, server_name: r}", redisstore.TLSOptions{ServerName: "r"}},
 		{"t: &t true\ntls: *t", redisstore.TLSOptions{Enabled: true}},
+		{"tls: 'true'", redisstore.TLSOptions{Enabled: true}}, // as tls: "${REDIS_TLS}" expands
+		{"tls: \"0\"", redisstore.TLSOptions{}},
 	} {
 		var o struct {
 			TLS redisstore.TLSOptions `yaml:"tls"`
@@ -148,7 +150,7 @@ func TestTLSYAML(t *testing.T) {
 			t.Errorf("%q: %+v, %v; want %+v", c.doc, o.TLS, err, c.want)
 		}
 	}
-	for _, doc := range []string{"tls: maybe", "tls: [a]", "tls: 2"} {
+	for _, doc := range []string{"tls: maybe", "tls: [a]", "tls: 2", "tls: yes"} {
 		var o redisstore.Options
 		err := yaml.Unmarshal([]byte("\n"+doc), &o)
 		if err == nil || !strings.Contains(err.Error(), "line 2: want true, false or a mapping") {

@@ -65,6 +65,24 @@ func TestElectorFollowsTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer byPool.Close()
+	// A pool whose settings were changed in code after parsing (its string
+	// names a database that does not exist), with a pool setting in its
+	// string: the elector must connect as the pool does.
+	pc, err := pgxpool.ParseConfig(strings.Replace(pg.DSN(), "/postgres?", "/not_here?pool_max_conns=4&", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.ConnConfig.Database = "postgres"
+	edited, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer edited.Close()
+	byEdited, err := pgstore.NewWithPool(ctx, edited, "by_edited")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer byEdited.Close()
 	rs, err := redisstore.New(ctx, redisstore.Options{Addr: rd.Addr()})
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +96,7 @@ func TestElectorFollowsTheStore(t *testing.T) {
 	}{
 		{"postgres by DSN", byDSN, "postgres"},
 		{"postgres by pool", byPool, "postgres"},
+		{"postgres by a pool edited in code", byEdited, "postgres"},
 		{"redis", rs, "redis"},
 		{"memory", memstore.New(memstore.Options{}), "slot store"},
 	} {

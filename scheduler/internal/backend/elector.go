@@ -18,23 +18,17 @@ import (
 // Elector returns the elector duties campaign with on st, the store in use,
 // and the name of its kind for logs: on Redis, leases beside the store's
 // keys on the store's own connections (followers woken by pub/sub); on
-// Postgres, a session advisory lock on a dedicated connection made as the
-// store's pool connects, plus a lease row (woken by NOTIFY); on any other
-// store (SQLite, memory, a store of the caller's), a lease slot in the slot
-// store itself, which followers poll every 100 ms.
+// Postgres, a session advisory lock on a dedicated connection, made with
+// the settings the store's pool connects with, plus a lease row (woken by
+// NOTIFY); on any other store (SQLite, memory, a store of the caller's), a
+// lease slot in the slot store itself, which followers poll every 100 ms.
+// log should not carry the replica: the elector's lines name it.
 func Elector(ctx context.Context, st slotstore.Store, log *slog.Logger) (leader.Elector, string, error) {
 	switch st := st.(type) {
 	case *redisstore.Store:
 		return redisleader.New(st.Client(), redisleader.Options{Prefix: st.Prefix() + "leader:", Logger: log}), "redis", nil
 	case *pgstore.Store:
-		dsn := st.Pool().Config().ConnString()
-		if dsn == "" {
-			// A pool built from a config, not a string: it cannot be
-			// copied, so the elector keeps its leases in the store.
-			log.Warn("duties elect through the slot store (polled): the Postgres store's pool has no connection string; pass the scheduler an elector to do better")
-			break
-		}
-		el, err := pgleader.New(ctx, pgleader.Options{DSN: dsn, Schema: st.Schema(), Logger: log})
+		el, err := pgleader.New(ctx, pgleader.Options{ConnConfig: st.Pool().Config().ConnConfig, Schema: st.Schema(), Logger: log})
 		if err != nil {
 			return nil, "", fmt.Errorf("duties: %w", err)
 		}

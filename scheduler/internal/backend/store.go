@@ -49,7 +49,11 @@ func Open(ctx context.Context, c Config) (slotstore.Store, error) {
 	case "", "sqlite":
 		s, err := sqlitestore.Open(ctx, c.SQLite)
 		if err != nil {
-			return nil, fmt.Errorf("open sqlite store %s: %w", c.SQLite.Path, err)
+			path := c.SQLite.Path
+			if path == "" {
+				path = sqlitestore.DefaultPath
+			}
+			return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 		}
 		return s, nil
 	case "redis":

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
@@ -40,35 +41,36 @@ type Manual struct {
 
 // liveEngine is the loop of a Run in progress, if any: triggers start their
 // runs there, so that Run's store is used and not closed, and Run waits for
-// the runs when it shuts down.
+// the runs when it shuts down. Starting a run holds mu, for as long as its
+// claim takes; readers (the store for the admin API's reads, a pause made
+// through this replica) load cur and never wait for a claim.
 type liveEngine struct {
-	mu sync.Mutex
-	l  *loop
+	mu  sync.Mutex
+	l   *loop
+	cur atomic.Pointer[loop]
 }
 
 func (e *liveEngine) set(l *loop) {
 	e.mu.Lock()
 	e.l = l
+	e.cur.Store(l)
 	e.mu.Unlock()
 }
 
-// Store returns the store of the Run in progress, or nil.
+// Store returns the store of the Run in progress, or nil. The caller may
+// use it for as long as the Run it came from runs.
 func (e *Engine) Store() slotstore.Store {
-	e.live.mu.Lock()
-	defer e.live.mu.Unlock()
-	if e.live.l == nil {
-		return nil
+	if l := e.live.cur.Load(); l != nil {
+		return l.st
 	}
-	return e.live.l.st
+	return nil
 }
 
 // PausesChanged tells the Run in progress that the pauses were changed
 // through this replica: its next slot reads them anew.
 func (e *Engine) PausesChanged() {
-	e.live.mu.Lock()
-	defer e.live.mu.Unlock()
-	if e.live.l != nil {
-		e.live.l.pauses.stale.Store(true)
+	if l := e.live.cur.Load(); l != nil {
+		l.pauses.stale.Store(true)
 	}
 }
 
