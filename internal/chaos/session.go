@@ -129,7 +129,19 @@ func Run(t testing.TB, o Options) *Report {
 	}
 	dir := o.Dir
 	if dir == "" {
-		dir = t.TempDir()
+		// Kept when the session fails: its logs are what explains it.
+		d, err := os.MkdirTemp("", "slotcron-chaos-"+o.Store+"-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = d
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("chaos: the session's files (logs, configs, store) are kept in %s", dir)
+				return
+			}
+			os.RemoveAll(dir)
+		})
 	} else if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		t.Fatalf("chaos: %s is not empty: a session starts on a fresh store and control directory", dir)
 	}
