@@ -20,6 +20,10 @@ var ErrPaused = engine.ErrPaused
 // ErrNoJob is returned by Trigger for a job the configuration does not have.
 var ErrNoJob = engine.ErrNoJob
 
+// ErrNoFreeSlot is returned by Trigger when every second of the next minute
+// is one of the job's scheduled slots or another trigger's: try again later.
+var ErrNoFreeSlot = engine.ErrNoFreeSlot
+
 // RunEnd says how a run ended, as the runs_total metric counts it.
 type RunEnd = engine.End
 
@@ -58,7 +62,9 @@ type TriggerResult struct {
 // obeys the job's overlap policy, and recorded in history as manual. It
 // returns when the run has ended; cancelling ctx hands the slot back, as a
 // shutdown does. A forbid job that is running answers ErrBusy, a paused
-// one ErrPaused, a job the configuration does not have ErrNoJob.
+// one ErrPaused, a job the configuration does not have ErrNoJob. Concurrent
+// triggers of one job, on one replica or several, each get a slot of their
+// own; ErrNoFreeSlot when a minute of seconds is taken.
 //
 // While Run runs, the trigger goes through its engine and its store, like
 // the HTTP API's: the run is one of Run's, which waits for it at shutdown.

@@ -27,7 +27,7 @@ type api struct {
 func (a *api) store(w http.ResponseWriter) (slotstore.Store, bool) {
 	st := a.e.Store()
 	if st == nil {
-		httpError(w, http.StatusServiceUnavailable, "the scheduler is not running")
+		httpError(w, http.StatusServiceUnavailable, codeNotRunning, "the scheduler is not running")
 		return nil, false
 	}
 	return st, true
@@ -61,7 +61,7 @@ func (a *api) jobs(w http.ResponseWriter, r *http.Request) {
 	}
 	views, _, err := a.jobViews(r.Context(), st)
 	if err != nil {
-		httpError(w, http.StatusServiceUnavailable, err.Error())
+		httpError(w, http.StatusServiceUnavailable, codeStore, err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, views)
@@ -94,18 +94,23 @@ func (a *api) history(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 10000 {
-			httpError(w, http.StatusBadRequest, "limit: want 1 to 10000")
+			httpError(w, http.StatusBadRequest, codeBadRequest, "limit: want 1 to 10000")
 			return
 		}
 		limit = n
+	}
+	state := slotstore.State(q.Get("state"))
+	if state != "" && !slices.Contains(states, state) {
+		httpError(w, http.StatusBadRequest, codeBadRequest, fmt.Sprintf("state %q: want one of %s", state, statesText))
+		return
 	}
 	st, ok := a.store(w)
 	if !ok {
 		return
 	}
-	ms, err := st.History(r.Context(), slotstore.HistoryParams{Job: q.Get("job"), State: slotstore.State(q.Get("state")), Limit: limit})
+	ms, err := st.History(r.Context(), slotstore.HistoryParams{Job: q.Get("job"), State: state, Limit: limit})
 	if err != nil {
-		httpError(w, http.StatusServiceUnavailable, "read history: "+err.Error())
+		httpError(w, http.StatusServiceUnavailable, codeStore, "read history: "+err.Error())
 		return
 	}
 	out := make([]MarkerView, len(ms))
@@ -123,16 +128,23 @@ func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
 	m, err := a.e.Start(r.Context(), r.PathValue("job"))
 	switch {
 	case errors.Is(err, engine.ErrNoJob):
-		httpError(w, http.StatusNotFound, "no such job")
+		httpError(w, http.StatusNotFound, codeNoJob, "no such job")
 		return
 	case errors.Is(err, engine.ErrNotRunning):
-		httpError(w, http.StatusServiceUnavailable, "the scheduler is not running")
+		httpError(w, http.StatusServiceUnavailable, codeNotRunning, "the scheduler is not running")
 		return
-	case errors.Is(err, engine.ErrBusy), errors.Is(err, engine.ErrPaused):
-		httpError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, engine.ErrBusy):
+		httpError(w, http.StatusConflict, codeBusy, err.Error())
+		return
+	case errors.Is(err, engine.ErrPaused):
+		httpError(w, http.StatusConflict, codePaused, err.Error())
+		return
+	case errors.Is(err, engine.ErrNoFreeSlot):
+		w.Header().Set("Retry-After", "1")
+		httpError(w, http.StatusTooManyRequests, codeNoFreeSlot, err.Error())
 		return
 	case err != nil:
-		httpError(w, http.StatusServiceUnavailable, err.Error())
+		httpError(w, http.StatusServiceUnavailable, codeStore, err.Error())
 		return
 	}
 	slot := m.Slot.UTC().Format(time.RFC3339)
@@ -145,7 +157,7 @@ func (a *api) pause(paused bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		job := r.URL.Query().Get("job")
 		if job != "" && !a.e.HasJob(job) {
-			httpError(w, http.StatusNotFound, "no such job")
+			httpError(w, http.StatusNotFound, codeNoJob, "no such job")
 			return
 		}
 		st, ok := a.store(w)
@@ -155,17 +167,17 @@ func (a *api) pause(paused bool) http.HandlerFunc {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		if err := st.SetPause(ctx, slotstore.PauseParams{Job: job, Paused: paused}); err != nil {
-			httpError(w, http.StatusServiceUnavailable, err.Error())
+			httpError(w, http.StatusServiceUnavailable, codeStore, err.Error())
 			return
 		}
 		a.e.PausesChanged() // this replica obeys at its next slot
 		ps, err := st.Pauses(ctx)
 		if err != nil {
-			httpError(w, http.StatusServiceUnavailable, err.Error())
+			httpError(w, http.StatusServiceUnavailable, codeStore, err.Error())
 			return
 		}
 		a.e.Log().Info("pauses changed", "job", job, "paused", paused, "by", "http")
-		writeJSON(w, http.StatusOK, ps)
+		writeJSON(w, http.StatusOK, pausesView{All: ps.All, Jobs: ps.Jobs})
 	}
 }
 
@@ -175,13 +187,15 @@ func (a *api) authed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		token := a.token
 		if token == "" {
-			httpError(w, http.StatusForbidden, "mutations are disabled: set http.token")
+			httpError(w, http.StatusForbidden, codeForbidden, "mutations are disabled: set http.token")
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+		// The scheme is case-insensitive (RFC 9110), the token is not.
+		scheme, got, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+		got = strings.TrimLeft(got, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="slotcron"`)
-			httpError(w, http.StatusUnauthorized, "bad or missing bearer token")
+			httpError(w, http.StatusUnauthorized, codeUnauthorized, "bad or missing bearer token")
 			return
 		}
 		next(w, r)
@@ -194,6 +208,39 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func httpError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]string{"error": msg})
+// The codes of error bodies: stable, for programs; the message is for people.
+const (
+	codeBadRequest   = "bad_request"
+	codeUnauthorized = "unauthorized"
+	codeForbidden    = "forbidden"
+	codeNoJob        = "no_such_job"
+	codeBusy         = "busy"
+	codePaused       = "paused"
+	codeNoFreeSlot   = "no_free_slot"
+	codeNotRunning   = "not_running"
+	codeStore        = "store_unavailable"
+)
+
+// httpError answers status with the body {"error": msg, "code": code}.
+func httpError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg, "code": code})
 }
+
+// pausesView is what is paused, as pause and resume answer it.
+type pausesView struct {
+	All  bool     `json:"all"`
+	Jobs []string `json:"jobs"`
+}
+
+// states are the marker states history can be filtered by.
+var states = []slotstore.State{slotstore.StateRunning, slotstore.StateDone, slotstore.StateRetrying, slotstore.StateReleased,
+	slotstore.StateAbandoned, slotstore.StateSkipped, slotstore.StateReplaced}
+
+// statesText lists states for an error message.
+var statesText = func() string {
+	names := make([]string, len(states))
+	for i, s := range states {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
+}()

@@ -26,7 +26,7 @@ func (rig *apiRig) check(t *testing.T, req *http.Request, rec *httptest.Response
 	if !changed {
 		return
 	}
-	if rig.token == "" || req.Header.Get("Authorization") != "Bearer "+rig.token {
+	if rig.token == "" || !bearer(req.Header.Get("Authorization"), rig.token) {
 		t.Fatalf("%s with Authorization %q: %d, and the store changed:\n%+v\nto\n%+v", what, req.Header.Get("Authorization"), code, before, after)
 	}
 	if req.Method != http.MethodPost {
@@ -58,6 +58,13 @@ func (rig *apiRig) check(t *testing.T, req *http.Request, rec *httptest.Response
 	default:
 		t.Fatalf("%s: %d %s, and the store changed:\n%+v\nto\n%+v", what, code, body, before, after)
 	}
+}
+
+// bearer reports whether header presents token with the Bearer scheme,
+// whose name is case-insensitive (RFC 9110).
+func bearer(header, token string) bool {
+	scheme, got, ok := strings.Cut(strings.TrimSpace(header), " ")
+	return ok && strings.EqualFold(scheme, "Bearer") && strings.TrimLeft(got, " ") == token
 }
 
 // oneMore returns the one marker after has that before lacks, if after is

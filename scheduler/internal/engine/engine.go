@@ -153,6 +153,9 @@ var (
 	ErrNoJob = errors.New("scheduler: no such job")
 	// ErrNotRunning: no Run is in progress, or it is shutting down.
 	ErrNotRunning = errors.New("scheduler: not running")
+	// ErrNoFreeSlot: every second a manual slot could take is scheduled or
+	// taken by other triggers; try again later.
+	ErrNoFreeSlot = errors.New("scheduler: no free slot for a manual run")
 )
 
 // Replica returns the name of this replica.

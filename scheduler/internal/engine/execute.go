@@ -126,8 +126,16 @@ func (s *Engine) execute(ctx context.Context, cancel context.CancelCauseFunc, st
 		}
 		return count(EndRetrying)
 	}
-	if s.log.Enabled(context.Background(), slog.LevelInfo) {
-		log.get().Info("run finished", attrs()...)
+	switch {
+	case outcome == slotstore.Succeeded:
+		if s.log.Enabled(context.Background(), slog.LevelInfo) {
+			log.get().Info("run finished", attrs()...)
+		}
+	case p.retries.Max > 0:
+		// Its retries are spent, or its window closed: the slot is final.
+		log.get().Error("run finished", attrs("retries", "exhausted")...)
+	default:
+		log.get().Warn("run finished", attrs()...)
 	}
 	if outcome == slotstore.Succeeded {
 		m.success(p).Set(seconds(c.Slot))

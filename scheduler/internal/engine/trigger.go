@@ -148,6 +148,10 @@ func (e *Engine) TriggerOn(ctx context.Context, st slotstore.Store, job string) 
 	return m, End(e.execute(rctx, cancel, st, p, c, sent, runHooks{})), nil
 }
 
+// maxManualTries bounds the slots one trigger tries: a minute of seconds,
+// enough for as many triggers of one job at once.
+const maxManualTries = 60
+
 // claimManual claims a manual slot of p: the current second, or the first
 // one after it that is not one of the job's scheduled slots. It returns the
 // claim to run, or ErrBusy, ErrPaused, or why the slot could not be won.
@@ -183,7 +187,7 @@ func (e *Engine) claimManual(ctx context.Context, st slotstore.Store, p *plan) (
 	for tries := 0; ; tries++ {
 		out.Slot = slot
 		if p.sched.Prev(slot).Equal(slot) {
-			return out, slotstore.Claim{}, time.Time{}, fmt.Errorf("trigger: %s is scheduled every second of the next minute; no slot is free for a manual run", job)
+			return out, slotstore.Claim{}, time.Time{}, fmt.Errorf("%w: %s is scheduled every second of the next minute", ErrNoFreeSlot, job)
 		}
 		sent := time.Now()
 		res, err := st.Claim(ctx, slotstore.ClaimParams{Replica: e.replica, Incarnation: e.incarnation, Requests: []slotstore.ClaimRequest{{
@@ -204,10 +208,12 @@ func (e *Engine) claimManual(ctx context.Context, st slotstore.Store, p *plan) (
 		case r.Status == slotstore.Skipped && r.Marker.Reason == slotstore.ReasonOverlap && r.Marker.Holder == e.replica &&
 			r.Marker.Manual:
 			return out, slotstore.Claim{}, sent, fmt.Errorf("%w: %s is running and its overlap is forbid", ErrBusy, job)
-		case tries < 5:
-			slot = free(slot.Add(time.Second)) // taken by another trigger this second
+		case tries < maxManualTries:
+			// Taken by another trigger (of this replica or another): each
+			// trigger gets a slot of its own, the next free second.
+			slot = free(slot.Add(time.Second))
 		default:
-			return out, slotstore.Claim{}, sent, fmt.Errorf("trigger %s: slot %s is %s", job, slot.Format(time.RFC3339), r.Status)
+			return out, slotstore.Claim{}, sent, fmt.Errorf("%w: %s's slots up to %s are taken by other triggers", ErrNoFreeSlot, job, slot.Format(time.RFC3339))
 		}
 	}
 }
