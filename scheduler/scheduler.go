@@ -137,6 +137,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	} else {
 		kind = fmt.Sprintf("%T", st)
 	}
+	backend.RouteClientLogs(st, s.log)
 	rp := engine.RunParams{Store: st, Elector: s.elector}
 	if s.duties > 0 && rp.Elector == nil {
 		el, name, err := backend.Elector(ctx, st, s.baseLog)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,4 +125,44 @@ func TestElectorFollowsTheStore(t *testing.T) {
 			}
 		})
 	}
+}
+
+// What go-redis logs on its own goes through the replica's slog logger.
+func TestRedisClientLogsGoThroughSlog(t *testing.T) {
+	rd := testserver.StartRedis(t)
+	st, err := redisstore.New(t.Context(), redisstore.Options{Addr: rd.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var buf lockedBuilder
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	RouteClientLogs(st, log)
+	defer RouteClientLogs(st, slog.New(slog.DiscardHandler))
+	// A Sentinel that is no Sentinel: go-redis logs its failed query.
+	if s, err := redisstore.New(t.Context(), redisstore.Options{Addrs: []string{rd.Addr()}, MasterName: "nomaster"}); err == nil {
+		s.Close()
+		t.Fatal("a store on a Sentinel that is none opened")
+	}
+	if got := buf.String(); !strings.Contains(got, `"level":"WARN","msg":"redis client","detail":"sentinel: `) {
+		t.Errorf("logged %q, want go-redis's sentinel line through slog", got)
+	}
+}
+
+// lockedBuilder is a strings.Builder safe for concurrent writers.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
