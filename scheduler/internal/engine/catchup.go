@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/slotcron/slotcron/policy"
@@ -104,10 +105,6 @@ func (l *loop) schedule(p *plan, now, newest time.Time) []slotstore.SkipRequest 
 		}
 		skips = append(skips, p.missedSkip(s, reason))
 	}
-	for _, q := range skips {
-		l.s.log.Warn("slot missed", "job", p.name, "slot", q.Slot.Format(time.RFC3339),
-			"reason", "no replica claimed it in time")
-	}
 	if len(skips) > 0 {
 		l.s.metrics.missed.WithLabelValues(p.name, "down").Add(float64(len(skips)))
 	}
@@ -147,6 +144,7 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 		if err != nil && ctx.Err() == nil {
 			l.s.log.Warn("recording skipped slots failed", "slots", n, "err", err)
 		}
+		var recorded []slotstore.SkipRequest
 		for i, r := range res {
 			if i >= n {
 				break
@@ -154,6 +152,10 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 			q := reqs[i]
 			p := l.s.byName[q.Job]
 			if p == nil {
+				continue
+			}
+			if r.Status == slotstore.Skipped && r.Marker.Holder == l.s.replica && r.Marker.Reason == q.Reason {
+				recorded = append(recorded, q)
 				continue
 			}
 			if r.Status == slotstore.Held {
@@ -189,7 +191,52 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 			l.s.log.Info("slot not missed yet by the store's clock", "job", q.Job, "slot", q.Slot.Format(time.RFC3339), "remaining", r.Remaining.Round(time.Millisecond))
 			l.h.push(&entry{at: at, p: p, slot: q.Slot, kind: lapse, reason: q.Reason})
 		}
+		l.logMissed(recorded)
 		reqs = reqs[n:]
+	}
+}
+
+// burstLines is how many slots of one job and reason are logged a line
+// each; more are logged as one summary line.
+const burstLines = 3
+
+// logMissed logs the missed slots this replica's skips recorded: one line
+// per slot in the cluster (the replicas whose skip found the marker there
+// say nothing), and one line for a burst of a job's slots missed for one
+// reason, such as the slots of an outage.
+func (l *loop) logMissed(recorded []slotstore.SkipRequest) {
+	type burst struct {
+		job, reason string
+		slots       []time.Time
+	}
+	var order []*burst
+	bursts := map[[2]string]*burst{}
+	for _, q := range recorded {
+		reason, ok := strings.CutPrefix(q.Reason, "missed: ")
+		if !ok {
+			continue // paused and catch-up records are logged where decided
+		}
+		k := [2]string{q.Job, reason}
+		b := bursts[k]
+		if b == nil {
+			b = &burst{job: q.Job, reason: reason}
+			bursts[k] = b
+			order = append(order, b)
+		}
+		b.slots = append(b.slots, q.Slot)
+	}
+	now := l.s.now()
+	for _, b := range order {
+		if len(b.slots) <= burstLines {
+			for _, s := range b.slots {
+				l.s.log.Warn("slot missed", "job", b.job, "slot", s.Format(time.RFC3339), "reason", b.reason,
+					"late_by", now.Sub(s).Round(time.Millisecond))
+			}
+			continue
+		}
+		slices.SortFunc(b.slots, time.Time.Compare)
+		l.s.log.Warn("slots missed", "job", b.job, "count", len(b.slots), "first", b.slots[0].Format(time.RFC3339),
+			"last", b.slots[len(b.slots)-1].Format(time.RFC3339), "reason", b.reason)
 	}
 }
 

@@ -493,8 +493,7 @@ func (l *loop) wake(ctx context.Context) {
 			if e.tries > 0 {
 				reason, skipReason = "store unavailable", reasonUnavailable
 			}
-			l.s.log.Warn("slot missed", "job", e.p.name, "slot", e.slot.Format(time.RFC3339),
-				"reason", reason, "late_by", now.Sub(e.slot).Round(time.Millisecond))
+			// Logged by the replica whose skip records it (skip).
 			l.s.metrics.missed.WithLabelValues(e.p.name, reason).Inc()
 			missed = append(missed, e.p.missedSkip(e.slot, skipReason))
 			continue
