@@ -36,6 +36,9 @@ func cmdHistory(ctx context.Context, args []string, stdout, stderr io.Writer, re
 	if err != nil {
 		return err
 	}
+	if _, ok := cfg.Jobs[*job]; *job != "" && !ok {
+		return usageError{msg: fmt.Sprintf("history: no job %q in %s", *job, *path)}
+	}
 	st, err := backend.Open(ctx, cfg.backendConfig())
 	if err != nil {
 		return err
