@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/slotcron/slotcron/jobs"
@@ -141,11 +142,12 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
 
 // parseFlags parses a command's flags and refuses positional arguments.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := parseFlagsArgs(fs, args); err != nil {
+	pos, err := parseFlagsArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError{msg: fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
+	if len(pos) > 0 {
+		return usageError{msg: fmt.Sprintf("%s: unexpected argument %q", fs.Name(), pos[0])}
 	}
 	return nil
 }
@@ -196,14 +198,26 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer, r
 	return nil
 }
 
-// parseFlagsArgs parses a command's flags and leaves its positional
-// arguments in fs.Args.
-func parseFlagsArgs(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{msg: err.Error()}
+// parseFlagsArgs parses a command's flags, before and after its positional
+// arguments (trigger hello --config x), and returns the positional
+// arguments; after "--" every argument is positional.
+func parseFlagsArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, rest = args[:i], args[i+1:]
 	}
-	return nil
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{msg: err.Error()}
+		}
+		if fs.NArg() == 0 {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }

@@ -16,13 +16,17 @@ import (
 // the whole cluster, in the store: every replica obeys within a second.
 func cmdPause(ctx context.Context, name string, paused bool, args []string, stdout, stderr io.Writer, reg *jobs.Registry) error {
 	fs, path := newFlags(name, stderr)
-	if err := parseFlagsArgs(fs, args); err != nil {
+	pos, err := parseFlagsArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 1 {
-		return usageError{msg: fmt.Sprintf("%s: at most one job, not %q", name, strings.Join(fs.Args(), " "))}
+	if len(pos) > 1 {
+		return usageError{msg: fmt.Sprintf("%s: at most one job, not %q", name, strings.Join(pos, " "))}
 	}
-	job := fs.Arg(0)
+	var job string
+	if len(pos) == 1 {
+		job = pos[0]
+	}
 	cfg, err := loadConfig(ctx, *path, reg)
 	if err != nil {
 		return err
@@ -54,10 +58,11 @@ func cmdPause(ctx context.Context, name string, paused bool, args []string, stdo
 // how it ended; exit 1 unless it succeeded.
 func cmdTrigger(ctx context.Context, args []string, stdout, stderr io.Writer, reg *jobs.Registry) error {
 	fs, path := newFlags("trigger", stderr)
-	if err := parseFlagsArgs(fs, args); err != nil {
+	pos, err := parseFlagsArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		return usageError{msg: "trigger: name exactly one job"}
 	}
 	cfg, err := loadConfig(ctx, *path, reg)
@@ -68,7 +73,7 @@ func cmdTrigger(ctx context.Context, args []string, stdout, stderr io.Writer, re
 	if err != nil {
 		return err
 	}
-	res, err := s.Trigger(ctx, fs.Arg(0))
+	res, err := s.Trigger(ctx, pos[0])
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -179,17 +181,41 @@ func TestCLIPauseResumeTrigger(t *testing.T) {
 	if code, stdout, _ := runCLI(t, "resume", "--config", conf); code != ExitOK || !strings.Contains(stdout, "all=false jobs=[hello]") {
 		t.Errorf("resume cluster: exit %d %q", code, stdout)
 	}
-	if code, stdout, _ := runCLI(t, "resume", "--config", conf, "hello"); code != ExitOK || !strings.Contains(stdout, "all=false jobs=[]") {
+	if code, stdout, _ := runCLI(t, "resume", "hello", "--config", conf); code != ExitOK || !strings.Contains(stdout, "all=false jobs=[]") {
 		t.Errorf("resume hello: exit %d %q", code, stdout)
 	}
 	if code, _, _ := runCLI(t, "pause", "--config", conf, "nope"); code != ExitUsage {
 		t.Errorf("pause of an unknown job: exit %d", code)
 	}
-	code, stdout, stderr := runCLI(t, "trigger", "--config", conf, "hello")
+	if code, _, stderr := runCLI(t, "trigger", "hello", "--config", conf, "extra"); code != ExitUsage || !strings.Contains(stderr, "exactly one job") {
+		t.Errorf("trigger of two jobs: exit %d %q", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, "trigger", "hello", "--config", conf) // flags after the job
 	if code != ExitOK || !strings.Contains(stdout, ": succeeded") {
 		t.Errorf("trigger: exit %d %q %q", code, stdout, stderr)
 	}
 	if code, stdout, _ := runCLI(t, "history", "--config", conf, "--json"); code != ExitOK || !strings.Contains(stdout, `"manual":true`) {
 		t.Errorf("history after trigger: %q", stdout)
+	}
+}
+
+// Flags may follow the positional arguments; after "--" all are positional.
+func TestParseFlagsArgs(t *testing.T) {
+	for _, c := range []struct {
+		args, pos []string
+		config    string
+	}{
+		{[]string{"--config", "x", "hello"}, []string{"hello"}, "x"},
+		{[]string{"hello", "--config", "x"}, []string{"hello"}, "x"},
+		{[]string{"a", "--config=x", "b"}, []string{"a", "b"}, "x"},
+		{[]string{"a", "--", "--config", "y"}, []string{"a", "--config", "y"}, "slotcron.yaml"},
+		{nil, nil, "slotcron.yaml"},
+	} {
+		t.Setenv("SLOTCRON_CONFIG", "")
+		fs, path := newFlags("t", io.Discard)
+		pos, err := parseFlagsArgs(fs, c.args)
+		if err != nil || !slices.Equal(pos, c.pos) || *path != c.config {
+			t.Errorf("%q: %q, config %q, %v; want %q, config %q", c.args, pos, *path, err, c.pos, c.config)
+		}
 	}
 }
