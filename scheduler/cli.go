@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"syscall"
 
@@ -57,6 +58,7 @@ commands:
   trigger   run a job now, here, as a manual slot (obeys overlap)
   pause     pause a job, or with no job the whole cluster, on every replica
   resume    resume a job, or with no job the whole cluster
+  version   print slotcron's version, the binary's revision and Go's version
 
 common flags:
   --config FILE   configuration file (default $SLOTCRON_CONFIG, else slotcron.yaml)
@@ -65,7 +67,7 @@ exit status: 0 success, or run shut down by SIGTERM or SIGINT; 1 runtime failure
 or stopped by a signal before it finished (run: before the scheduler started);
 2 bad configuration or usage. A second signal ends the process at once.
 
-Run '%[1]s <command> -h' for a command's flags.
+Run '%[1]s help <command>' or '%[1]s <command> -h' for a command's flags.
 `
 
 // Command runs one CLI command with args (without the program name) and
@@ -78,6 +80,12 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer, reg *
 		return ExitUsage
 	}
 	cmd, rest := args[0], args[1:]
+	if cmd == "help" && len(rest) == 1 && rest[0] != "help" {
+		cmd, rest = rest[0], []string{"-h"} // help CMD is CMD -h
+	}
+	if slices.ContainsFunc(rest, isHelpFlag) {
+		stderr = stdout // asked for: the usage is the output
+	}
 	var err error
 	switch cmd {
 	case "run":
@@ -96,6 +104,9 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer, reg *
 		err = cmdPause(ctx, "resume", false, rest, stdout, stderr, reg)
 	case "help", "-h", "--help":
 		fmt.Fprintf(stdout, usage, prog)
+		return ExitOK
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, versionText())
 		return ExitOK
 	default:
 		fmt.Fprintf(stderr, "%s: unknown command %q\n", prog, cmd)
@@ -117,6 +128,57 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer, reg *
 		return ExitFailure
 	}
 }
+
+// isHelpFlag reports whether arg asks for a command's usage.
+func isHelpFlag(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help", "--h":
+		return true
+	}
+	return false
+}
+
+// versionText describes this build: slotcron's version (the module the
+// binary was built with), the binary's revision when it was built from a
+// repository, and Go's version.
+func versionText() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "slotcron (no build information)"
+	}
+	version := bi.Main.Version
+	if bi.Main.Path != slotcronModule {
+		version = "(not a dependency)"
+		for _, d := range bi.Deps {
+			if d.Path == slotcronModule {
+				version = d.Version
+				if d.Replace != nil {
+					version += " => " + d.Replace.Path + " " + d.Replace.Version
+				}
+			}
+		}
+	}
+	out := "slotcron " + version
+	var rev, modified string
+	for _, kv := range bi.Settings {
+		switch kv.Key {
+		case "vcs.revision":
+			rev = kv.Value
+		case "vcs.modified":
+			modified = kv.Value
+		}
+	}
+	if rev != "" {
+		out += ", " + bi.Main.Path + " at " + rev
+		if modified == "true" {
+			out += " (modified)"
+		}
+	}
+	return out + ", " + bi.GoVersion
+}
+
+// slotcronModule is slotcron's module path.
+const slotcronModule = "github.com/slotcron/slotcron"
 
 var (
 	errUsage    = errors.New("usage")

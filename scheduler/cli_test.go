@@ -219,3 +219,19 @@ func TestParseFlagsArgs(t *testing.T) {
 		}
 	}
 }
+
+// version prints the build; help CMD and CMD -h print the command's flags
+// on stdout, since they were asked for.
+func TestCLIVersionAndHelp(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		if code, stdout, _ := runCLI(t, args...); code != ExitOK || !strings.HasPrefix(stdout, "slotcron ") || !strings.Contains(stdout, "go1.") {
+			t.Errorf("%q: exit %d %q", args, code, stdout)
+		}
+	}
+	for _, args := range [][]string{{"help", "trigger"}, {"trigger", "-h"}, {"history", "--help"}} {
+		code, stdout, stderr := runCLI(t, args...)
+		if code != ExitOK || !strings.Contains(stdout, "-config") || stderr != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+}
