@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/leader"
 	"github.com/slotcron/slotcron/slotstore/memstore"
@@ -140,29 +140,11 @@ func TestWithElector(t *testing.T) {
 	})
 }
 
-// syncBuffer is a bytes.Buffer safe for the loggers of many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // Every line of a replica, its engine's, its runs', its duties' and its
 // elector's, names the replica once.
 func TestLogsNameTheReplicaOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var buf syncBuffer
+		var buf testlog.Buffer
 		reg := jobs.NewRegistry()
 		reg.Register("tick", func(ctx context.Context, run jobs.Run) error {
 			run.Logger().Info("ticked")

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/slotstore/memstore"
 )
@@ -19,7 +20,7 @@ import (
 // spent: an operator filtering on WARN sees every failure.
 func TestFailedRunsLogAtWarnAndError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var buf syncBuffer
+		var buf testlog.Buffer
 		reg := jobs.NewRegistry()
 		fail := func(context.Context, jobs.Run) error { return errors.New("boom") }
 		reg.Register("plain", fail)

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/memstore"
@@ -28,7 +29,7 @@ func TestMissedSlotsLoggedOncePerCluster(t *testing.T) {
 		stop()
 		time.Sleep(2 * time.Minute) // nobody runs it: about 12 slots
 
-		var buf syncBuffer
+		var buf testlog.Buffer
 		logger := slog.New(slog.NewJSONHandler(&buf, nil))
 		var stops []func()
 		for _, name := range []string{"a", "b", "c"} {

@@ -6,13 +6,13 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
+	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/leader"
 	"github.com/slotcron/slotcron/slotstore"
@@ -135,7 +135,7 @@ func TestRedisClientLogsGoThroughSlog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	var buf lockedBuilder
+	var buf testlog.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
 	RouteClientLogs(st, log)
 	defer RouteClientLogs(st, slog.New(slog.DiscardHandler))
@@ -147,22 +147,4 @@ func TestRedisClientLogsGoThroughSlog(t *testing.T) {
 	if got := buf.String(); !strings.Contains(got, `"level":"WARN","msg":"redis client","detail":"sentinel: `) {
 		t.Errorf("logged %q, want go-redis's sentinel line through slog", got)
 	}
-}
-
-// lockedBuilder is a strings.Builder safe for concurrent writers.
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -45,14 +45,12 @@ type Manual struct {
 // claim takes; readers (the store for the admin API's reads, a pause made
 // through this replica) load cur and never wait for a claim.
 type liveEngine struct {
-	mu  sync.Mutex
-	l   *loop
+	mu  sync.Mutex // held by set, and by Start from its claim to its run's start
 	cur atomic.Pointer[loop]
 }
 
 func (e *liveEngine) set(l *loop) {
 	e.mu.Lock()
-	e.l = l
 	e.cur.Store(l)
 	e.mu.Unlock()
 }
@@ -94,7 +92,7 @@ func (e *Engine) Start(ctx context.Context, job string) (Started, error) {
 	}
 	e.live.mu.Lock()
 	defer e.live.mu.Unlock()
-	l := e.live.l
+	l := e.live.cur.Load() // stable while mu is held
 	if l == nil {
 		return Started{}, ErrNotRunning
 	}
