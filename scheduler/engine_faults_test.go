@@ -60,6 +60,10 @@ func (a *amnesiac) SetPause(ctx context.Context, p slotstore.PauseParams) error 
 func (a *amnesiac) Pauses(ctx context.Context) (slotstore.Pauses, error) {
 	return a.store().Pauses(ctx)
 }
+func (a *amnesiac) Beat(ctx context.Context, b slotstore.Beat) error { return a.store().Beat(ctx, b) }
+func (a *amnesiac) Replicas(ctx context.Context) ([]slotstore.Replica, error) {
+	return a.store().Replicas(ctx)
+}
 func (a *amnesiac) History(ctx context.Context, p slotstore.HistoryParams) ([]slotstore.Marker, error) {
 	return a.store().History(ctx, p)
 }

@@ -22,9 +22,11 @@
 //
 //	running ── finish failed or timeout, with RetryAt ──▶ retrying
 //	retrying ── claim at or after RetryAt ──▶ running (attempt+1, new fence)
+//	skipped ── backfill claim ──▶ running (attempt 1, new fence)
 //
 // done, abandoned, skipped and replaced are final (State.Final): no claim
-// ever wins the slot again while the marker is retained (guarantee 3).
+// ever wins the slot again while the marker is retained (guarantee 3), but
+// for the one way back from skipped a backfill takes (Backfill below).
 //
 // # Policies
 //
@@ -55,8 +57,48 @@
 // Skip records slots the caller decided not to run (missed, caught up)
 // with a reason, so history shows them; a slot that already has a marker
 // is left alone. Pauses (SetPause, Pauses) are stored beside the markers so
-// every replica reads the same ones. A manual trigger's claim sets
-// ClaimRequest.Manual, which the marker keeps (Marker.Manual).
+// every replica reads the same ones, each with a note of who set it, when
+// by the store's clock, and why (Pauses.Notes). Replicas say they are alive
+// with Beat, which stands for its TTL by the store's clock; Replicas lists
+// the beats, live or not, for BeatKeep after their TTL, and the store
+// deletes older ones. Beats are for people: no guarantee rests on them. A
+// manual trigger's claim sets ClaimRequest.Manual, which the marker keeps
+// (Marker.Manual).
+//
+// # Backfill
+//
+// A slot skipped because no replica ran it in time (an outage longer than
+// its starting deadline, a catch-up policy) never ran, and an operator may
+// run it after all: a claim with ClaimRequest.Backfill set wins a skipped
+// slot as if its marker were not there, once, and otherwise claims as any
+// claim does. It wins only a slot that surely never ran: not one skipped
+// for ReasonDataLoss, nor one older than its job's generation (either may
+// have run before a loss of data), nor one whose skip was recorded before
+// the generation began (a marker a restored backup brought back: the slot
+// may have been backfilled since). The winner holds the slot as a first
+// claim would (attempt 1, a fence above every fence of the job), so a
+// second backfill finds it held, then finished, and a repeated backfill of
+// a range is safe beside running replicas. With policy.OverlapForbid it
+// waits for the job's other runs: while one holds a live lease, it changes
+// nothing and answers Skipped. Before its NotBefore it changes nothing and
+// answers NotYet, as a first claim does. A backfill never replaces and is
+// never a Term (ErrInvalid).
+//
+// Once the store's clock has reached Slot + Retain, a backfill neither wins
+// a skipped slot nor creates a marker: markers are kept only until then, so
+// a slot with none may have run and had its marker pruned, and a marker
+// the backfill made would be due for pruning at once. Such a claim is a
+// TakeoverOnly claim without Backfill: a slot with no marker answers
+// Absent, and one with a marker is answered as an ordinary claim would be
+// (a skipped one loses).
+//
+// The rule on skips recorded before the generation began protects against
+// a restore only where the restore begins a new generation: a Postgres
+// logical dump and restore, or a Redis that lost its generation keys. After
+// a Redis RDB restore, a SQLite file copy, or a Postgres physical or
+// point-in-time restore, the generations come back with the markers, and a
+// slot backfilled since the backup, whose skipped marker the copy brings
+// back, may run again.
 //
 // # Generations: what a store that lost its data may not do
 //
@@ -120,9 +162,10 @@
 //     or takeover, returns a fence greater than every fence issued before for
 //     that job, across restarts of the store.
 //  3. A finished slot never runs again: Claim never wins a slot whose marker
-//     is done, abandoned, skipped or replaced, nor creates the first marker
-//     of a slot older than its job's generation (the store may have lost
-//     its marker).
+//     is done, abandoned, skipped or replaced (but a backfill a slot that
+//     surely never ran, see Backfill), nor creates the first marker of a
+//     slot older than its job's generation (the store may have lost its
+//     marker).
 //  4. A dead holder's slot is not lost: once the lease of a running slot has
 //     expired, the next Claim takes it over (attempt+1, higher fence) or,
 //     with OnCrash skip or no attempts left, marks it abandoned.

@@ -50,10 +50,21 @@ type Store interface {
 	// generation (see Generation). Enrolling a job again changes nothing.
 	Enroll(ctx context.Context, p EnrollParams) ([]Generation, error)
 	// SetPause pauses or resumes one job, or the whole cluster when p.Job
-	// is empty. It is idempotent, and durable as the markers are.
+	// is empty. It is idempotent, and durable as the markers are. A pause
+	// records p.By and p.Reason with the store's time (Pauses.Notes); a
+	// pause of what is already paused records them anew; a resume deletes
+	// them.
 	SetPause(ctx context.Context, p PauseParams) error
-	// Pauses returns what is paused.
+	// Pauses returns what is paused, with who paused it, when and why.
 	Pauses(ctx context.Context) (Pauses, error)
+	// Beat records that a replica is alive, replacing its last beat, for
+	// p.TTL by the store's clock. Beats are for people (the dashboard's
+	// cluster view); nothing of the guarantees depends on them.
+	Beat(ctx context.Context, p Beat) error
+	// Replicas lists the replicas that beat within BeatKeep, sorted by
+	// name, each with its last beat and whether that beat's TTL still
+	// runs. Beats older than that are deleted (by Replicas, Beat or Prune).
+	Replicas(ctx context.Context) ([]Replica, error)
 	// History lists markers, newest slot first.
 	History(ctx context.Context, p HistoryParams) ([]Marker, error)
 	// Prune deletes markers whose retention has ended and that are not
@@ -109,6 +120,24 @@ type ClaimRequest struct {
 	// the slot's marker (won, or skipped for overlap) records it in
 	// Marker.Manual; later claims of the slot keep the marker's own.
 	Manual bool
+	// Backfill claims a slot that never ran. It is a claim like any other,
+	// and in one case more: a slot whose marker is skipped, for any reason
+	// but ReasonDataLoss, and was recorded skipped at or after its job's
+	// generation began (Marker.ClaimedAt not before Generation.Born), of a
+	// slot that generation covers (Generation.Covers: a skip recorded after
+	// a loss of data says nothing of whether an older slot ran before it),
+	// is won as a first claim is: the marker becomes running with Attempt
+	// 1, a new fence above every fence of the job, this claim's Holder,
+	// Incarnation, Lease and Retain, Manual false, and no Reason, Outcome or
+	// Error. Before NotBefore by the store's clock such a claim changes
+	// nothing and answers NotYet, as a first claim would; with Overlap
+	// forbid, one made while another slot of the job runs under a live
+	// lease changes nothing and answers Skipped. Overlap must be allow or
+	// forbid with Backfill (ErrInvalid else); Term must be false. Once the
+	// store's clock has reached Slot + Retain (the slot may have run and
+	// its marker been pruned), a Backfill claim is a TakeoverOnly claim
+	// without Backfill: it creates no marker, and a skipped one loses.
+	Backfill bool
 }
 
 // ClaimParams is one batch of claims made by one replica.
@@ -320,12 +349,57 @@ func (g Generation) Covers(slot time.Time) bool { return !slot.Before(g.Born) }
 type PauseParams struct {
 	Job    string // empty for the whole cluster
 	Paused bool   // false resumes
+	// By says who paused ("alice", "http 10.0.0.7", "cli root@host") and
+	// Reason why; both are optional and kept, at most 1,000 bytes each
+	// (ErrInvalid when longer), with the pause. A resume ignores them.
+	By, Reason string
 }
 
 // Pauses is what is paused.
 type Pauses struct {
 	All  bool     // the whole cluster
 	Jobs []string // the jobs paused on their own, sorted; never nil
+	// Notes says, for each pause in force, who set it, when and why; the
+	// key is the job, "" for the cluster's. Never nil. A pause set before
+	// the store kept notes has none.
+	Notes map[string]PauseNote
+}
+
+// PauseNote records one pause.
+type PauseNote struct {
+	By, Reason string
+	At         time.Time // when it was set, by the store's clock
+}
+
+// BeatKeep is how long after its TTL ran out a replica's last beat is kept
+// (and listed by Replicas, not live), so an operator sees a replica that
+// went away.
+const BeatKeep = time.Hour
+
+// Beat is what a replica says of itself.
+type Beat struct {
+	Replica     string // required, at most 200 bytes
+	Incarnation string
+	Version     string    // the replica's build
+	Started     time.Time // when its process started (its own clock)
+	// Duties are the duties the replica leads, each with its term's fence.
+	Duties []DutyTerm
+	// TTL is how long the beat stands; required, positive.
+	TTL time.Duration
+}
+
+// DutyTerm is a duty a replica leads.
+type DutyTerm struct {
+	Name  string
+	Fence int64
+	Since time.Time // when the term began (the replica's clock)
+}
+
+// Replica is a replica as its last beat describes it.
+type Replica struct {
+	Beat
+	Seen time.Time // when the store recorded the last beat (store clock)
+	Live bool      // Seen + TTL is not yet past, by the store's clock
 }
 
 // HistoryParams selects markers.

@@ -3,7 +3,9 @@ package memstore_test
 import (
 	"errors"
 	"maps"
+	"time"
 
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
@@ -20,7 +22,31 @@ func (m *model) checkClaims(before map[key]slotstore.Marker, reqs []slotstore.Cl
 		}
 		k, got := keyOf(r.Job, r.Slot), res[i]
 		prior, had := before[k]
-		if got.Status != slotstore.Absent {
+		// A Backfill claim wins a slot of the generation skipped since it
+		// began, but for data loss, unless it forbids overlap while
+		// another slot of the job runs, or the slot's retention has ended
+		// (then it creates no marker either).
+		retain := r.Retain
+		if retain <= 0 {
+			retain = rules.DefaultRetain
+		}
+		kept := m.now.Before(r.Slot.UTC().Truncate(time.Second).Add(retain))
+		backfill := had && r.Backfill && kept && prior.State == slotstore.StateSkipped &&
+			prior.Reason != slotstore.ReasonDataLoss && !prior.ClaimedAt.Before(m.born[r.Job]) &&
+			!prior.Slot.Before(m.born[r.Job]) && !(r.Overlap == policy.OverlapForbid && busy(before, r, m.now))
+		if !had && r.Backfill && !kept && got.Status != slotstore.Absent {
+			m.fatalf("backfill %+v at %v, its retention over, of no marker: %v, want absent", r, m.now, got.Status)
+		}
+		if backfill != (had && prior.State == slotstore.StateSkipped && got.Status == slotstore.Won) {
+			m.fatalf("claim %+v of %+v, born %v: %v", r, prior, m.born[r.Job], got.Status)
+		}
+		if backfill {
+			m.backfilled[k] = true
+			if c := got.Claim; c.Attempt != 1 || c.PrevHolder != "" || c.Retry || got.Marker.Manual || got.Marker.Reason != "" {
+				m.fatalf("backfill %+v of %+v: %+v, marker %+v, want a first claim's", r, prior, c, got.Marker)
+			}
+		}
+		if got.Status != slotstore.Absent && got.Status != slotstore.NotYet {
 			before[k] = got.Marker // later requests of the batch see it
 		}
 		for _, ref := range got.Replaced {
@@ -31,7 +57,7 @@ func (m *model) checkClaims(before map[key]slotstore.Marker, reqs []slotstore.Cl
 		}
 		c := got.Claim
 		switch {
-		case had && (prior.State.Final() || (prior.State == slotstore.StateRunning || prior.State == slotstore.StateRetrying) &&
+		case had && !backfill && (prior.State.Final() || (prior.State == slotstore.StateRunning || prior.State == slotstore.StateRetrying) &&
 			m.now.Before(prior.LeaseEnd)):
 			m.fatalf("claim %+v won %+v over %+v", r, c, prior)
 		case !had && !r.Term && r.Slot.Before(m.born[r.Job]):
@@ -44,6 +70,17 @@ func (m *model) checkClaims(before map[key]slotstore.Marker, reqs []slotstore.Cl
 		m.fence[r.Job] = c.Fence
 		m.won = append(m.won, c.Ref)
 	}
+}
+
+// busy reports whether a slot of r's job other than r's runs under a live
+// lease at now, among markers.
+func busy(markers map[key]slotstore.Marker, r slotstore.ClaimRequest, now time.Time) bool {
+	for k, o := range markers {
+		if k.job == r.Job && k.slot != r.Slot.Unix() && o.State == slotstore.StateRunning && now.Before(o.LeaseEnd) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkMutation checks a renew, finish or release of ref as the slotstore

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/internal/rules"
 	"github.com/slotcron/slotcron/slotstore/memstore"
@@ -23,6 +24,8 @@ type model struct {
 	won   []slotstore.Ref
 	fence map[string]int64     // per job, the highest fence won
 	born  map[string]time.Time // per job, when its generation began
+	// backfilled holds the skipped slots the last claim batch won.
+	backfilled map[key]bool
 }
 
 type key struct {
@@ -48,6 +51,7 @@ func newModel(t *testing.T) *model {
 func (m *model) run(r *reader) {
 	ctx := context.Background()
 	before := m.markers()
+	m.backfilled = map[key]bool{}
 	var err error
 	op := byte(r.pick(8))
 	switch op {
@@ -60,6 +64,11 @@ func (m *model) run(r *reader) {
 		var res []slotstore.ClaimResult
 		if res, err = m.s.Claim(ctx, p); err == nil {
 			m.checkClaims(before, p.Requests, res)
+		}
+		for _, r := range p.Requests {
+			if bad := r.Backfill && (r.Term || r.Overlap == policy.OverlapReplace); bad && !errors.Is(err, slotstore.ErrInvalid) {
+				m.fatalf("claim batch with %+v: %v, want ErrInvalid", r, err)
+			}
 		}
 	case opRenew:
 		p := slotstore.RenewParams{Ref: r.ref(m.won), Lease: r.duration()}
@@ -114,6 +123,7 @@ func (m *model) run(r *reader) {
 			m.fatalf("prune at %v: marker %+v prunable %v, kept %v", m.now, b, rules.Prunable(b, m.now), kept)
 		case op != opPrune && !kept:
 			m.fatalf("op %d deleted %+v", op, b)
+		case op == opClaim && m.backfilled[k]: // checked by checkClaims
 		case kept && (b.State.Final() || op == opPrune || op == opSkip) && !reflect.DeepEqual(a, b):
 			m.fatalf("op %d changed %+v to %+v", op, b, a)
 		}

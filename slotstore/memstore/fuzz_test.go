@@ -48,6 +48,20 @@ func FuzzStore(f *testing.F) {
 		slices.Concat(claim(0, 6, 0, 0), renew, finishOK),
 		// enrolment, a claim with no job, a prune
 		slices.Concat([]byte{opEnroll, 2, 0, 1}, claim(3, 0, 0, 0), claim(1, 7, 0, 0), []byte{opTick, 4, opPrune}),
+		// a missed slot backfilled once: held, then finished
+		slices.Concat(claim(0, 1, 0, 0), skip(0, 0, 0), backfill(0, 0, 0), backfill(0, 0, 0), finishOK, backfill(0, 0, 0)),
+		// a slot skipped for data loss, and one skipped before the
+		// generation began, are never backfilled
+		slices.Concat(claim(0, 4, 0, 0), backfill(0, 4, 0), skip(1, 0, 0), tickHour, backfill(1, 0, 0)),
+		// nor is a slot older than the generation, whenever it was skipped
+		slices.Concat(claim(0, 0, 0, 0), skip(0, 4, 0), backfill(0, 4, 0)),
+		// a backfill with forbid while another slot runs; with replace
+		slices.Concat(claim(0, 1, 0, 0), skip(0, 0, 0), backfill(0, 0, 2), backfill(0, 0, 3), backfill(0, 0, 1)),
+		// once a slot's retention (here a minute) has ended, a backfill wins
+		// no skipped slot and creates no marker; it takes over an expired
+		// lease as any claim does
+		slices.Concat(claim(0, 1, 0, 0), skip(0, 0, 0), []byte{opTick, 3}, backfill(0, 0, 0), backfill(0, 2, 0),
+			backfill(0, 1, 0)),
 	} {
 		f.Add(prog)
 	}
@@ -111,15 +125,20 @@ func (r *reader) instant(now time.Time) time.Time {
 	return []time.Time{{}, now.Add(-time.Second), now, now.Add(time.Minute), now.Add(math.MaxInt64)}[r.pick(5)]
 }
 
+// claimRequest reads a claim request. One choice says whether it is a term
+// (3 or 7) and whether a backfill (6 or 7), so a program written before
+// claims could backfill reads as it did, but for its 6s and 7s.
 func (r *reader) claimRequest() slotstore.ClaimRequest {
-	return slotstore.ClaimRequest{
+	c := slotstore.ClaimRequest{
 		Job: r.job(), Slot: r.slot(), Lease: r.duration(),
 		OnCrash:     []policy.OnCrash{"", policy.OnCrashRetry, policy.OnCrashSkip, "crash"}[r.pick(4)],
 		MaxAttempts: []int{0, 1, 2, -1}[r.pick(4)], Retain: r.duration(), TakeoverOnly: r.flag(),
 		Overlap: []policy.Overlap{"", policy.OverlapAllow, policy.OverlapForbid, policy.OverlapReplace,
 			"sometimes"}[r.pick(5)],
-		Term: r.pick(4) == 3, Manual: r.flag(),
 	}
+	t := r.pick(8)
+	c.Term, c.Backfill, c.Manual = t%4 == 3, t >= 6, r.flag()
+	return c
 }
 
 func (r *reader) skipRequest(now time.Time) slotstore.SkipRequest {
@@ -161,6 +180,12 @@ func slotChoice(n byte) []byte {
 // claim is a batch of one claim by r0 of job's slot with the given choices.
 func claim(job, slot, onCrash, overlap byte) []byte {
 	return slices.Concat([]byte{opClaim, 0, 0, 0, job}, slotChoice(slot), []byte{0, onCrash, 0, 0, 0, overlap, 0, 0})
+}
+
+// backfill is a batch of one Backfill claim by r0 of job's slot, with an
+// overlap choice.
+func backfill(job, slot, overlap byte) []byte {
+	return slices.Concat([]byte{opClaim, 0, 0, 0, job}, slotChoice(slot), []byte{0, 0, 0, 0, 0, overlap, 6, 0})
 }
 
 // skip is a batch of one skip by r0 of job's slot, with a NotBefore choice.

@@ -34,8 +34,9 @@ type Store struct {
 	retry   map[key]bool              // slots in state retrying
 	newest  map[string]int64          // job -> its newest marker's slot (Unix seconds)
 	fences  map[string]int64
-	born    map[string]time.Time // job -> when its generation began
-	pauses  map[string]bool      // job -> paused; "" is the whole cluster
+	born    map[string]time.Time           // job -> when its generation began
+	pauses  map[string]slotstore.PauseNote // job -> its pause; "" is the whole cluster
+	beats   map[string]slotstore.Replica   // replica -> its last beat
 }
 
 // Options configures New. The zero value of every field means its
@@ -54,7 +55,8 @@ func New(o Options) *Store {
 	return &Store{
 		now: now, markers: make(map[key]slotstore.Marker), running: make(map[string]map[int64]bool),
 		retry: make(map[key]bool), newest: make(map[string]int64),
-		fences: make(map[string]int64), born: make(map[string]time.Time), pauses: make(map[string]bool),
+		fences: make(map[string]int64), born: make(map[string]time.Time),
+		pauses: make(map[string]slotstore.PauseNote), beats: make(map[string]slotstore.Replica),
 	}
 }
 
@@ -164,7 +166,8 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 		)
 		if ok {
 			curp = &cur
-		} else if rules.ChecksOverlap(r) {
+		}
+		if rules.ReadsRunning(curp, rules.Effective(r, now)) {
 			running = s.runningOf(r.Job)
 		}
 		d := rules.Decide(curp, r, now, s.bornOf(r.Job, now), running)
@@ -211,40 +214,6 @@ func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.C
 		}
 		out[i] = res
 	}
-	return out, nil
-}
-
-// SetPause implements slotstore.Store.
-func (s *Store) SetPause(ctx context.Context, p slotstore.PauseParams) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return fmt.Errorf("memstore: set pause of %q: %w", p.Job, slotstore.ErrClosed)
-	}
-	if p.Paused {
-		s.pauses[p.Job] = true
-	} else {
-		delete(s.pauses, p.Job)
-	}
-	return nil
-}
-
-// Pauses implements slotstore.Store.
-func (s *Store) Pauses(ctx context.Context) (slotstore.Pauses, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return slotstore.Pauses{}, fmt.Errorf("memstore: pauses: %w", slotstore.ErrClosed)
-	}
-	out := slotstore.Pauses{Jobs: []string{}}
-	for job := range s.pauses {
-		if job == "" {
-			out.All = true
-		} else {
-			out.Jobs = append(out.Jobs, job)
-		}
-	}
-	sort.Strings(out.Jobs)
 	return out, nil
 }
 
@@ -391,6 +360,7 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 			delete(s.running, job) // kept between runs; not for a job that stopped
 		}
 	}
+	s.pruneBeats(now)
 	return n, nil
 }
 

@@ -17,7 +17,7 @@ import (
 
 // Claim implements slotstore.Store. The batch is one statement and one
 // round trip: a call of the schema's claim function (migrations/, latest
-// version in 0006_claim_look_unlocked.sql), which begins the generations of
+// version in 0008_claim_backfill.sql), which begins the generations of
 // the batch's jobs that have none, decides every request in one
 // transaction, as the decision table in Go (see slotstore's package
 // documentation) would in request order (fresh slots, and answers that change nothing, in one set-based
@@ -62,7 +62,7 @@ type batch struct {
 	leases                              []int64
 	maxes                               []int32
 	crashSkips, takeover, terms, manual []bool
-	skipping                            []bool
+	skipping, backfill                  []bool
 	overlaps, reasons                   []string
 	notBefore                           []pgtype.Timestamptz // null where zero
 }
@@ -72,6 +72,7 @@ func newBatch(n int) *batch {
 		jobs: make([]string, 0, n), slots: make([]time.Time, 0, n), keeps: make([]time.Time, 0, n),
 		leases: make([]int64, 0, n), maxes: make([]int32, 0, n), crashSkips: make([]bool, 0, n),
 		takeover: make([]bool, 0, n), terms: make([]bool, 0, n), manual: make([]bool, 0, n), skipping: make([]bool, 0, n),
+		backfill: make([]bool, 0, n),
 		overlaps: make([]string, 0, n), reasons: make([]string, 0, n), notBefore: make([]pgtype.Timestamptz, 0, n),
 	}
 }
@@ -81,6 +82,7 @@ func (b *batch) add(r slotstore.ClaimRequest, skipping bool, reason string, notB
 	b.leases, b.maxes = append(b.leases, micros(r.Lease)), append(b.maxes, int32(min(r.MaxAttempts, 1<<30)))
 	b.crashSkips, b.takeover = append(b.crashSkips, r.OnCrash == policy.OnCrashSkip), append(b.takeover, r.TakeoverOnly)
 	b.terms, b.manual, b.skipping = append(b.terms, r.Term), append(b.manual, r.Manual), append(b.skipping, skipping)
+	b.backfill = append(b.backfill, r.Backfill)
 	b.overlaps, b.reasons = append(b.overlaps, string(r.Overlap)), append(b.reasons, reason)
 	b.notBefore = append(b.notBefore, pgtype.Timestamptz{Time: notBefore, Valid: !notBefore.IsZero()})
 }
@@ -100,7 +102,8 @@ func (s *Store) run(ctx context.Context, op, replica, incarnation string, b *bat
 	}
 	defer conn.Release()
 	args := []any{replica, incarnation, b.jobs, b.slots, b.leases, b.crashSkips, b.maxes,
-		b.keeps, b.takeover, b.overlaps, b.terms, b.manual, b.skipping, b.reasons, b.notBefore, slotstore.ReasonDataLoss}
+		b.keeps, b.takeover, b.overlaps, b.terms, b.manual, b.skipping, b.reasons, b.notBefore, slotstore.ReasonDataLoss,
+		b.backfill}
 	var (
 		rows pgx.Rows
 		br   pgx.BatchResults // with a deadline: its Close reads the commit
@@ -151,13 +154,27 @@ func (s *Store) run(ctx context.Context, op, replica, incarnation string, b *bat
 		}
 		i := int(ord) - 1
 		res := result(m, won, prev, now.UTC())
+		// A backfill decided once the database's clock had reached its
+		// keep_until (kept to the microsecond) was a takeover-only claim
+		// (rules.Effective).
+		takeover, backfill := b.takeover[i], b.backfill[i]
+		if backfill && !now.Before(b.keeps[i].Truncate(time.Microsecond)) {
+			takeover, backfill = true, false
+		}
 		switch {
 		case b.skipping[i] && m.State == "":
 			// A skip leaves a slot without a marker only before its
 			// NotBefore.
 			res = slotstore.ClaimResult{Status: slotstore.NotYet, Remaining: max(b.notBefore[i].Time.Sub(now), time.Microsecond)}
-		case !b.skipping[i] && m.State == "" && !b.takeover[i]:
+		case !b.skipping[i] && m.State == "" && !takeover:
 			// So does a claim.
+			res = slotstore.ClaimResult{Status: slotstore.NotYet, Remaining: max(b.notBefore[i].Time.Sub(now), time.Microsecond)}
+		case backfill && !won && m.State == slotstore.StateSkipped && m.Reason != slotstore.ReasonDataLoss &&
+			b.notBefore[i].Valid && now.Before(b.notBefore[i].Time.Truncate(time.Microsecond)):
+			// A backfill the function left a slot it may win alone
+			// because its NotBefore had not come, as the decision table
+			// does (rules.Decide); the database keeps NotBefore to the
+			// microsecond.
 			res = slotstore.ClaimResult{Status: slotstore.NotYet, Remaining: max(b.notBefore[i].Time.Sub(now), time.Microsecond)}
 		}
 		if won {

@@ -41,13 +41,16 @@
 // a fenced mutation, a prune or a job's transaction after CompleteTx in
 // progress, and reads the row it left), decides, and writes: an INSERT for
 // a slot without a marker, an UPDATE for a takeover, a claim of a released
-// slot or a due retry, or an abandonment. A batch that waits for no
+// slot or a due retry, a backfill of a skipped slot (slotstore's package
+// documentation, under Backfill; never decided by the set-based
+// statement), or an abandonment. A batch that waits for no
 // marker's lock is decided at that one instant; after a wait, the claim
 // reads the clock again, so a lease that ended while it waited counts as
 // ended. A claim that would create the first marker of a slot older than
 // its job's generation records it skipped with slotstore.ReasonDataLoss.
-// A claim with an overlap policy that would create a slot's first marker
-// reads the job's running markers (the partial index markers_running),
+// A claim with an overlap policy that would create a slot's first marker,
+// or a backfill with forbid of a skipped slot, reads the job's running
+// markers (the partial index markers_running),
 // which include those won earlier in the batch: forbid records the slot
 // skipped if one runs under a live lease; replace makes them all replaced
 // in one UPDATE, which locks each row and checks again that it is still
@@ -77,7 +80,12 @@
 // matching only the running marker with the presented fence (Finish also
 // matches one already done or retrying under that fence, and then writes
 // back what it holds, as the contract requires). SetPause is one INSERT or
-// DELETE in the pauses table. Under READ COMMITTED an UPDATE that waited
+// DELETE in the pauses table; a pause records its note, at the database's
+// clock, in the same row. Beat replaces the replica's row of the replicas
+// table and deletes the rows past their TTL and slotstore.BeatKeep, in one
+// round trip; Replicas is one statement that lists the others and deletes
+// those. Both skip rows another transaction has locked, so they never wait
+// for each other in a cycle. Under READ COMMITTED an UPDATE that waited
 // for another transaction's row lock checks its condition again on the row
 // that transaction left, so a check and its change are one atomic step.
 //
@@ -225,7 +233,7 @@
 // versioned migrations (migrations/NNNN_*.sql) that New applies in one
 // transaction holding a transaction-scoped advisory lock, so replicas
 // starting together migrate once; a schema newer than the build is
-// refused. Version 6:
+// refused. Version 8:
 //
 //	schema_migrations (version)  one row per applied migration
 //	fences (job)                 the last fence issued per job
@@ -244,6 +252,12 @@
 //	  index markers_running (job, slot) WHERE state = 'running'
 //	                                                  overlap: a job's running slots
 //	pauses (job)                 what is paused; '' is the whole cluster
+//	  paused_by, reason,           the pause's note; paused_at, database clock, is
+//	  paused_at                    null for a pause recorded before version 7
+//	replicas (replica)           each replica's last beat
+//	  incarnation, version,        as slotstore.Beat; started null for none;
+//	  started, duties, ttl_ns      duties jsonb
+//	  seen, keep_until             database clock; seen + TTL + slotstore.BeatKeep
 //	claim(...)                   the claim function (claims and skips); claim_result its rows
 //	enroll(jobs, now)            begins and returns generations
 //	renew(job, slot, fence, lease)  'renewed', 'finished' or 'lost'
@@ -271,6 +285,18 @@
 // rows and waiting for one of those markers, until the server aborted one
 // after deadlock_timeout. A claim that began on version 5's body before
 // the migration committed can still do so until it ends.
+//
+// Version 7 (migrations/0007_pause_notes_beats.sql) adds the pause's note
+// to the pauses table, with defaults, and the replicas table. A replica of
+// version 6's build still running pauses, resumes and reads pauses as
+// before; the pauses it records have no note.
+//
+// Version 8 (migrations/0008_claim_backfill.sql) creates a claim function
+// with one argument more, which backfills (slotstore.ClaimRequest.Backfill),
+// beside version 6's body, which stays: a replica of version 6's build
+// (versions 7 and 8 ship together; no build has version 7 alone) still
+// running calls the old function, which never backfills, and claims as
+// before; both take the same locks in the same order.
 //
 // Version 3 drops version 2's claim function: a replica of an older build
 // still running when a newer one migrates the schema gets errors from its

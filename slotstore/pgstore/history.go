@@ -24,7 +24,8 @@ var noLaterSlot = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 // transaction-scoped advisory lock $1, so one replica prunes a schema at a
 // time and the others return at once; it skips rows another transaction has
 // locked (a claim or a fenced mutation in progress), so it never waits for,
-// or deadlocks with, them; those rows go at the next prune.
+// or deadlocks with, them; those rows go at the next prune. It also deletes
+// the beats past their TTL and slotstore.BeatKeep, skipping locked rows too.
 const pruneSQL = `WITH turn AS MATERIALIZED (
 		SELECT pg_try_advisory_xact_lock($1) AS mine, clock_timestamp() AS t
 	),
@@ -35,6 +36,11 @@ const pruneSQL = `WITH turn AS MATERIALIZED (
 	),
 	gone AS (
 		DELETE FROM {schema}.markers m USING victims v WHERE m.job = v.job AND m.slot = v.slot RETURNING 1
+	),
+	beats AS (
+		DELETE FROM {schema}.replicas WHERE replica IN (
+			SELECT o.replica FROM {schema}.replicas o, turn
+			WHERE turn.mine AND o.keep_until < turn.t FOR UPDATE OF o SKIP LOCKED)
 	)
 	SELECT count(*) FROM gone`
 

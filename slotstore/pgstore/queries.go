@@ -46,20 +46,21 @@ type queries struct {
 	claim, enroll, renew, finish, release             string
 	historyOfJob, historyOfAll, historyInState, prune string
 	pause, resume, pauses                             string
+	beat, dropBeats, replicas                         string
 }
 
 func newQueries(schema string) queries {
 	in := func(sql string) string { return strings.ReplaceAll(sql, "{schema}", schema) }
 	return queries{
 		claim: in(`SELECT ord, won, prev_holder, retry, ` + columns + `, replaced_slots, replaced_fences, now
-			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`),
+			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`),
 		// enroll also reads each job's newest slot from markers_by_job
 		// (job, slot DESC): one index probe a job.
 		enroll: in(`SELECT g.job, g.born, (SELECT max(m.slot) FROM {schema}.markers m WHERE m.job = g.job COLLATE "C")
 			FROM {schema}.enroll($1, clock_timestamp()) g`),
-		pause:   in(`INSERT INTO {schema}.pauses (job) VALUES ($1) ON CONFLICT DO NOTHING`),
-		resume:  in(`DELETE FROM {schema}.pauses WHERE job = $1`),
-		pauses:  in(`SELECT job FROM {schema}.pauses ORDER BY job`),
+		pause:   in(pauseSQL),
+		resume:  in(resumeSQL),
+		pauses:  in(pausesSQL),
 		renew:   in(renewSQL),
 		finish:  in(finishSQL),
 		release: in(releaseSQL),
@@ -72,6 +73,10 @@ func newQueries(schema string) queries {
 		historyInState: in(`SELECT ` + columns + ` FROM {schema}.markers
 			WHERE state = $1 AND ($2 = '' OR job = $2) AND slot < $4 ORDER BY slot DESC, job LIMIT $3`),
 		prune: in(pruneSQL),
+
+		beat:      in(beatSQL),
+		dropBeats: in(dropBeatsSQL),
+		replicas:  in(replicasSQL),
 	}
 }
 

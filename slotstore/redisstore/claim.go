@@ -182,12 +182,14 @@ type profile struct {
 	skip        bool
 	reason      string
 	term        bool
+	backfill    bool
 }
 
 func profileOf(r request) profile {
 	return profile{
 		lease: millisUp(r.Lease), onCrash: r.OnCrash, maxAttempts: r.MaxAttempts, retain: r.Retain.Milliseconds(),
 		takeover: r.TakeoverOnly, overlap: r.Overlap, manual: r.Manual, skip: r.skip, reason: r.reason, term: r.Term,
+		backfill: r.Backfill,
 	}
 }
 
@@ -232,12 +234,12 @@ func (s *Store) claimCall(replica, incarnation string, reqs []request, idx []int
 		withJobs = "1"
 		keys = append(keys, jobsKey(s.prefix), s.liveKey())
 	}
-	args := make([]any, 0, 6+2*len(names)+10*len(profiles)+len(tail))
+	args := make([]any, 0, 6+2*len(names)+11*len(profiles)+len(tail))
 	args = append(args, replica, incarnation, len(names), withJobs, slotstore.ReasonDataLoss, len(profiles))
 	args = append(append(args, names...), tags...)
 	for _, p := range profiles {
 		args = append(args, p.lease, string(p.onCrash), p.maxAttempts, p.retain, flag(p.takeover), string(p.overlap),
-			flag(p.manual), flag(p.skip), p.reason, flag(p.term))
+			flag(p.manual), flag(p.skip), p.reason, flag(p.term), flag(p.backfill))
 	}
 	args = append(args, tail...)
 	return call{script: claimScript, keys: keys, args: args}

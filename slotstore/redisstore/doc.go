@@ -32,11 +32,16 @@
 //
 // An overlap policy needs the job's running slots: claim.lua reads the
 // job's running index (below) only for a claim with forbid or replace that
-// would create a slot's first marker, checks each entry's marker, and adds
+// would create a slot's first marker, or a backfill with forbid of a
+// skipped slot (which it wins, when it may, by rewriting the whole marker
+// as a first claim would set it: slotstore's package documentation, under
+// Backfill), checks each entry's marker, and adds
 // the slots the batch won before, so a forbid claim sees them and a replace
 // claim supersedes them. Every script that changes a marker's state keeps
 // the running index, and on a single server the live index, up to date in
-// the same call. SetPause and Pauses are a single SADD, SREM or SMEMBERS.
+// the same call. SetPause is one script, which changes the set of pauses
+// and the hash of their notes together; Pauses reads both in one
+// MULTI/EXEC. Beat and Replicas are one script each.
 //
 // # The common claim
 //
@@ -48,8 +53,9 @@
 // missing field reads as empty, in this version and the previous one) and
 // answers with the fence alone: the store builds the rest of the marker
 // from the request and Redis's time, which the reply carries once. Every
-// other case (takeover, retry, release, overlap forbid or replace, data
-// loss, a skip, a losing claim) answers the whole marker, as before.
+// other case (takeover, retry, release, backfill, overlap forbid or
+// replace, data loss, a skip, a losing claim) answers the whole marker, as
+// before.
 //
 // # Keys
 //
@@ -68,7 +74,17 @@
 // removes names from it there (on a single server the prune script drops a
 // job whose index is empty). The set <prefix>pauses holds the paused jobs,
 // and the empty string while the whole cluster is paused; it has no hash
-// tag either and never expires.
+// tag either and never expires. The hash of their notes,
+// <prefix>pausenotes{<prefix>pauses}, takes the whole pauses key as its
+// hash tag, so the two share a Cluster slot; a pause recorded before notes
+// were kept has none. During a rolling upgrade a replica of the previous
+// build pauses and resumes with a bare SADD or SREM and leaves the notes
+// hash untouched, so a pause it makes may show the note of an earlier
+// pause of the same job (one a newer replica recorded, which the old
+// replica's resume did not delete). The hash <prefix>beats holds each replica's last
+// beat, with when Redis saw it and when it may be deleted; Beat and
+// Replicas delete those past their TTL and slotstore.BeatKeep, and the hash
+// expires with the last beat it keeps, so Prune need not touch it.
 //
 // # Time
 //
@@ -82,7 +98,9 @@
 // by PEXPIREAT at the later of its retention end (Slot + Retain) and, while
 // running or retrying, its lease end or retry time, so Redis deletes it
 // once Prune may (retention over, and neither running under a live lease
-// nor retrying before the retry is due), with or without Prune.
+// nor retrying before the retry is due), with or without Prune. So a
+// backfill made once Slot + Retain has passed by TIME claims as a
+// takeover-only claim: the slot's marker may have expired after it ran.
 // Prune then removes the expired markers' index entries and counts them; the
 // entries History meets for markers already gone are removed too, and
 // counted by the next Prune.

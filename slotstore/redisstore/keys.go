@@ -20,6 +20,10 @@ import (
 //	                                    every job (a single server only)
 //	<prefix>jobs                set     names of the jobs with markers
 //	<prefix>pauses              set     paused jobs; "" for the whole cluster
+//	<prefix>pausenotes{<prefix>pauses}
+//	                            hash    job -> its pause's note; the pauses
+//	                                    key is its hash tag (pause.go)
+//	<prefix>beats               hash    replica -> its last beat (beat.go)
 //
 // The job name is escaped so that it holds no brace (which would end or
 // empty the hash tag) and no two names share keys.

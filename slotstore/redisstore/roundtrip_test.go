@@ -102,7 +102,7 @@ func TestRoundTrips(t *testing.T) {
 				t.Errorf("skip: %v", err)
 			}
 		}, 1},
-		{"set pause", func() { mustDo(t, s.SetPause(ctx, slotstore.PauseParams{Job: "rt", Paused: true})) }, 0},
+		{"set pause", func() { mustDo(t, s.SetPause(ctx, slotstore.PauseParams{Job: "rt", Paused: true})) }, 1},
 		{"pauses", func() {
 			p, err := s.Pauses(ctx)
 			mustDo(t, err)
@@ -110,6 +110,14 @@ func TestRoundTrips(t *testing.T) {
 				t.Errorf("pauses: %+v", p)
 			}
 		}, 0},
+		{"beat", func() { mustDo(t, s.Beat(ctx, slotstore.Beat{Replica: "r1", TTL: time.Minute})) }, 1},
+		{"replicas", func() {
+			rs, err := s.Replicas(ctx)
+			mustDo(t, err)
+			if len(rs) != 2 {
+				t.Errorf("replicas: %+v", rs)
+			}
+		}, 1},
 	}
 	for _, o := range ops {
 		before := hook.n.Load()
@@ -137,6 +145,11 @@ func warm(t *testing.T, s slotstore.Store, job string) {
 	_, err := s.History(ctx, slotstore.HistoryParams{Job: job})
 	mustDo(t, err)
 	_, err = s.Prune(ctx)
+	mustDo(t, err)
+	mustDo(t, s.SetPause(ctx, slotstore.PauseParams{Job: job, Paused: true}))
+	mustDo(t, s.SetPause(ctx, slotstore.PauseParams{Job: job}))
+	mustDo(t, s.Beat(ctx, slotstore.Beat{Replica: "warm", TTL: time.Minute}))
+	_, err = s.Replicas(ctx)
 	mustDo(t, err)
 }
 

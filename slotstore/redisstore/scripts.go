@@ -33,8 +33,12 @@ var (
 	enrollScript  = load("enroll")
 	liveScript    = load("live")
 
+	pauseScript    = load("pause")
+	beatScript     = load("beat")
+	replicasScript = load("replicas")
+
 	allScripts = []*script{claimScript, renewScript, finishScript, releaseScript, historyScript, pruneScript, enrollScript,
-		liveScript}
+		liveScript, pauseScript, beatScript, replicasScript}
 )
 
 func load(name string) *script {

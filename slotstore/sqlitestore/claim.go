@@ -244,7 +244,7 @@ func (st *stmts) claimAll(ctx context.Context, p slotstore.ClaimParams, reqs []s
 			return nil, err
 		}
 		var running []slotstore.Marker
-		if cur == nil && rules.ChecksOverlap(r) {
+		if rules.ReadsRunning(cur, rules.Effective(r, now)) {
 			if running, err = st.runningOf(ctx, r.Job); err != nil {
 				return nil, err
 			}

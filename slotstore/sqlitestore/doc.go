@@ -13,10 +13,13 @@
 // table in Go that memstore runs too (see slotstore's package
 // documentation), and every winning claim takes the next value of its
 // job's counter in the fences table. A claim with an overlap policy
-// that would create a slot's first marker reads the job's running markers
-// (the partial index markers_running) in the same transaction, so it sees
-// the slots won earlier in its batch, and a replace claim rewrites the ones
-// it supersedes there too. Skip is a batch of the same kind, deciding by
+// that would create a slot's first marker, or a backfill with forbid of a
+// skipped slot, reads the job's running markers (the partial index
+// markers_running) in the same transaction, so it sees the slots won
+// earlier in its batch, and a replace claim rewrites the ones it supersedes
+// there too. A backfill that wins a skipped slot rewrites its row as a
+// first claim would write it (slotstore's package documentation, under
+// Backfill). Skip is a batch of the same kind, deciding by
 // the same table. The counter lives in the file and is
 // incremented in the same transaction as the marker it fences, so fences grow
 // in claim order and survive restarts. With synchronous=FULL a commit is on
@@ -28,7 +31,10 @@
 // read tells a slot done or retrying under that fence from a lost lease,
 // and each answers as slotstore's package documentation says
 // under "Fenced mutations". SetPause is one INSERT or DELETE in the pauses
-// table.
+// table; a pause records its note, with the store's time, in the same row.
+// Beat replaces the replica's row of the beats table and deletes the rows
+// past their TTL and slotstore.BeatKeep in one transaction; Replicas reads
+// without the write lock, and takes it only to delete such rows.
 //
 // Leases are judged by the store's clock: time.Now of the calling process,
 // unless Options.Clock replaces it, read once the write lock is held.
@@ -38,7 +44,8 @@
 //
 // PRAGMA user_version holds the schema version; Open applies the migrations
 // a file lacks in one transaction and refuses a file newer than it knows.
-// Version 1:
+// Version 3 (version 2 added generations and markers' incarnation, version
+// 3 pause notes and beats):
 //
 //	markers (job, slot)        one row per slot; PRIMARY KEY (job, slot DESC)
 //	  slot                       Unix seconds, UTC
@@ -54,7 +61,15 @@
 //	  index markers_running (job, slot) WHERE state = 'running'
 //	                                                overlap: a job's running slots
 //	fences (job)               the last fence issued per job
+//	generations (job)          born: when the file's record of the job began
 //	pauses (job)               what is paused; '' is the whole cluster
+//	  paused_by, reason,         the pause's note; paused_at, Unix milliseconds,
+//	  paused_at                  is NULL for a pause recorded before version 3
+//	beats (replica)            each replica's last beat
+//	  incarnation, version,      as slotstore.Beat; started in Unix milliseconds,
+//	  started, duties, ttl_ns    0 for none; duties JSON
+//	  seen, keep_until           Unix milliseconds, store clock; seen + TTL +
+//	                             slotstore.BeatKeep
 //
 // History of one job walks the primary key; Prune is one DELETE of the
 // markers whose retention has ended and that are neither running under a

@@ -78,20 +78,25 @@ func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slots
 	return out, nil
 }
 
-// Prune implements slotstore.Store in one DELETE.
+// Prune implements slotstore.Store in one DELETE of markers, and one of
+// the beats past their TTL and slotstore.BeatKeep.
 func (s *Store) Prune(ctx context.Context) (int, error) {
 	done, err := s.begin(ctx, "prune")
 	if err != nil {
 		return 0, err
 	}
 	defer done()
-	res, err := s.conn().ExecContext(ctx, pruneMarkers, s.clock().UnixMilli())
+	now := s.clock().UnixMilli()
+	res, err := s.conn().ExecContext(ctx, pruneMarkers, now)
 	if err != nil {
 		return 0, s.failSent(ctx, "prune", err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
 		return 0, s.fail("prune", err)
+	}
+	if _, err := s.conn().ExecContext(ctx, dropBeats, now); err != nil {
+		return int(n), s.failSent(ctx, "prune: delete old beats", err)
 	}
 	return int(n), nil
 }

@@ -49,6 +49,21 @@ var migrations = []string{
 	) WITHOUT ROWID;
 	INSERT INTO generations (job, born) SELECT job, 0 FROM fences;
 	ALTER TABLE markers ADD COLUMN incarnation TEXT NOT NULL DEFAULT '';`,
+	// 3: who paused, when and why, and the replicas' last beats. A pause
+	// recorded before has no note: its paused_at is NULL.
+	`ALTER TABLE pauses ADD COLUMN paused_by TEXT NOT NULL DEFAULT '';
+	ALTER TABLE pauses ADD COLUMN reason TEXT NOT NULL DEFAULT '';
+	ALTER TABLE pauses ADD COLUMN paused_at INTEGER; -- Unix milliseconds, store clock
+	CREATE TABLE beats (
+		replica     TEXT    NOT NULL PRIMARY KEY,
+		incarnation TEXT    NOT NULL,
+		version     TEXT    NOT NULL,
+		started     INTEGER NOT NULL, -- Unix milliseconds, the replica's clock; 0 for none
+		duties      TEXT    NOT NULL, -- JSON array of {name, fence, since}
+		ttl_ns      INTEGER NOT NULL,
+		seen        INTEGER NOT NULL, -- Unix milliseconds, store clock
+		keep_until  INTEGER NOT NULL  -- Unix milliseconds: seen + TTL + slotstore.BeatKeep
+	) WITHOUT ROWID;`,
 }
 
 // migrate brings the file's schema to the newest version in one

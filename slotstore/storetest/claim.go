@@ -18,27 +18,7 @@ func testConcurrentClaimers(t *testing.T, s slotstore.Store) {
 	var last int64
 	for _, slot := range slots(4) {
 		r := req("contended", slot, longLease)
-		results := make([]slotstore.ClaimResult, claimers)
-		errs := make([]error, claimers)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range claimers {
-			wg.Go(func() {
-				<-start
-				res, err := s.Claim(t.Context(), slotstore.ClaimParams{
-					Replica: fmt.Sprintf("r%02d", i), Requests: []slotstore.ClaimRequest{r},
-				})
-				if err == nil && len(res) != 1 {
-					err = fmt.Errorf("%d results, want 1", len(res))
-				}
-				if err == nil {
-					results[i] = res[0]
-				}
-				errs[i] = err
-			})
-		}
-		close(start)
-		wg.Wait()
+		results, errs := claimAtOnce(t, s, claimers, r)
 
 		winner := -1
 		for i, res := range results {
@@ -156,4 +136,31 @@ func testFinishedIsFinal(t *testing.T, s slotstore.Store) {
 				claimOne(t, s, "r3", r), slotstore.Finished)
 		}
 	}
+}
+
+// claimAtOnce sends r from n replicas (r00, r01...) at the same moment, each
+// in a batch of its own, and returns each one's result and error.
+func claimAtOnce(t *testing.T, s slotstore.Store, n int, r slotstore.ClaimRequest) ([]slotstore.ClaimResult, []error) {
+	results := make([]slotstore.ClaimResult, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			res, err := s.Claim(t.Context(), slotstore.ClaimParams{
+				Replica: fmt.Sprintf("r%02d", i), Requests: []slotstore.ClaimRequest{r},
+			})
+			if err == nil && len(res) != 1 {
+				err = fmt.Errorf("%d results, want 1", len(res))
+			}
+			if err == nil {
+				results[i] = res[0]
+			}
+			errs[i] = err
+		})
+	}
+	close(start)
+	wg.Wait()
+	return results, errs
 }

@@ -69,6 +69,20 @@
 //   - Pauses of jobs and of the whole cluster round-trip, sorted and
 //     idempotent; manual claims are recorded as such, kept through
 //     takeovers, and obey overlap.
+//   - Pause notes: who, why and when by the store's clock, renewed by a
+//     second pause, deleted by a resume, at most 1,000 bytes (ErrInvalid).
+//     Beats: listed by name with what they said and when the store saw
+//     them, replaced whole, live until their TTL passes; invalid beats are
+//     ErrInvalid. BeatKeep (with an injectable clock): kept, not live, until
+//     BeatKeep after the TTL, then gone.
+//   - Backfill: a Backfill claim wins a skipped slot (not for data loss, of
+//     its job's generation, skipped since it began) once, as a first claim
+//     (attempt 1, a higher fence), answers NotYet before its NotBefore, and
+//     with forbid changes nothing while another slot runs; ordinary claims
+//     still lose skipped slots; replace or a term is ErrInvalid; concurrent
+//     backfills have one winner; once the store's clock has reached Slot +
+//     Retain, a backfill creates no marker (Absent) and loses a skipped
+//     slot, as a takeover-only claim.
 //   - History order, job and state filters (every state), limits and fields;
 //     Prune's retention and lease rules (a retrying marker is kept until its
 //     retry is due) and its counts; ErrInvalid for bad parameters;

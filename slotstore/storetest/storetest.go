@@ -58,6 +58,10 @@ func Run(t *testing.T, newStore func(t *testing.T) slotstore.Store) {
 		{"Skip", testSkip},
 		{"SkipInvalid", testSkipInvalid},
 		{"Pauses", testPauses},
+		{"PauseNotes", testPauseNotes},
+		{"Beats", testBeats},
+		{"BeatLive", testBeatLive},
+		{"BeatInvalid", testBeatInvalid},
 		{"Manual", testManual},
 		{"Closed", testClosed},
 		{"Generation", testGeneration},
@@ -67,6 +71,12 @@ func Run(t *testing.T, newStore func(t *testing.T) slotstore.Store) {
 		{"ClaimNotBefore", testClaimNotBefore},
 		{"RenewFinished", testRenewFinished},
 		{"Incarnation", testIncarnation},
+		{"Backfill", testBackfill},
+		{"BackfillForbid", testBackfillForbid},
+		{"BackfillInvalid", testBackfillInvalid},
+		{"BackfillConcurrent", testBackfillConcurrent},
+		{"BackfillGeneration", testBackfillGeneration},
+		{"BackfillRetention", testBackfillRetention},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,14 +3,23 @@
 // whose claims and skips run the table in Go (package rules).
 //
 // Run drives both stores through the same random operations (claim and skip
-// batches with every policy, renewals, finishes with and without retries,
-// releases; skips with and without NotBefore; claims of several
-// incarnations) and compares every answer. Leases are either Short, expired by
-// the next operation, or an hour, never; retries are due either at once or
-// in the year 2200. So both stores agree on expiry whatever their clocks;
-// memstore's clock moves a millisecond per call. memstore counts fences
+// batches with every policy, backfills, renewals, finishes with and without
+// retries, releases; claims and skips with and without NotBefore; claims of
+// several incarnations; now and then a batch with an invalid request) and
+// compares every answer. Leases are either Short, expired by the next
+// operation, or an hour, never; retries are due either at once or in the
+// year 2200; a backfill's retention is the default one or an hour, which
+// has ended for the old slots and for no other. So both stores agree on
+// expiry whatever their clocks; memstore's clock starts at the test's time
+// and moves a millisecond per call, but once: before the random
+// operations, Run waits for a slot's retention of a millisecond to end on
+// both clocks, moving memstore's to the real time, and backfills the slot
+// before and after it is skipped. memstore counts fences
 // from 1 and the backend from its clock, so fences are compared through the
-// pairing of the two stores' winning claims.
+// pairing of the two stores' winning claims. A job's generation begins at
+// its first claim, which Run makes a few milliseconds after the call before
+// it, so that in both stores a skip recorded before that claim is older
+// than the generation (and never backfilled).
 package difftest
 
 import (
@@ -49,14 +58,48 @@ func Run(t *testing.T, s slotstore.Store, o Options) {
 		o.Short = time.Microsecond
 	}
 	var tick atomic.Int64
+	start := time.Now()
 	mem := memstore.New(memstore.Options{Clock: func() time.Time {
-		return time.Unix(0, 0).Add(time.Duration(tick.Add(1)) * time.Millisecond)
+		return start.Add(time.Duration(tick.Add(1)) * time.Millisecond)
 	}})
 	defer mem.Close()
 	d := &driver{t: t, got: s, mem: mem, o: o, rng: rand.New(rand.NewPCG(o.Seed, 2)),
-		fences: map[jobFence]int64{}, lastWon: map[string]int64{}}
-	// After the generation of every job of the fresh backend began.
-	d.base = time.Now().UTC().Truncate(time.Hour).Add(time.Hour)
+		fences: map[jobFence]int64{}, lastWon: map[string]int64{}, claimed: map[string]bool{}}
+	memNow := func() time.Time { return start.Add(time.Duration(tick.Load()) * time.Millisecond) }
+	// After the generation of every job of the fresh backend began; old
+	// slots before it, in both stores.
+	d.base = start.UTC().Truncate(time.Hour).Add(time.Hour)
+	d.old = d.base.Add(-24 * time.Hour)
+	// Slots skipped before their job's generation began (a's, whose
+	// generation its first claim begins) and after (b's, enrolled here),
+	// old and not: a backfill wins only b's newer one.
+	minute := time.Minute
+	d.skipSlots("a", d.base, d.base.Add(minute), d.old)
+	time.Sleep(2 * time.Millisecond)
+	d.enroll("b")
+	d.skipSlots("b", d.old.Add(minute), d.old.Add(2*minute), d.base.Add(2*minute))
+
+	// A slot of b's generation whose retention of a millisecond has ended
+	// by both clocks (memstore's is moved to the real time): a backfill of
+	// it creates no marker, and once it is skipped does not win it; with
+	// the default retention it does.
+	recent := time.Now()
+	if m := memNow(); m.After(recent) {
+		recent = m
+	}
+	recent = recent.UTC().Truncate(time.Second).Add(time.Second)
+	time.Sleep(time.Until(recent.Add(5 * time.Millisecond)))
+	if lag := time.Now().Sub(memNow()); lag > 0 {
+		tick.Add(int64(lag / time.Millisecond))
+	}
+	short := slotstore.ClaimRequest{Job: "b", Slot: recent, Lease: o.Short, Retain: time.Millisecond, Backfill: true}
+	long := short
+	long.Retain = 0
+	d.want(d.claimBatch(slotstore.ClaimParams{Replica: "r1", Requests: []slotstore.ClaimRequest{short}}), slotstore.Absent)
+	d.skipSlots("b", recent)
+	d.want(d.claimBatch(slotstore.ClaimParams{Replica: "r1", Requests: []slotstore.ClaimRequest{short, long}}),
+		slotstore.Skipped, slotstore.Won)
+
 	for step := range o.Steps {
 		time.Sleep(o.Pause)
 		d.step = step
@@ -83,16 +126,23 @@ type driver struct {
 	got, mem slotstore.Store
 	o        Options
 	rng      *rand.Rand
-	base     time.Time
+	base     time.Time // the first of the slots after the generations began
+	old      time.Time // the first of a few slots before them
 	step     int
 	refs     []pair             // every claim won, in both stores
 	fences   map[jobFence]int64 // the backend's fence → memstore's
 	lastWon  map[string]int64   // per job, the backend's last fence
+	claimed  map[string]bool    // the jobs claimed or enrolled, whose generation began
 }
 
 var jobNames = []string{"a", "b"}
 
-func (d *driver) slot() time.Time { return d.base.Add(time.Duration(d.rng.IntN(20)) * time.Minute) }
+func (d *driver) slot() time.Time {
+	if d.rng.IntN(10) == 0 {
+		return d.old.Add(time.Duration(d.rng.IntN(3)) * time.Minute)
+	}
+	return d.base.Add(time.Duration(d.rng.IntN(20)) * time.Minute)
+}
 
 func (d *driver) request() slotstore.ClaimRequest {
 	r := slotstore.ClaimRequest{
@@ -106,6 +156,18 @@ func (d *driver) request() slotstore.ClaimRequest {
 		r.OnCrash = policy.OnCrashSkip
 	}
 	r.Overlap = []policy.Overlap{"", policy.OverlapForbid, policy.OverlapReplace}[d.rng.IntN(3)]
+	if d.rng.IntN(3) == 0 {
+		r.Backfill = true
+		r.Overlap = []policy.Overlap{"", policy.OverlapAllow, policy.OverlapForbid}[d.rng.IntN(3)]
+		// Ended for the old slots, which have no marker but a skipped one,
+		// so a backfill of them makes none: a marker whose retention has
+		// ended is one redisstore may delete at once, and memstore not.
+		if d.rng.IntN(2) == 0 {
+			r.Retain = time.Hour
+		}
+	}
+	// None, long past on both clocks, or long after the test.
+	r.NotBefore = []time.Time{{}, {}, {}, {}, time.Unix(0, 0), time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)}[d.rng.IntN(6)]
 	return r
 }
 
@@ -144,7 +206,12 @@ func (d *driver) skip() {
 			// None, long past on both clocks, or long after the test.
 			NotBefore: []time.Time{{}, time.Unix(0, 0), time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)}[d.rng.IntN(3)]}
 	}
-	p := slotstore.SkipParams{Replica: fmt.Sprintf("r%d", d.rng.IntN(3)), Requests: reqs}
+	d.skipBatch(slotstore.SkipParams{Replica: fmt.Sprintf("r%d", d.rng.IntN(3)), Requests: reqs})
+}
+
+// skipBatch makes the skips of p in both stores and compares the answers.
+func (d *driver) skipBatch(p slotstore.SkipParams) {
+	reqs := p.Requests
 	gr, err := d.got.Skip(d.t.Context(), p)
 	if err != nil {
 		d.t.Fatalf("step %d: backend skip: %v", d.step, err)
@@ -158,20 +225,68 @@ func (d *driver) skip() {
 	}
 }
 
+// skipSlots records slots of job skipped in both stores, comparing the
+// answers.
+func (d *driver) skipSlots(job string, slots ...time.Time) {
+	reqs := make([]slotstore.SkipRequest, len(slots))
+	for i, slot := range slots {
+		reqs[i] = slotstore.SkipRequest{Job: job, Slot: slot, Reason: "missed: down"}
+	}
+	d.skipBatch(slotstore.SkipParams{Replica: "r0", Requests: reqs})
+}
+
+// enroll begins the generation of job in both stores.
+func (d *driver) enroll(job string) {
+	for _, s := range []slotstore.Store{d.got, d.mem} {
+		if _, err := s.Enroll(d.t.Context(), slotstore.EnrollParams{Jobs: []string{job}}); err != nil {
+			d.t.Fatalf("enroll %s: %v", job, err)
+		}
+	}
+	d.claimed[job] = true
+}
+
 func (d *driver) claim() {
 	reqs := make([]slotstore.ClaimRequest, 1+d.rng.IntN(6))
 	for i := range reqs {
 		reqs[i] = d.request()
 	}
-	p := slotstore.ClaimParams{Replica: fmt.Sprintf("r%d", d.rng.IntN(3)), Incarnation: fmt.Sprintf("i%d", d.rng.IntN(3)),
-		Requests: reqs}
-	gr, err := d.got.Claim(d.t.Context(), p)
-	if err != nil {
-		d.t.Fatalf("step %d: backend claim: %v", d.step, err)
+	if d.rng.IntN(40) == 0 {
+		// A backfill of a term, or with replace: the batch fails and
+		// changes nothing.
+		bad := &reqs[d.rng.IntN(len(reqs))]
+		bad.Backfill = true
+		if d.rng.IntN(2) == 0 {
+			bad.Term = true
+		} else {
+			bad.Overlap = policy.OverlapReplace
+		}
 	}
-	mr, err := d.mem.Claim(d.t.Context(), p)
-	if err != nil {
-		d.t.Fatalf("step %d: memstore claim: %v", d.step, err)
+	d.claimBatch(slotstore.ClaimParams{Replica: fmt.Sprintf("r%d", d.rng.IntN(3)), Incarnation: fmt.Sprintf("i%d", d.rng.IntN(3)),
+		Requests: reqs})
+}
+
+// claimBatch makes the claims of p in both stores, compares the answers and
+// returns memstore's (none when both refused the batch as invalid).
+func (d *driver) claimBatch(p slotstore.ClaimParams) []slotstore.ClaimResult {
+	reqs := p.Requests
+	for _, r := range reqs {
+		if !d.claimed[r.Job] {
+			// The generation this claim may begin comes after every
+			// skip so far by the backend's clock too.
+			time.Sleep(2 * time.Millisecond)
+			break
+		}
+	}
+	gr, gerr := d.got.Claim(d.t.Context(), p)
+	mr, merr := d.mem.Claim(d.t.Context(), p)
+	switch {
+	case errors.Is(gerr, slotstore.ErrInvalid) && errors.Is(merr, slotstore.ErrInvalid):
+		return nil
+	case gerr != nil || merr != nil:
+		d.t.Fatalf("step %d: claim: backend %v, memstore %v", d.step, gerr, merr)
+	}
+	for _, r := range reqs {
+		d.claimed[r.Job] = true
 	}
 	for i := range reqs {
 		g, m := gr[i], mr[i]
@@ -184,6 +299,20 @@ func (d *driver) claim() {
 			d.refs = append(d.refs, pair{g.Claim.Ref, m.Claim.Ref})
 		}
 		d.compare(i, len(reqs), reqs[i], g, m)
+	}
+	return mr
+}
+
+// want fails the test unless the answers res have the statuses want.
+func (d *driver) want(res []slotstore.ClaimResult, want ...slotstore.Status) {
+	d.t.Helper()
+	if len(res) != len(want) {
+		d.t.Fatalf("%d answers, want %d", len(res), len(want))
+	}
+	for i, r := range res {
+		if r.Status != want[i] {
+			d.t.Fatalf("request %d: %v, want %v (marker %+v)", i, r.Status, want[i], r.Marker)
+		}
 	}
 }
 

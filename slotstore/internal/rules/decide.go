@@ -26,11 +26,14 @@ const (
 type Decision int
 
 const (
-	// DecideWin claims the slot: creates the marker, takes it over, or
-	// claims its retry. Needs a new fence.
+	// DecideWin claims the slot: creates the marker, takes it over, claims
+	// its retry, or backfills it (a Backfill claim of a slot recorded
+	// skipped, which Apply wins as a first claim). Needs a new fence.
 	DecideWin Decision = iota + 1
 	// DecideLose leaves the marker alone: it is held, waiting for its
-	// retry, final, or absent for a takeover-only claim.
+	// retry, final, or absent for a takeover-only claim; or a Backfill
+	// claim with policy.OverlapForbid came while another slot of the job
+	// runs.
 	DecideLose
 	// DecideAbandon marks the expired running slot abandoned.
 	DecideAbandon
@@ -50,9 +53,9 @@ const (
 	// abandoned with Reason slotstore.ReasonDataLoss: the store may have
 	// lost a newer state of it.
 	DecideAbandonDataLoss
-	// DecideNotYet leaves the slot, which has no marker, alone: the
-	// store's clock has not reached the claim's NotBefore. Apply answers
-	// NotYet.
+	// DecideNotYet leaves the slot, which has no marker or one a Backfill
+	// claim may win, alone: the store's clock has not reached the claim's
+	// NotBefore. Apply answers NotYet.
 	DecideNotYet
 )
 
@@ -67,10 +70,21 @@ func (d Decision) Changes() bool { return d != DecideLose && d != DecideNotYet }
 // abandoned rather than taken over once no live lease holds it. running
 // holds the markers of the job's running slots as the store has them at
 // that moment, including changes made earlier in the same batch; Decide
-// reads it only when ChecksOverlap(r) and m is nil, so callers may pass nil
-// otherwise, and it ignores entries of other jobs, of r's own slot and in
-// other states.
+// reads it only when ReadsRunning(m, r), so callers may pass nil otherwise,
+// and it ignores entries of other jobs, of r's own slot and in other
+// states.
+//
+// A Backfill claim decides as any other claim but of a slot whose marker
+// is skipped for a reason other than slotstore.ReasonDataLoss: before
+// r.NotBefore it is DecideNotYet, as for a first claim; then, if the skip
+// was recorded before born (the marker came back from before a loss, and
+// the slot may have been backfilled and run since) or the slot is older
+// than born (it may have run before the loss), it is DecideLose, as it is
+// with policy.OverlapForbid while another slot of the job runs under a
+// live lease; else DecideWin. A Backfill claim made once now has reached
+// r.Slot+r.Retain decides as its Effective request, a takeover-only claim.
 func Decide(m *slotstore.Marker, r slotstore.ClaimRequest, now, born time.Time, running []slotstore.Marker) Decision {
+	r = Effective(r, now)
 	if m == nil {
 		if r.TakeoverOnly {
 			return DecideLose
@@ -85,10 +99,8 @@ func Decide(m *slotstore.Marker, r slotstore.ClaimRequest, now, born time.Time, 
 		}
 		switch r.Overlap {
 		case policy.OverlapForbid:
-			for _, o := range others(running, r.Job, r.Slot) {
-				if now.Before(o.LeaseEnd) {
-					return DecideSkip
-				}
+			if liveOther(running, r.Job, r.Slot, now) {
+				return DecideSkip
 			}
 		case policy.OverlapReplace:
 			if len(others(running, r.Job, r.Slot)) > 0 {
@@ -126,8 +138,58 @@ func Decide(m *slotstore.Marker, r slotstore.ClaimRequest, now, born time.Time, 
 			return DecideAbandon
 		}
 		return DecideWin
+	case slotstore.StateSkipped:
+		// A slot skipped for data loss may have run before the loss: it
+		// is never backfilled.
+		if !r.Backfill || m.Reason == slotstore.ReasonDataLoss {
+			return DecideLose
+		}
+		if now.Before(r.NotBefore) {
+			return DecideNotYet
+		}
+		// A skip recorded before the generation began came back from
+		// before a loss (a restored backup): the slot may have been
+		// backfilled, and run, since. A slot older than the generation may
+		// have run before the loss, whenever its skip was recorded.
+		if m.ClaimedAt.Before(born) || !(slotstore.Generation{Born: born}).Covers(r.Slot) {
+			return DecideLose
+		}
+		if r.Overlap == policy.OverlapForbid && liveOther(running, r.Job, r.Slot, now) {
+			return DecideLose
+		}
+		return DecideWin
 	}
 	return DecideLose
+}
+
+// Effective returns r, a normalized request, as the store decides it at its
+// time now. A Backfill claim made once now has reached r.Slot+r.Retain is a
+// TakeoverOnly claim without Backfill: the slot's marker is kept only until
+// then, so a slot with none may have run and had its marker pruned, and a
+// marker the backfill made would itself be due for pruning at once. It
+// creates no marker, and a slot that has one is claimed as an ordinary
+// claim claims it (a skipped one loses). Decide applies it itself; a
+// backend calls it first to ask ReadsRunning of the request it decides.
+func Effective(r slotstore.ClaimRequest, now time.Time) slotstore.ClaimRequest {
+	retain := r.Retain
+	if retain <= 0 {
+		retain = DefaultRetain
+	}
+	if r.Backfill && !now.Before(r.Slot.Add(retain)) {
+		r.Backfill, r.TakeoverOnly = false, true
+	}
+	return r
+}
+
+// liveOther reports whether another slot of job than slot runs under a
+// live lease at now, among running.
+func liveOther(running []slotstore.Marker, job string, slot, now time.Time) bool {
+	for _, o := range others(running, job, slot) {
+		if now.Before(o.LeaseEnd) {
+			return true
+		}
+	}
+	return false
 }
 
 // others returns the running markers of job's slots other than slot.
@@ -146,18 +208,23 @@ func others(running []slotstore.Marker, job string, slot time.Time) []slotstore.
 // incarnation are the claimant's (slotstore.ClaimParams). fence is used only
 // for DecideWin and DecideReplace and must come from the job's fence source.
 // For DecideReplace the caller also stores what Supersede returns and lists
-// it in ClaimResult.Replaced.
+// it in ClaimResult.Replaced. A win of a skipped marker (a backfill) is a
+// first claim's: attempt 1, no previous holder, not manual.
 func Apply(d Decision, m slotstore.Marker, r slotstore.ClaimRequest, replica, incarnation string, fence int64, now time.Time) (slotstore.Marker, slotstore.ClaimResult) {
 	switch d {
 	case DecideWin, DecideReplace:
-		prev, manual := "", r.Manual
-		if m.State != "" {
-			prev, manual = m.Holder, m.Manual
+		prev, manual, attempt := "", r.Manual, 1
+		switch m.State {
+		case "":
+		case slotstore.StateSkipped:
+			manual = false
+		default:
+			prev, manual, attempt = m.Holder, m.Manual, m.Attempt+1
 		}
 		retry := m.State == slotstore.StateRetrying
 		m = slotstore.Marker{
 			Job: r.Job, Slot: r.Slot, State: slotstore.StateRunning, Holder: replica, Fence: fence,
-			Attempt: m.Attempt + 1, ClaimedAt: now, LeaseEnd: now.Add(r.Lease),
+			Attempt: attempt, ClaimedAt: now, LeaseEnd: now.Add(r.Lease),
 			KeepUntil: r.Slot.Add(r.Retain), Manual: manual, Incarnation: incarnation,
 		}
 		return m, slotstore.ClaimResult{Status: slotstore.Won, Marker: m, Claim: slotstore.Claim{

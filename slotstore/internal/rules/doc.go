@@ -1,9 +1,10 @@
 // Package rules is the slot store contract in Go, for the backends that
 // implement it: not for users. It holds the claim decision table (Decide,
-// Apply, Supersede, ApplySkip), the checks and defaults every request goes
-// through before a backend touches its state (NormalizeClaims,
-// NormalizeSkips, ValidateRef...), the reasons a store records that callers
-// need not compare, and the constructor of the outcome-unknown error.
+// Effective, Apply, Supersede, ApplySkip), the checks and defaults every
+// request goes through before a backend touches its state
+// (NormalizeClaims, NormalizeSkips, ValidateRef...), the reasons a store
+// records that callers need not compare, and the constructor of the
+// outcome-unknown error.
 //
 // The rules themselves are stated once, in the slotstore package
 // documentation. Backends that keep their logic in Go (memstore,

@@ -41,6 +41,12 @@ func NormalizeClaim(r slotstore.ClaimRequest) (slotstore.ClaimRequest, error) {
 	} else if !r.Overlap.Valid() {
 		return r, invalid("claim %s: overlap %q", r.Job, r.Overlap)
 	}
+	if r.Backfill && r.Overlap != policy.OverlapAllow && r.Overlap != policy.OverlapForbid {
+		return r, invalid("claim %s: backfill with overlap %q (allow or forbid only)", r.Job, r.Overlap)
+	}
+	if r.Backfill && r.Term {
+		return r, invalid("claim %s: backfill of a term", r.Job)
+	}
 	if r.Retain <= 0 {
 		r.Retain = DefaultRetain
 	}
@@ -66,11 +72,26 @@ func NormalizeClaims(reqs []slotstore.ClaimRequest) ([]slotstore.ClaimRequest, e
 	return out, nil
 }
 
-// ChecksOverlap reports whether Decide needs the job's running markers for
-// r, a normalized request: it does only for a claim with OverlapForbid or
-// OverlapReplace that may create the slot's first marker.
+// ChecksOverlap reports whether Decide may need the job's running markers
+// for r, a normalized request: it does only for a claim with OverlapForbid
+// or OverlapReplace that may create the slot's first marker, and for a
+// Backfill claim with OverlapForbid, which may win a skipped slot.
 func ChecksOverlap(r slotstore.ClaimRequest) bool {
-	return !r.TakeoverOnly && (r.Overlap == policy.OverlapForbid || r.Overlap == policy.OverlapReplace)
+	return (!r.TakeoverOnly || r.Backfill) && (r.Overlap == policy.OverlapForbid || r.Overlap == policy.OverlapReplace)
+}
+
+// ReadsRunning reports whether Decide reads the job's running markers for
+// r, a normalized request, given the slot's current marker m (nil for
+// none): ChecksOverlap(r), and the claim may create the first marker or
+// backfill m.
+func ReadsRunning(m *slotstore.Marker, r slotstore.ClaimRequest) bool {
+	if !ChecksOverlap(r) {
+		return false
+	}
+	if m == nil {
+		return !r.TakeoverOnly
+	}
+	return r.Backfill && m.State == slotstore.StateSkipped
 }
 
 // NormalizeSkip validates r and returns it with Slot truncated to the

@@ -10,12 +10,14 @@
 --       when ARGV[4] is '1', the set of job names and the live index.
 -- ARGV: replica, incarnation, G, '1' or '0', the reason of a slot skipped
 --       for data loss, P, then the G job names, the G prefixes of their
---       keys ('<prefix>{job}:'), then P profiles of ten values each: lease
---       (ms), on_crash, max attempts, retain (ms), takeover only ('1' or
---       '0'), overlap, manual ('1' or '0'), skip ('1' for a skip, '0' for a
---       claim), reason (a skip's; for a claim with replace, the reason of the
---       markers it replaces), term ('1' or '0': a standing lease, claimed
---       whatever the generation); then four values a request: job g, slot
+--       keys ('<prefix>{job}:'), then P profiles of eleven values each:
+--       lease (ms), on_crash, max attempts, retain (ms), takeover only ('1'
+--       or '0'), overlap, manual ('1' or '0'), skip ('1' for a skip, '0' for
+--       a claim), reason (a skip's; for a claim with replace, the reason of
+--       the markers it replaces), term ('1' or '0': a standing lease, claimed
+--       whatever the generation), backfill ('1' or '0': a claim that may win
+--       a slot recorded skipped, before slot + retain by Redis's clock, and
+--       is takeover-only after); then four values a request: job g, slot
 --       (Unix s), profile p, not before ('' for none, '=' for the slot
 --       itself, else Unix us).
 -- Reply: Redis's time (Unix ms), then for each request either two values,
@@ -42,14 +44,15 @@ for g = 1, G do
 end
 local profiles = {}
 for p = 1, P do
-  local a = 7 + 2 * G + (p - 1) * 10
+  local a = 7 + 2 * G + (p - 1) * 11
   profiles[p] = {
     lease = tonumber(ARGV[a]), onCrash = ARGV[a + 1], maxAttempts = tonumber(ARGV[a + 2]),
     retain = tonumber(ARGV[a + 3]), takeoverOnly = ARGV[a + 4] == '1', overlap = ARGV[a + 5],
     manual = ARGV[a + 6] == '1', skipping = ARGV[a + 7] == '1', reason = ARGV[a + 8], term = ARGV[a + 9] == '1',
+    backfill = ARGV[a + 10] == '1',
   }
 end
-local first = 7 + 2 * G + 10 * P
+local first = 7 + 2 * G + 11 * P
 local stride = 4
 local n = (#ARGV - first + 1) / stride
 
@@ -152,6 +155,17 @@ local function others(g, slot)
   return out
 end
 
+-- liveOther reports whether a slot of job g other than slot runs under a
+-- live lease.
+local function liveOther(g, slot)
+  for _, o in ipairs(others(g, slot)) do
+    if now < tonumber(markerOf(o[2])[6]) then
+      return true
+    end
+  end
+  return false
+end
+
 -- Decide and apply, in request order. A slot named twice sees what the
 -- batch did to it before.
 local dirty, dirtyOrder = {}, {} -- marker key -> {g, slot}: the markers to write
@@ -170,8 +184,14 @@ for i = 1, n do
   local g, slot, pr, notBefore = tonumber(ARGV[a]), ARGV[a + 1], profiles[tonumber(ARGV[a + 2])], ARGV[a + 3]
   local lease, onCrash, maxAttempts = pr.lease, pr.onCrash, pr.maxAttempts
   local takeoverOnly, overlap, manual = pr.takeoverOnly, pr.overlap, pr.manual
-  local skipping, reason, term = pr.skipping, pr.reason, pr.term
+  local skipping, reason, term, backfill = pr.skipping, pr.reason, pr.term, pr.backfill
   local keep = int(tonumber(slot) * 1000 + pr.retain)
+  if backfill and now >= tonumber(slot) * 1000 + pr.retain then
+    -- At its retention's end the slot's marker may have expired after it
+    -- ran, and one made now would expire at once: a backfill then claims
+    -- as a takeover-only claim, creating no marker (rules.Effective).
+    backfill, takeoverOnly = false, true
+  end
   if notBefore == '=' then
     notBefore = slot .. '000000'
   end
@@ -206,14 +226,26 @@ for i = 1, n do
     elseif not takeoverOnly then
       decision = 'win'
       if overlap == 'forbid' then
-        for _, o in ipairs(others(g, slot)) do
-          if now < tonumber(markerOf(o[2])[6]) then
-            decision, reason = 'skip', 'overlap'
-            break
-          end
+        if liveOther(g, slot) then
+          decision, reason = 'skip', 'overlap'
         end
       elseif overlap == 'replace' and #others(g, slot) > 0 then
         decision = 'replace'
+      end
+    end
+  elseif state == 'skipped' then
+    -- A backfill wins a slot that never ran as a first claim would: not
+    -- one skipped for data loss, nor one older than the generation, which
+    -- may have run before the loss, nor one whose skip came back from
+    -- before the generation began (a restored backup: it may have been
+    -- backfilled since), nor, with forbid, while another slot runs under a
+    -- live lease. Before its NotBefore it waits, changing nothing.
+    if backfill and m[12] ~= dataLoss then
+      if notBefore ~= '' and micros < tonumber(notBefore) then
+        early = true
+      elseif tonumber(m[5]) >= born and tonumber(slot) * 1000 >= born
+          and not (overlap == 'forbid' and liveOther(g, slot)) then
+        decision = 'backfill'
       end
     end
   elseif (state == 'released' or state == 'retrying' or state == 'running') and not term
@@ -237,7 +269,11 @@ for i = 1, n do
   end
 
   local status, prev, remaining, retry, replaced = 0, '', 0, '0', {}
-  if decision == 'win' or decision == 'replace' then
+  if decision == 'backfill' then
+    m = {'running', replica, int(nextFence(g)), '1', nowText, int(now + lease), keep, '', '', '', '', '', '', incarnation}
+    noteRunning(g, slot)
+    status = 1
+  elseif decision == 'win' or decision == 'replace' then
     if decision == 'replace' then
       for _, o in ipairs(others(g, slot)) do
         local om = markerOf(o[2])
