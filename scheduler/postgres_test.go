@@ -122,10 +122,10 @@ func TestPostgresCompleteTxIsNotALostLease(t *testing.T) {
 	// The renewal that waited on the row was in flight when the job
 	// returned; the run's end waits for its answer, so the counters below
 	// have seen it.
-	if lost := counter(t, metrics, "slotcron_leases_lost_total", "job", "j"); lost != 0 {
+	if lost := counter(t, metrics, "slotcron_leases_lost_total", "job_name", "j"); lost != 0 {
 		t.Errorf("%v leases counted lost", lost)
 	}
-	if ok := counter(t, metrics, "slotcron_runs_total", "job", "j", "outcome", "succeeded"); ok < 3 {
+	if ok := counter(t, metrics, "slotcron_runs_total", "job_name", "j", "outcome", "succeeded"); ok < 3 {
 		t.Errorf("%v runs counted succeeded, want at least 3", ok)
 	}
 }

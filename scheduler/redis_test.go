@@ -49,7 +49,7 @@ func TestRedisCutHolderStopsBeforeTakeover(t *testing.T) {
 	defer stopB()
 	// b has found the slot held: it watches it from now on.
 	eventually(t, 10*time.Second, "watching the slot on b", func() bool {
-		return counter(t, metricsB, "slotcron_claims_total", "job", "long", "result", "held") > 0
+		return counter(t, metricsB, "slotcron_claims_total", "job_name", "long", "result", "held") > 0
 	})
 	proxy.Blackhole()
 	defer proxy.Restore()

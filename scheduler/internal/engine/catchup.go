@@ -41,6 +41,7 @@ func (l *loop) schedule(p *plan, now, newest time.Time) []slotstore.SkipRequest 
 	if next := p.sched.Next(now.Add(-p.jitter)); !next.IsZero() {
 		l.h.push(&entry{at: next.Add(p.jitter), p: p, slot: next, kind: fire})
 		l.s.metrics.next(p).Set(seconds(next))
+		l.s.metrics.scheduled(p, now)
 	}
 	keep := 0
 	switch p.catchUp {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/leader"
+	"github.com/slotcron/slotcron/slotstore"
 )
 
 // lead campaigns for one duty until ctx ends: in each term this replica
@@ -19,6 +20,8 @@ func (s *Engine) lead(ctx context.Context, el leader.Elector, d *dutyPlan) {
 	err := el.Lead(ctx, p, func(tctx context.Context, t leader.Term) {
 		duty := jobs.Duty{Name: d.name, Fence: t.Fence, Replica: s.replica}.WithLogger(s.base)
 		log := s.base.With(duty.Attrs()...)
+		d.term.Store(&slotstore.DutyTerm{Name: d.name, Fence: t.Fence, Since: s.now()})
+		defer d.term.Store(nil)
 		err := callDuty(tctx, d.fn, duty)
 		switch {
 		case tctx.Err() != nil:

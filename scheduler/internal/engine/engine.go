@@ -9,9 +9,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/slotcron/slotcron/internal/buildinfo"
 	"github.com/slotcron/slotcron/internal/schedule"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/policy"
+	"github.com/slotcron/slotcron/slotstore"
 )
 
 // Config is what an engine is built from: the resolved jobs and duties and
@@ -91,6 +93,8 @@ type plan struct {
 	retries      Retries
 	// metrics holds the job's metric series once it has any.
 	metrics atomic.Pointer[jobMetrics]
+	// mark is set once Run scheduled the job, with its schedule interval.
+	mark scheduleMark
 }
 
 func (p *plan) String() string { return fmt.Sprintf("%s (%s)", p.name, p.sched) }
@@ -100,6 +104,8 @@ type dutyPlan struct {
 	name  string
 	fn    jobs.DutyFunc
 	lease time.Duration
+	// term is the term this replica holds, if any, for Duties and beats.
+	term atomic.Pointer[slotstore.DutyTerm]
 }
 
 // Engine schedules and runs the jobs of one replica. Run runs it once;
@@ -118,12 +124,16 @@ type Engine struct {
 	metrics   *metrics
 	// live is the loop of a Run in progress, which triggers go through.
 	live liveEngine
+	// started is when the engine was built; build is this binary's build.
+	started time.Time
+	build   buildinfo.Info
 }
 
 // New builds an engine and registers its metrics.
 func New(c Config) (*Engine, error) {
 	e := &Engine{replica: c.Replica, incarnation: c.Incarnation, log: c.Log.With("replica", c.Replica), base: c.Log, now: c.Now, grace: c.Grace,
-		metrics: newMetrics(c.PerJobHistograms), byName: make(map[string]*plan, len(c.Jobs))}
+		metrics: newMetrics(c.PerJobHistograms), byName: make(map[string]*plan, len(c.Jobs)),
+		started: c.Now(), build: buildinfo.Read()}
 	e.plans = make([]*plan, len(c.Jobs))
 	for i, j := range c.Jobs {
 		p := &plan{name: j.Name, fn: j.Fn, sched: j.Schedule, params: j.Params, lease: j.Lease, timeout: j.Timeout,

@@ -1,32 +1,50 @@
 package engine
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 
+	"github.com/slotcron/slotcron/internal/buildinfo"
+	"github.com/slotcron/slotcron/internal/schedule"
 	"github.com/slotcron/slotcron/slotstore"
 )
+
+// jobLabel is the label that names the job in every per-job series. It is
+// not "job": Prometheus gives every series the scrape job's name under that
+// label, and would rename slotcron's to exported_job.
+const jobLabel = "job_name"
 
 // metrics are the engine's Prometheus collectors, all prefixed slotcron_.
 // Each engine has its own set, registered on the registry its Config
 // names.
 type metrics struct {
-	claims        *prometheus.CounterVec   // job, result
-	runs          *prometheus.CounterVec   // job, outcome
-	runDuration   *prometheus.HistogramVec // job, when per job
-	dispatchDelay *prometheus.HistogramVec // job, when per job
+	claims        *prometheus.CounterVec   // job_name, result
+	runs          *prometheus.CounterVec   // job_name, outcome
+	runDuration   *prometheus.HistogramVec // job_name, when per job
+	dispatchDelay *prometheus.HistogramVec // job_name, when per job
 	timerLag      prometheus.Histogram
-	renewLatency  *prometheus.HistogramVec // job, when per job
-	perJob        bool                     // the histograms have the job label
-	leasesLost    *prometheus.CounterVec   // job
-	takeovers     *prometheus.CounterVec   // job
-	missed        *prometheus.CounterVec   // job, reason
-	nextRun       *prometheus.GaugeVec     // job
-	lastSuccess   *prometheus.GaugeVec     // job
+	renewLatency  *prometheus.HistogramVec // job_name, when per job
+	perJob        bool                     // the histograms have the job_name label
+	leasesLost    *prometheus.CounterVec   // job_name
+	takeovers     *prometheus.CounterVec   // job_name
+	missed        *prometheus.CounterVec   // job_name, reason
+	nextRun       *prometheus.GaugeVec     // job_name
+	lastSuccess   *prometheus.GaugeVec     // job_name
+	interval      *prometheus.Desc         // job_name; see intervalGauge
 	storeUp       prometheus.Gauge
+	buildInfo     prometheus.Gauge
+
+	// jobs are the jobs Run scheduled, whose series scrapes complete; see
+	// scheduled.
+	jobs scheduledJobs
+	// intervals caches the schedule intervals of one start-up: jobs that
+	// share a spec share its parsed schedule.
+	intervals intervalCache
 }
 
 func newMetrics(perJob bool) *metrics {
@@ -34,13 +52,13 @@ func newMetrics(perJob bool) *metrics {
 	latency := []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
 	var byJob []string
 	if perJob {
-		byJob = []string{"job"}
+		byJob = []string{jobLabel}
 	}
-	return &metrics{perJob: perJob,
+	m := &metrics{perJob: perJob,
 		claims: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "claims_total",
-			Help: "Slot claims this replica made, by job and result: won, held (another replica holds a live lease), finished, abandoned, absent (a takeover found no marker), skipped, waiting (a retry not yet due), not yet (the store's clock has not reached the slot), error (the call failed)."}, []string{"job", "result"}),
+			Help: "Slot claims this replica made, by job and result: won, held (another replica holds a live lease), finished, abandoned, absent (a takeover found no marker), skipped, waiting (a retry not yet due), not yet (the store's clock has not reached the slot), error (the call failed)."}, []string{jobLabel, "result"}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "runs_total",
-			Help: "Runs this replica ended, by job and outcome: succeeded, failed, timeout, lease_lost (the lease passed to another replica, or the outcome could not be recorded), released (handed back at shutdown), replaced (superseded by overlap replace), retrying (failed; a retry is due)."}, []string{"job", "outcome"}),
+			Help: "Runs this replica ended, by job and outcome: succeeded, failed, timeout, lease_lost (the lease passed to another replica, or the outcome could not be recorded), released (handed back at shutdown), replaced (superseded by overlap replace), retrying (failed; a retry is due)."}, []string{jobLabel, "outcome"}),
 		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "run_duration_seconds",
 			Help: "How long runs took, in seconds, from the job's start to its return.", Buckets: prometheus.ExponentialBuckets(.01, 4, 10)}, byJob),
 		dispatchDelay: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "dispatch_delay_seconds",
@@ -50,25 +68,38 @@ func newMetrics(perJob bool) *metrics {
 		renewLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "lease_renewal_seconds",
 			Help: "Round-trip time of the lease renewals that succeeded, in seconds (failed renewals count in leases_lost_total once the lease is lost).", Buckets: latency}, byJob),
 		leasesLost: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "leases_lost_total",
-			Help: "Runs whose lease this replica lost (renewal refused, or not renewed within the trust window): their job context was cancelled."}, []string{"job"}),
+			Help: "Runs whose lease this replica lost (renewal refused, or not renewed within the trust window): their job context was cancelled."}, []string{jobLabel}),
 		takeovers: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "takeovers_total",
-			Help: "Slots this replica took over from an expired or released claim."}, []string{"job"}),
+			Help: "Slots this replica took over from an expired or released claim."}, []string{jobLabel}),
 		missed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "slots_missed_total",
-			Help: "Slots this replica recorded as not run, by job and reason: late, store unavailable, retry window closed, down (no replica ran them), paused, overlap, data loss."}, []string{"job", "reason"}),
+			Help: "Slots this replica recorded as not run, by job and reason: late, store unavailable, retry window closed, down (no replica ran them), paused, overlap, data loss."}, []string{jobLabel, "reason"}),
 		nextRun: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "next_run_timestamp_seconds",
-			Help: "Nominal time of the job's next slot, in Unix seconds."}, []string{"job"}),
+			Help: "Nominal time of the job's next slot, in Unix seconds."}, []string{jobLabel}),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "last_success_timestamp_seconds",
-			Help: "Nominal slot of the job's last run that succeeded on this replica, in Unix seconds."}, []string{"job"}),
+			Help: "Nominal slot of the job's last run that succeeded on this replica, in Unix seconds."}, []string{jobLabel}),
+		interval: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "schedule_interval_seconds"),
+			"The longest gap between consecutive slots of the job's schedule, in seconds, as seen when the replica started: an @every spec's interval; for a cron spec the longest among its next 8 slots and the gaps that span each of the next 8 midnights of its time zone. The yardstick of \"no recent success\" alerts.", []string{jobLabel}, nil),
 		storeUp: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "store_up",
 			Help: "1 when the last call to the slot store succeeded, else 0."}),
+		buildInfo: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "build_info",
+			Help:        "Always 1; its labels name the build, as the version command does: version (slotcron's module version; \"(devel)\" for a build from a working tree), goversion, and revision (the version-control revision the binary was built from, \"-modified\" appended for a tree with changes; \"unknown\" when not recorded).",
+			ConstLabels: buildLabels(buildinfo.Read())}),
 	}
+	m.buildInfo.Set(1)
+	return m
 }
 
 // register adds every collector to r, plus the Go and process collectors
-// when withRuntime is set (a private registry).
+// when withRuntime is set (a private registry). runs_total and
+// leases_lost_total go in as zeroed, the schedule interval as
+// intervalGauge: what scheduled makes of a job costs its heap only in a
+// scrape.
 func (m *metrics) register(r prometheus.Registerer, withRuntime bool) error {
-	cs := []prometheus.Collector{m.claims, m.runs, m.runDuration, m.dispatchDelay, m.timerLag, m.renewLatency,
-		m.leasesLost, m.takeovers, m.missed, m.nextRun, m.lastSuccess, m.storeUp}
+	runs := newZeroed(m.runs, &m.jobs, "outcome", string(EndFailed), string(EndTimedOut))
+	leasesLost := newZeroed(m.leasesLost, &m.jobs, "")
+	interval := &intervalGauge{desc: m.interval, jobs: &m.jobs}
+	cs := []prometheus.Collector{m.claims, runs, m.runDuration, m.dispatchDelay, m.timerLag, m.renewLatency,
+		leasesLost, m.takeovers, m.missed, m.nextRun, m.lastSuccess, interval, m.storeUp, m.buildInfo}
 	if withRuntime {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -92,7 +123,8 @@ func seconds(t time.Time) float64 { return float64(t.UnixMilli()) / 1000 }
 
 // jobMetrics are one job's series, each looked up on its first use and kept,
 // so a slot costs an atomic load per series rather than a label lookup, and
-// a job that never runs costs no series.
+// a job that never runs costs no series: the zeros a scrape shows for a
+// scheduled job are not kept (see zeroed).
 type jobMetrics struct {
 	claims        [maxStatus + 1]series[prometheus.Counter] // by slotstore.Status; 0 is "error"
 	runs          [len(runEnds)]series[prometheus.Counter]
@@ -153,6 +185,22 @@ func (m *metrics) success(p *plan) prometheus.Gauge {
 	return m.of(p).lastSuccess.get(func() prometheus.Gauge { return m.lastSuccess.WithLabelValues(p.name) })
 }
 
+// scheduled gives p the series that must exist before the job runs: at 0,
+// those the shipped alerts take increase() of (runs failed and timeout,
+// leases lost), so that the first failure or lost lease is an increase
+// from 0 rather than the first sample of a new series, which increase()
+// cannot see; and its schedule interval, judged from now. The engine calls
+// it as it puts the job's first slot in the heap.
+//
+// Neither is a series kept in a vector: p's interval is kept on p, and p
+// joins the jobs whose zeros and interval a scrape reports (zeroed,
+// intervalGauge), a few bytes a job.
+func (m *metrics) scheduled(p *plan, now time.Time) {
+	if p.mark.set(m.intervals.of(p.sched, now)) {
+		m.jobs.add(p)
+	}
+}
+
 func (m *metrics) duration(p *plan) prometheus.Observer {
 	return m.of(p).runDuration.get(func() prometheus.Observer { return m.histogram(m.runDuration, p) })
 }
@@ -185,4 +233,248 @@ func (c *series[T]) get(mk func() T) T {
 	v := mk()
 	c.v.Store(&v)
 	return v
+}
+
+// scheduleMark is what scheduled leaves on a job for scrapes: its zero
+// value is a job not scheduled; then the job's schedule interval, or
+// noInterval for a schedule with no two slots in its horizon.
+type scheduleMark struct{ v atomic.Int64 }
+
+const noInterval = -1
+
+// set marks the job scheduled with interval d (0 for none), and reports
+// whether it was not before.
+func (s *scheduleMark) set(d time.Duration) bool {
+	v := int64(d)
+	if v <= 0 {
+		v = noInterval
+	}
+	return s.v.Swap(v) == 0
+}
+
+// interval is the job's schedule interval, 0 when it was not scheduled or
+// has none.
+func (s *scheduleMark) interval() time.Duration { return time.Duration(max(s.v.Load(), 0)) }
+
+// scheduledJobs are the jobs of this engine that Run scheduled, each once.
+// A slice only grows, so a snapshot taken under the lock stays valid.
+type scheduledJobs struct {
+	mu    sync.Mutex
+	plans []*plan
+}
+
+func (j *scheduledJobs) add(p *plan) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.plans = append(j.plans, p)
+}
+
+func (j *scheduledJobs) all() []*plan {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.plans[:len(j.plans):len(j.plans)]
+}
+
+// zeroed is a counter vector whose collection also reports, at 0, the
+// series of every scheduled job that the vector has not made yet: one for
+// each of values in label, or with label "" the job's one series. A scrape
+// shows what the vector alone would show had scheduled made them, at the
+// cost of a few allocations per zero per scrape rather than a series kept
+// per job.
+type zeroed struct {
+	vec    *prometheus.CounterVec
+	desc   *prometheus.Desc
+	jobs   *scheduledJobs
+	label  string
+	values []string
+}
+
+var _ prometheus.Collector = (*zeroed)(nil)
+
+func newZeroed(vec *prometheus.CounterVec, jobs *scheduledJobs, label string, values ...string) *zeroed {
+	ch := make(chan *prometheus.Desc, 1) // a vector has one
+	vec.Describe(ch)
+	if label == "" {
+		values = []string{""}
+	}
+	return &zeroed{vec: vec, desc: <-ch, jobs: jobs, label: label, values: values}
+}
+
+func (z *zeroed) Describe(ch chan<- *prometheus.Desc) { z.vec.Describe(ch) }
+
+// Collect reports the vector's series, then the zeros of the jobs that
+// have none of theirs among them. The vector collects under its lock, so a
+// series made during the scrape is either among its series or made after
+// them, and then the job's 0 stands in for it this once: each job's series
+// appear exactly once.
+func (z *zeroed) Collect(ch chan<- prometheus.Metric) {
+	made := z.forward(ch)
+	for _, p := range z.jobs.all() {
+		have := made[p.name]
+		for i, v := range z.values {
+			if have&(1<<i) != 0 {
+				continue
+			}
+			if z.label == "" {
+				ch <- prometheus.MustNewConstMetric(z.desc, prometheus.CounterValue, 0, p.name)
+			} else {
+				ch <- prometheus.MustNewConstMetric(z.desc, prometheus.CounterValue, 0, p.name, v)
+			}
+		}
+	}
+}
+
+// forward sends the vector's series to ch, and returns which of those
+// Collect would add each job has: bit i for values[i].
+func (z *zeroed) forward(ch chan<- prometheus.Metric) map[string]uint8 {
+	series := make(chan prometheus.Metric, 256)
+	go func() {
+		z.vec.Collect(series)
+		close(series)
+	}()
+	made := map[string]uint8{}
+	var d dto.Metric
+	for m := range series {
+		ch <- m
+		d.Reset()
+		if m.Write(&d) != nil {
+			continue // the registry reports it, as it writes it again
+		}
+		var job, value string
+		for _, l := range d.GetLabel() {
+			switch l.GetName() {
+			case jobLabel:
+				job = l.GetValue()
+			case z.label:
+				value = l.GetValue()
+			}
+		}
+		for i, v := range z.values {
+			if v == value {
+				made[job] |= 1 << i
+			}
+		}
+	}
+	return made
+}
+
+// intervalGauge is slotcron_schedule_interval_seconds: the interval of
+// each scheduled job that has one, as scheduled left it on the job.
+type intervalGauge struct {
+	desc *prometheus.Desc
+	jobs *scheduledJobs
+}
+
+var _ prometheus.Collector = (*intervalGauge)(nil)
+
+func (g *intervalGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+func (g *intervalGauge) Collect(ch chan<- prometheus.Metric) {
+	for _, p := range g.jobs.all() {
+		if d := p.mark.interval(); d > 0 {
+			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, d.Seconds(), p.name)
+		}
+	}
+}
+
+// intervalCache holds the intervals of the schedules seen since now last
+// changed: a start-up judges every job from one instant, and jobs with one
+// spec share its parsed schedule, so each spec is walked once. It holds at
+// most maxCachedIntervals, and starts afresh when full: it outlives the
+// start-up, and jobs with a spec each would keep one entry a job for
+// nothing.
+type intervalCache struct {
+	mu  sync.Mutex
+	now time.Time
+	by  map[*schedule.Schedule]time.Duration
+}
+
+const maxCachedIntervals = 1024
+
+func (c *intervalCache) of(s *schedule.Schedule, now time.Time) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !now.Equal(c.now) || c.by == nil {
+		c.now, c.by = now, make(map[*schedule.Schedule]time.Duration)
+	}
+	d, ok := c.by[s]
+	if !ok {
+		d = interval(s, now)
+		if len(c.by) == maxCachedIntervals {
+			clear(c.by)
+		}
+		c.by[s] = d
+	}
+	return d
+}
+
+// How far interval looks: intervalSlots consecutive slots, and the gaps
+// that span each of intervalDays midnights.
+const (
+	intervalSlots = 8
+	intervalDays  = 8
+)
+
+// interval is the longest gap between consecutive slots of s after now:
+// an @every spec's interval; for a cron spec, the longest gap among its next
+// intervalSlots slots and among the gaps that span each of the next
+// intervalDays midnights of its time zone. The slots cover a schedule's
+// rhythm across days, weeks or months ("0 9 * * 1-5" has a weekend gap);
+// the midnights cover a schedule with many slots a day and a quiet night
+// or weekend ("*/15 9-17 * * 1-5"). What neither sees is a long gap inside
+// a day of more than intervalSlots slots ("* 0-8,20 * * *" waits from 8:59
+// to 20:00). It is 0 when s has fewer than two slots in its horizon.
+func interval(s *schedule.Schedule, now time.Time) time.Duration {
+	if d := s.Every(); d > 0 {
+		return d
+	}
+	first := s.Next(now)
+	if first.IsZero() {
+		return 0
+	}
+	var longest time.Duration
+	last := first
+	for range intervalSlots - 1 {
+		next := s.Next(last)
+		if next.IsZero() {
+			break
+		}
+		longest = max(longest, next.Sub(last))
+		last = next
+	}
+	// The midnights after the slots walked, up to intervalDays after the
+	// first: the gap around each is that between the slots either side of
+	// the second before it; a midnight inside a gap already measured is
+	// skipped.
+	loc := s.Location()
+	end := first.AddDate(0, 0, intervalDays)
+	for t := last.In(loc); t.Before(end); {
+		y, mo, d := t.Date()
+		midnight := time.Date(y, mo, d+1, 0, 0, 0, 0, loc)
+		before := midnight.Add(-time.Second)
+		prev, next := s.Prev(before), s.Next(before)
+		if prev.IsZero() || next.IsZero() {
+			break
+		}
+		longest = max(longest, next.Sub(prev))
+		t = next.In(loc)
+		if !t.After(midnight) {
+			t = midnight
+		}
+	}
+	return longest
+}
+
+// buildLabels are the labels of slotcron_build_info: what the version
+// command prints, with "unknown" for a revision not recorded and
+// "-modified" after one of a tree with changes.
+func buildLabels(in buildinfo.Info) prometheus.Labels {
+	revision := in.Revision
+	switch {
+	case revision == "":
+		revision = "unknown"
+	case in.Modified:
+		revision += "-modified"
+	}
+	return prometheus.Labels{"version": in.Version, "goversion": in.GoVersion, "revision": revision}
 }

@@ -1,0 +1,76 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+
+	"github.com/slotcron/slotcron/scheduler/internal/backend"
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
+)
+
+// BackfillParams select the slots of a backfill: the job's scheduled slots
+// from From to To, both included (To is capped where the running replicas'
+// starting windows begin). DryRun plans and runs nothing.
+type BackfillParams = engine.BackfillParams
+
+// BackfillResult is a backfill's plan and, once run, what each slot did.
+type BackfillResult = engine.BackfillResult
+
+// BackfillSlot is one slot of a backfill: Action BackfillRun or
+// BackfillLeave, the marker's State and Reason when planned, and after a
+// run its Fence and End, or Err saying why it did not run.
+type BackfillSlot = engine.BackfillSlot
+
+// What a backfill does with a slot.
+const (
+	// BackfillRun: the slot never ran (it has no marker, or was recorded
+	// skipped: missed while no replica ran, left by the catch-up policy, or
+	// skipped for overlap), so the backfill claims it and runs it.
+	BackfillRun = engine.BackfillRun
+	// BackfillLeave: the slot ran, is running, waits for a retry, or was
+	// skipped because the store lost its data and it may have run; it is
+	// left alone.
+	BackfillLeave = engine.BackfillLeave
+)
+
+// MaxBackfill bounds the slots one backfill may cover.
+const MaxBackfill = engine.MaxBackfill
+
+// ErrBackfillRange is returned by Backfill for a range that is empty, not
+// yet due, or holds more than MaxBackfill slots.
+var ErrBackfillRange = engine.ErrBackfillRange
+
+// Backfill runs the slots of job in p's range that never ran: those with no
+// marker and those recorded skipped (a slot missed during an outage longer
+// than the job's starting deadline, or left by its catch-up policy), one
+// after another, each claimed like any slot: run once in the cluster, safe
+// beside running replicas and safe to repeat (a slot a backfill ran is
+// finished, and the next backfill leaves it alone). A slot skipped because
+// the store lost its data is never run: it may have run before the loss;
+// nor is a slot older than the job's history (less a minute), whose marker
+// may have been deleted after it ran. Slots whose starting window is still
+// open (starting_deadline + jitter) are left to the running replicas: To is
+// capped before them.
+// Backfill returns when every slot to run has ended; the result says what
+// each did. With p.DryRun it only reads the store and returns the plan.
+// A paused job answers ErrPaused; a range that is not in the past, has no
+// slot or too many, ErrBackfillRange.
+//
+// Like Trigger, it goes through Run's engine and store while Run runs, and
+// otherwise through the store WithStore gave or the configured one.
+func (s *Scheduler) Backfill(ctx context.Context, job string, p BackfillParams) (BackfillResult, error) {
+	res, err := s.eng.Backfill(ctx, job, p)
+	if errors.Is(err, engine.ErrNotRunning) {
+		st := s.store
+		if st == nil {
+			opened, oerr := backend.Open(ctx, s.cfg.backendConfig())
+			if oerr != nil {
+				return BackfillResult{Job: job}, oerr
+			}
+			defer opened.Close()
+			st = opened
+		}
+		res, err = s.eng.BackfillOn(ctx, st, job, p)
+	}
+	return res, err
+}
