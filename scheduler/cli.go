@@ -8,10 +8,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"slices"
+	"strings"
 	"syscall"
 
+	"github.com/slotcron/slotcron/internal/buildinfo"
 	"github.com/slotcron/slotcron/jobs"
 )
 
@@ -56,12 +57,16 @@ commands:
   next      print the next slots of a job (or of --schedule)
   history   print the store's markers, newest slot first
   trigger   run a job now, here, as a manual slot (obeys overlap)
-  pause     pause a job, or with no job the whole cluster, on every replica
-  resume    resume a job, or with no job the whole cluster
+  backfill  run, here, a job's slots in a range that never ran (--dry-run lists them)
+  pause     pause a job, or with no job the whole cluster, on every replica (--reason)
+  resume    resume a job, or with no job the whole cluster (--reason)
   version   print slotcron's version, the binary's revision and Go's version
 
 common flags:
   --config FILE   configuration file (default $SLOTCRON_CONFIG, else slotcron.yaml)
+
+JOB, where a command takes one, is the name of a job in the configuration file
+(a key under jobs:).
 
 exit status: 0 success, or run shut down by SIGTERM or SIGINT; 1 runtime failure,
 or stopped by a signal before it finished (run: before the scheduler started);
@@ -98,6 +103,8 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer, reg *
 		err = cmdHistory(ctx, rest, stdout, stderr, reg)
 	case "trigger":
 		err = cmdTrigger(ctx, rest, stdout, stderr, reg)
+	case "backfill":
+		err = cmdBackfill(ctx, rest, stdout, stderr, reg)
 	case "pause":
 		err = cmdPause(ctx, "pause", true, rest, stdout, stderr, reg)
 	case "resume":
@@ -106,7 +113,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer, reg *
 		fmt.Fprintf(stdout, usage, prog)
 		return ExitOK
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, versionText())
+		fmt.Fprintln(stdout, buildinfo.Read())
 		return ExitOK
 	default:
 		fmt.Fprintf(stderr, "%s: unknown command %q\n", prog, cmd)
@@ -121,6 +128,9 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer, reg *
 	case errors.Is(err, errUsage), IsConfigError(err):
 		if !errors.Is(err, errReported) {
 			fmt.Fprintln(stderr, err)
+			if errors.Is(err, errUsage) {
+				fmt.Fprintf(stderr, "Run '%s help %s' for usage.\n", prog, cmd)
+			}
 		}
 		return ExitUsage
 	default:
@@ -137,48 +147,6 @@ func isHelpFlag(arg string) bool {
 	}
 	return false
 }
-
-// versionText describes this build: slotcron's version (the module the
-// binary was built with), the binary's revision when it was built from a
-// repository, and Go's version.
-func versionText() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "slotcron (no build information)"
-	}
-	version := bi.Main.Version
-	if bi.Main.Path != slotcronModule {
-		version = "(not a dependency)"
-		for _, d := range bi.Deps {
-			if d.Path == slotcronModule {
-				version = d.Version
-				if d.Replace != nil {
-					version += " => " + d.Replace.Path + " " + d.Replace.Version
-				}
-			}
-		}
-	}
-	out := "slotcron " + version
-	var rev, modified string
-	for _, kv := range bi.Settings {
-		switch kv.Key {
-		case "vcs.revision":
-			rev = kv.Value
-		case "vcs.modified":
-			modified = kv.Value
-		}
-	}
-	if rev != "" {
-		out += ", " + bi.Main.Path + " at " + rev
-		if modified == "true" {
-			out += " (modified)"
-		}
-	}
-	return out + ", " + bi.GoVersion
-}
-
-// slotcronModule is slotcron's module path.
-const slotcronModule = "github.com/slotcron/slotcron"
 
 var (
 	errUsage    = errors.New("usage")
@@ -199,7 +167,24 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
 	if def == "" {
 		def = "slotcron.yaml"
 	}
-	return fs, fs.String("config", def, "configuration file")
+	return fs, fs.String("config", def, "the configuration `FILE`; $SLOTCRON_CONFIG names it if set")
+}
+
+// jobArg is what every command that takes a job says of it.
+const jobArg = "JOB is the name of a job in the configuration file (a key under jobs:)."
+
+// setUsage makes fs's usage, which -h, help CMD and a bad flag print,
+// name the command's arguments (args, after its flags) and say what it
+// does (about: lines of at most 80 columns).
+func setUsage(fs *flag.FlagSet, args, about string) {
+	fs.Usage = func() {
+		synopsis := "scheduler " + fs.Name() + " [flags]"
+		if args != "" {
+			synopsis += " " + args
+		}
+		fmt.Fprintf(fs.Output(), "usage: %s\n\n%s\n\nflags:\n", synopsis, strings.TrimSpace(about))
+		fs.PrintDefaults()
+	}
 }
 
 // parseFlags parses a command's flags and refuses positional arguments.
@@ -216,6 +201,12 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 
 func cmdRun(ctx context.Context, args []string, stderr io.Writer, reg *jobs.Registry, opts []Option) error {
 	fs, path := newFlags("run", stderr)
+	setUsage(fs, "", `
+Runs the scheduler until SIGTERM or SIGINT: claims each slot of the configured
+jobs in the store, runs the slots it wins, and campaigns for the duties. On the
+first signal it stops claiming, gives running jobs shutdown_grace, then releases
+their slots to the other replicas and exits 0. Warnings about the configuration
+(an empty file, no jobs) are logged, and it runs anyway.`)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -224,7 +215,14 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer, reg *jobs.Regi
 		if err != nil {
 			return nil, err
 		}
-		return New(cfg, reg, append([]Option{WithLogger(newLogger(cfg.Log, stderr))}, opts...)...)
+		s, err := New(cfg, reg, append([]Option{WithLogger(newLogger(cfg.Log, stderr))}, opts...)...)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range cfg.Warnings() {
+			s.log.Warn("configuration warning", "file", w.File, "line", w.Line, "key", w.Key, "warning", w.Msg)
+		}
+		return s, nil
 	})
 	if err != nil {
 		return err
@@ -241,6 +239,11 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer, reg *jobs.Regi
 
 func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer, reg *jobs.Registry) error {
 	fs, path := newFlags("validate", stderr)
+	setUsage(fs, "", `
+Checks the configuration file against the jobs and duties this binary registers,
+without starting anything, and prints every problem as file:line: key: message
+(exit 2), or "ok" (exit 0). Warnings (an empty file, no jobs and no duties) are
+printed too, and do not fail it.`)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -256,8 +259,19 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer, r
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: ok, %d job(s)\n", *path, len(cfg.Jobs))
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
+	fmt.Fprintf(stdout, "%s: ok, %s, %s\n", *path, plural(len(cfg.Jobs), "job", "jobs"), plural(len(cfg.Duties), "duty", "duties"))
 	return nil
+}
+
+// plural is "1 job", "2 jobs".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // parseFlagsArgs parses a command's flags, before and after its positional
@@ -274,7 +288,8 @@ func parseFlagsArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, usageError{msg: err.Error()}
+			// fs printed it, and the usage, already.
+			return nil, fmt.Errorf("%w: %w", errReported, usageError{msg: err.Error()})
 		}
 		if fs.NArg() == 0 {
 			return append(pos, rest...), nil

@@ -19,8 +19,13 @@ import (
 // table, or with --json one object a line.
 func cmdHistory(ctx context.Context, args []string, stdout, stderr io.Writer, reg *jobs.Registry) error {
 	fs, path := newFlags("history", stderr)
-	job := fs.String("job", "", "only this job")
-	state := fs.String("state", "", "only markers in this state: running, retrying, done, skipped, replaced, released, abandoned")
+	setUsage(fs, "[--job JOB]", `
+Prints the store's markers, newest slot first: job, slot, state, outcome,
+attempt, fence, holder, duration and error or reason; --json prints one object
+a line, as the HTTP API does.
+`+jobArg)
+	job := fs.String("job", "", "only this `JOB`")
+	state := fs.String("state", "", "only markers in this `STATE`: running, retrying, done, skipped, replaced, released, abandoned")
 	n := fs.Int("n", 20, "at most this many markers")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	if err := parseFlags(fs, args); err != nil {

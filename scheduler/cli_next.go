@@ -13,15 +13,20 @@ import (
 )
 
 // cmdNext prints the next n slots of a configured job, or of an ad-hoc
-// --schedule in --timezone: one RFC 3339 UTC instant a line, or with --json
-// one object a line.
+// --schedule in --timezone: one a line, in UTC and in the schedule's zone
+// (nextLine), or with --json one object a line.
 func cmdNext(ctx context.Context, args []string, stdout, stderr io.Writer, reg *jobs.Registry) error {
 	fs, path := newFlags("next", stderr)
-	job := fs.String("job", "", "job name from the configuration")
-	spec := fs.String("schedule", "", "a cron spec to evaluate instead of --job")
-	tz := fs.String("timezone", "", "time zone of --schedule (default UTC)")
+	setUsage(fs, "--job JOB | --schedule SPEC", `
+Prints the next slots of JOB, or of a cron SPEC in --timezone, one a line: the
+slot in UTC and, for a zone other than UTC, in the schedule's own time zone;
+--json prints one object a line with both and the run key.
+`+jobArg)
+	job := fs.String("job", "", "the `JOB` whose slots to print")
+	spec := fs.String("schedule", "", "a cron `SPEC` to evaluate instead of --job")
+	tz := fs.String("timezone", "", "IANA time `ZONE` of --schedule (default UTC)")
 	n := fs.Int("n", 5, "how many slots")
-	from := fs.String("from", "", "start after this RFC 3339 instant (default now)")
+	from := fs.String("from", "", "start after this RFC 3339 `TIME` (default now)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -51,20 +56,32 @@ func cmdNext(ctx context.Context, args []string, stdout, stderr io.Writer, reg *
 			break
 		}
 		if !*asJSON {
-			fmt.Fprintln(stdout, t.UTC().Format(time.RFC3339))
+			fmt.Fprintln(stdout, nextLine(t, loc))
 			continue
 		}
 		line := struct {
-			Job   string `json:"job"`
-			Slot  string `json:"slot"`
-			Local string `json:"local"`
-			Key   string `json:"key"`
-		}{name, t.UTC().Format(time.RFC3339), t.In(loc).Format(time.RFC3339), jobs.Run{Job: name, Slot: t}.Key()}
+			Job      string `json:"job"`
+			Slot     string `json:"slot"`
+			Local    string `json:"local"`
+			Timezone string `json:"timezone"`
+			Key      string `json:"key"`
+		}{name, t.UTC().Format(time.RFC3339), t.In(loc).Format(time.RFC3339), loc.String(), jobs.Run{Job: name, Slot: t}.Key()}
 		if err := enc.Encode(line); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// nextLine is a slot as next prints it: in UTC, then in loc with its
+// offset and zone unless loc is UTC, such as
+// "2026-03-29T01:00:00Z  2026-03-29T03:00:00+02:00 Europe/Berlin".
+func nextLine(t time.Time, loc *time.Location) string {
+	utc := t.UTC().Format(time.RFC3339)
+	if loc.String() == "UTC" {
+		return utc
+	}
+	return utc + "  " + t.In(loc).Format(time.RFC3339) + " " + loc.String()
 }
 
 func nextSchedule(ctx context.Context, path, job, spec, tz string, reg *jobs.Registry) (string, *schedule.Schedule, error) {

@@ -49,6 +49,8 @@ func TestCLIInterrupted(t *testing.T) {
 			args = append(args, "--job", "hello")
 		case "trigger":
 			args = append(args, "hello")
+		case "pause":
+			args = append(args, "--reason", "test")
 		}
 		code := Command(ctx, args, &out, &errb, demoRegistry())
 		if code != ExitFailure || !strings.Contains(errb.String(), "interrupted") || !strings.Contains(errb.String(), "terminated signal received") {

@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/scheduler/internal/admin"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/sqlitestore"
@@ -60,22 +62,36 @@ func TestCLIUsage(t *testing.T) {
 
 // next for 30 2 * * * in Europe/Berlin across both 2026 transitions fires
 // once per local day, at the first instant after the spring gap and at the
-// first of the two autumn 02:30s.
+// first of the two autumn 02:30s; each line shows the slot in UTC, then in
+// the schedule's zone.
 func TestCLINextAcrossDST(t *testing.T) {
 	for _, tc := range []struct {
 		from string
 		want []string
 	}{
-		{"2026-03-27T12:00:00Z", []string{"2026-03-28T01:30:00Z", "2026-03-29T01:00:00Z", "2026-03-30T00:30:00Z"}},
-		{"2026-10-23T12:00:00Z", []string{"2026-10-24T00:30:00Z", "2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"}},
+		{"2026-03-27T12:00:00Z", []string{
+			"2026-03-28T01:30:00Z  2026-03-28T02:30:00+01:00 Europe/Berlin",
+			"2026-03-29T01:00:00Z  2026-03-29T03:00:00+02:00 Europe/Berlin",
+			"2026-03-30T00:30:00Z  2026-03-30T02:30:00+02:00 Europe/Berlin",
+		}},
+		{"2026-10-23T12:00:00Z", []string{
+			"2026-10-24T00:30:00Z  2026-10-24T02:30:00+02:00 Europe/Berlin",
+			"2026-10-25T00:30:00Z  2026-10-25T02:30:00+02:00 Europe/Berlin",
+			"2026-10-26T01:30:00Z  2026-10-26T02:30:00+01:00 Europe/Berlin",
+		}},
 	} {
 		code, stdout, stderr := runCLI(t, "next", "--schedule", "30 2 * * *", "--timezone", "Europe/Berlin", "-n", "3", "--from", tc.from)
 		if code != ExitOK {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
-		if got := strings.Fields(stdout); strings.Join(got, " ") != strings.Join(tc.want, " ") {
-			t.Errorf("from %s: %v, want %v", tc.from, got, tc.want)
+		if got := strings.Split(strings.TrimSpace(stdout), "\n"); !slices.Equal(got, tc.want) {
+			t.Errorf("from %s:\n%s\nwant\n%s", tc.from, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 		}
+	}
+	// In UTC, the UTC instant is all there is to say.
+	code, stdout, _ := runCLI(t, "next", "--schedule", "@daily", "-n", "1", "--from", "2026-03-27T12:00:00Z")
+	if code != ExitOK || stdout != "2026-03-28T00:00:00Z\n" {
+		t.Errorf("next in UTC: exit %d, %q", code, stdout)
 	}
 }
 
@@ -91,17 +107,25 @@ func TestCLINextJSON(t *testing.T) {
 	}
 	want := time.Date(2026, 11, 29, 2, 0, 10, 0, time.UTC)
 	for _, line := range lines {
-		var v struct{ Job, Slot, Key string }
+		var v struct{ Job, Slot, Local, Timezone, Key string }
 		if err := json.Unmarshal([]byte(line), &v); err != nil {
 			t.Fatalf("%q: %v", line, err)
 		}
-		if v.Job != "hello" || v.Slot != want.Format(time.RFC3339) || v.Key != "hello@"+v.Slot {
-			t.Errorf("line %q, want slot %v", line, want)
+		if v.Job != "hello" || v.Slot != want.Format(time.RFC3339) || v.Key != "hello@"+v.Slot ||
+			v.Timezone != "UTC" || v.Local != v.Slot {
+			t.Errorf("line %q, want slot %v in UTC", line, want)
 		}
 		want = want.Add(10 * time.Second)
 	}
 	if code, _, stderr := runCLI(t, "next", "--config", "../config.example.yaml", "--job", "nope"); code != ExitUsage || !strings.Contains(stderr, "nope") {
 		t.Errorf("unknown job: exit %d %q", code, stderr)
+	}
+	code, stdout, stderr = runCLI(t, "next", "--config", "../config.example.yaml", "--job", "nightly-sleep", "-n", "1",
+		"--from", "2026-03-28T12:00:00Z", "--json")
+	var v struct{ Slot, Local, Timezone string }
+	if err := json.Unmarshal([]byte(stdout), &v); code != ExitOK || err != nil || v.Slot != "2026-03-29T01:00:00Z" ||
+		v.Local != "2026-03-29T03:00:00+02:00" || v.Timezone != "Europe/Berlin" {
+		t.Errorf("nightly-sleep: exit %d, %v, %q %s", code, err, stdout, stderr)
 	}
 }
 
@@ -172,30 +196,88 @@ func TestCLIPauseResumeTrigger(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, stdout, stderr := runCLI(t, "pause", "--config", conf, "hello"); code != ExitOK || !strings.Contains(stdout, "jobs=[hello]") {
+	// Each line of the table of pauses: what, since when, by whom, why.
+	pauseRow := regexp.MustCompile(`(?m)^(\S+(?: cluster\))?) +(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) +(.+?) {2,}(.+)$`)
+	rows := func(stdout string) map[string][]string {
+		out := map[string][]string{}
+		for _, m := range pauseRow.FindAllStringSubmatch(stdout, -1) {
+			out[m[1]] = m[2:]
+		}
+		return out
+	}
+	code, stdout, stderr := runCLI(t, "pause", "--config", conf, "--reason", "deploy freeze", "--by", "alice", "hello")
+	if r := rows(stdout)["hello"]; code != ExitOK || r == nil || r[1] != "alice" || r[2] != "deploy freeze" ||
+		!strings.HasPrefix(stdout, "paused hello, by alice: deploy freeze\n") {
 		t.Errorf("pause hello: exit %d %q %q", code, stdout, stderr)
 	}
-	if code, stdout, _ := runCLI(t, "pause", "--config", conf); code != ExitOK || !strings.Contains(stdout, "all=true") {
+	code, stdout, _ = runCLI(t, "pause", "--config", conf, "--reason", "db migration")
+	if r := rows(stdout); code != ExitOK || r[clusterPause] == nil || r[clusterPause][1] != defaultBy() ||
+		r[clusterPause][2] != "db migration" || r["hello"] == nil {
 		t.Errorf("pause cluster: exit %d %q", code, stdout)
 	}
-	if code, stdout, _ := runCLI(t, "resume", "--config", conf); code != ExitOK || !strings.Contains(stdout, "all=false jobs=[hello]") {
+	if code, stdout, _ := runCLI(t, "resume", "--config", conf, "--reason", "migrated"); code != ExitOK ||
+		rows(stdout)[clusterPause] != nil || rows(stdout)["hello"] == nil {
 		t.Errorf("resume cluster: exit %d %q", code, stdout)
 	}
-	if code, stdout, _ := runCLI(t, "resume", "hello", "--config", conf); code != ExitOK || !strings.Contains(stdout, "all=false jobs=[]") {
+	// The store keeps who and why.
+	st, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: filepath.Join(dir, "s.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := st.Pauses(context.Background())
+	st.Close()
+	if n := ps.Notes["hello"]; err != nil || n.By != "alice" || n.Reason != "deploy freeze" || n.At.IsZero() {
+		t.Errorf("the store's note of hello's pause: %+v, %v", ps.Notes, err)
+	}
+	if code, stdout, _ := runCLI(t, "resume", "hello", "--config", conf, "--reason", "frozen no more"); code != ExitOK ||
+		stdout != "resumed hello, by "+defaultBy()+": frozen no more\nnothing is paused\n" {
 		t.Errorf("resume hello: exit %d %q", code, stdout)
 	}
-	if code, _, _ := runCLI(t, "pause", "--config", conf, "nope"); code != ExitUsage {
+	if code, _, _ := runCLI(t, "pause", "--config", conf, "--reason", "x", "nope"); code != ExitUsage {
 		t.Errorf("pause of an unknown job: exit %d", code)
 	}
 	if code, _, stderr := runCLI(t, "trigger", "hello", "--config", conf, "extra"); code != ExitUsage || !strings.Contains(stderr, "exactly one job") {
 		t.Errorf("trigger of two jobs: exit %d %q", code, stderr)
 	}
-	code, stdout, stderr := runCLI(t, "trigger", "hello", "--config", conf) // flags after the job
+	code, stdout, stderr = runCLI(t, "trigger", "hello", "--config", conf) // flags after the job
 	if code != ExitOK || !strings.Contains(stdout, ": succeeded") {
 		t.Errorf("trigger: exit %d %q %q", code, stdout, stderr)
 	}
 	if code, stdout, _ := runCLI(t, "history", "--config", conf, "--json"); code != ExitOK || !strings.Contains(stdout, `"manual":true`) {
 		t.Errorf("history after trigger: %q", stdout)
+	}
+}
+
+// pause and resume want a reason, and a --by that says who; nothing is
+// paused without them.
+func TestCLIPauseNeedsReason(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "c.yaml")
+	doc := "store: {sqlite: {path: " + filepath.Join(dir, "s.db") + "}}\njobs: {hello: {schedule: '@daily'}}\n"
+	if err := os.WriteFile(conf, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pause", "hello"}, "pause: --reason is required"},
+		{[]string{"pause", "--reason", " \t"}, "pause: --reason is required"},
+		{[]string{"resume", "hello"}, "resume: --reason is required"},
+		{[]string{"pause", "--reason", "x", "--by", ""}, "pause: --by is empty"},
+		{[]string{"pause", "--reason", strings.Repeat("x", maxPauseNote+1)}, "pause: --reason is 1001 bytes; at most 1000"},
+		{[]string{"resume", "--reason", "x", "--by", strings.Repeat("x", maxPauseNote+1)}, "resume: --by is 1001 bytes"},
+	} {
+		code, _, stderr := runCLI(t, append(c.args, "--config", conf)...)
+		if code != ExitUsage || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "help "+c.args[0]) {
+			t.Errorf("%q: exit %d %q, want %d and %q", c.args, code, stderr, ExitUsage, c.want)
+		}
+	}
+	if code, stdout, _ := runCLI(t, "pause", "--config", conf, "--reason", "x"); code != ExitOK || !strings.Contains(stdout, clusterPause) {
+		t.Errorf("pause with a reason: exit %d %q", code, stdout)
+	}
+	if by := defaultBy(); !regexp.MustCompile(`^cli \S+@\S+$`).MatchString(by) {
+		t.Errorf("default --by %q, want cli user@host", by)
 	}
 }
 
@@ -233,5 +315,97 @@ func TestCLIVersionAndHelp(t *testing.T) {
 		if code != ExitOK || !strings.Contains(stdout, "-config") || stderr != "" {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
 		}
+	}
+}
+
+// Every command's help starts with its usage line; a command that takes a
+// job names JOB there and says what a JOB is.
+func TestCLIHelpNamesJob(t *testing.T) {
+	for _, c := range []struct {
+		cmd, usage string
+		job        bool
+	}{
+		{"run", "usage: scheduler run [flags]\n", false},
+		{"validate", "usage: scheduler validate [flags]\n", false},
+		{"next", "usage: scheduler next [flags] --job JOB | --schedule SPEC\n", true},
+		{"history", "usage: scheduler history [flags] [--job JOB]\n", true},
+		{"trigger", "usage: scheduler trigger [flags] JOB\n", true},
+		{"pause", "usage: scheduler pause [flags] --reason TEXT [JOB]\n", true},
+		{"resume", "usage: scheduler resume [flags] --reason TEXT [JOB]\n", true},
+	} {
+		for _, args := range [][]string{{c.cmd, "-h"}, {"help", c.cmd}} {
+			code, stdout, stderr := runCLI(t, args...)
+			if code != ExitOK || stderr != "" || !strings.HasPrefix(stdout, c.usage) {
+				t.Errorf("%q: exit %d, stderr %q, stdout:\n%s\nwant it to start %q", args, code, stderr, stdout, c.usage)
+			}
+			if c.job != strings.Contains(stdout, jobArg) {
+				t.Errorf("%q: says what JOB is: %v, want %v:\n%s", args, !c.job, c.job, stdout)
+			}
+		}
+	}
+	// A command whose only argument is a job names it too.
+	if _, stdout, _ := runCLI(t, "help", "backfill"); !strings.HasPrefix(stdout, "usage: scheduler backfill [flags] JOB\n") {
+		t.Errorf("help backfill:\n%s", stdout)
+	}
+}
+
+// A configuration file that is not there is reported once, by name, as bad
+// configuration (exit 2), by every command that reads one.
+func TestCLIMissingConfigSaidOnce(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope.yaml")
+	for _, args := range [][]string{
+		{"validate"}, {"run"}, {"next", "--job", "hello"}, {"history"}, {"trigger", "hello"},
+		{"pause", "--reason", "x"}, {"resume", "--reason", "x", "hello"}, {"backfill", "hello", "--from", "2026-01-01"},
+	} {
+		code, stdout, stderr := runCLI(t, append(args, "--config", missing)...)
+		if code != ExitUsage || stdout != "" || stderr != missing+": no such configuration file\n" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d and the file named once", args, code, stdout, stderr, ExitUsage)
+		}
+	}
+}
+
+// A bad flag is reported once, with the command's usage.
+func TestCLIBadFlagSaidOnce(t *testing.T) {
+	code, _, stderr := runCLI(t, "validate", "--job", "x")
+	if code != ExitUsage || strings.Count(stderr, "flag provided but not defined: -job") != 1 ||
+		!strings.Contains(stderr, "usage: scheduler validate [flags]") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// A file with no jobs and no duties is valid, with a warning: validate
+// prints it and passes, run logs it and runs.
+func TestCLIWarnsOfNoJobs(t *testing.T) {
+	dir := t.TempDir()
+	empty, nojobs := filepath.Join(dir, "empty.yaml"), filepath.Join(dir, "nojobs.yaml")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(nojobs, []byte("store: {kind: memory}\njobs: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "validate", "--config", empty)
+	if code != ExitOK || !strings.Contains(stdout, "ok, 0 jobs") ||
+		stderr != "warning: "+empty+": the file is empty: no jobs and no duties, so a replica runs nothing\n" {
+		t.Errorf("validate of an empty file: exit %d, %q, %q", code, stdout, stderr)
+	}
+	code, _, stderr = runCLI(t, "validate", "--config", nojobs)
+	if code != ExitOK || stderr != "warning: "+nojobs+":2: jobs: no jobs and no duties: a replica runs nothing\n" {
+		t.Errorf("validate of no jobs: exit %d, %q", code, stderr)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs testlog.Buffer
+	done := make(chan int, 1)
+	go func() { done <- Command(ctx, []string{"run", "--config", nojobs}, io.Discard, &logs, demoRegistry()) }()
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(logs.String(), "scheduler started") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if code := <-done; code != ExitOK || !strings.Contains(logs.String(), `msg="configuration warning"`) ||
+		!strings.Contains(logs.String(), `key=jobs warning="no jobs and no duties: a replica runs nothing"`) {
+		t.Errorf("run: exit %d, logs:\n%s", code, logs.String())
 	}
 }

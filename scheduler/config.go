@@ -233,3 +233,23 @@ type HTTPConfig struct {
 	// resume) require. Empty disables them.
 	Token string `yaml:"token"`
 }
+
+// Warnings returns what in c is allowed but most likely a mistake, each
+// with its file, line and key: an empty file, or no jobs and no duties (a
+// replica that runs nothing). `scheduler validate` and `scheduler run`
+// print them and go on. nil when there are none.
+func (c *Config) Warnings() []*ConfigError {
+	if len(c.Jobs) > 0 || len(c.Duties) > 0 {
+		return nil
+	}
+	if c.src != nil && len(c.src.root.Content) == 0 {
+		return []*ConfigError{{File: c.src.file, Msg: "the file is empty: no jobs and no duties, so a replica runs nothing"}}
+	}
+	const msg = "no jobs and no duties: a replica runs nothing"
+	for _, key := range []string{"jobs", "duties"} {
+		if c.src.line(key) != 0 {
+			return []*ConfigError{c.errAt(msg, key)}
+		}
+	}
+	return []*ConfigError{{File: c.src.fileName(), Msg: msg}}
+}

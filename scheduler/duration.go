@@ -22,7 +22,8 @@ func (d Duration) String() string { return time.Duration(d).String() }
 // *yaml.TypeError so decoding goes on and every error is reported together.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: expected a duration such as 15s", n.Line)}}
+		// In go-yaml's words, which the loader puts into the file's.
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: cannot unmarshal %s into %T", n.Line, n.ShortTag(), *d)}}
 	}
 	v, err := time.ParseDuration(n.Value)
 	if err != nil && !strings.HasPrefix(n.Value, "-") && durationSyntax.MatchString(strings.TrimPrefix(n.Value, "+")) {

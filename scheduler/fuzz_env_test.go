@@ -42,6 +42,13 @@ func FuzzExpandEnv(f *testing.F) {
 		}
 		doc := "replica: '" + strings.ReplaceAll(text, "'", "''") + "'\n"
 		cfg, err := Parse("fuzz.yaml", []byte(doc))
+		if expandModel(text) == "" && unsetRef(text) {
+			// A value an unset variable left empty is an error.
+			if err == nil || !strings.Contains(err.Error(), "not set in the environment") {
+				t.Fatalf("%q: %v, want an error naming the unset variable", doc, err)
+			}
+			return
+		}
 		if err != nil {
 			t.Fatalf("%q: %v", doc, err)
 		}
@@ -116,4 +123,25 @@ func quotable(s string) bool {
 		}
 	}
 	return true
+}
+
+// unsetRef reports whether s refers, without a default, to a variable that
+// is not set, scanning as expandModel does.
+func unsetRef(s string) bool {
+	for i := 0; i < len(s); {
+		if strings.HasPrefix(s[i:], "$${") {
+			i += 3
+			continue
+		}
+		if _, n, ok := envReference(s[i:]); ok {
+			ref := s[i+2 : i+n-1]
+			if _, set := os.LookupEnv(ref); !set && !strings.Contains(ref, ":-") {
+				return true
+			}
+			i += n
+			continue
+		}
+		i++
+	}
+	return false
 }

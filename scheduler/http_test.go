@@ -51,10 +51,10 @@ func TestHTTPEndpoints(t *testing.T) {
 		}
 	}
 	wants := []string{
-		`slotcron_runs_total{job="tick",outcome="succeeded"}`,
-		`slotcron_claims_total{job="tick",result="won"}`,
+		`slotcron_runs_total{job_name="tick",outcome="succeeded"}`,
+		`slotcron_claims_total{job_name="tick",result="won"}`,
 		`slotcron_dispatch_delay_seconds_count `, // one histogram per replica unless per_job_histograms
-		`slotcron_next_run_timestamp_seconds{job="tick"}`,
+		`slotcron_next_run_timestamp_seconds{job_name="tick"}`,
 		`slotcron_store_up 1`,
 		`go_goroutines`,
 	}

@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,15 +22,34 @@ import (
 )
 
 // Load reads a YAML configuration file, expands ${VAR} and ${VAR:-default}
-// from the environment, and decodes it. Unknown keys and values of the wrong
-// type are reported together, each with file, line and key, as ConfigErrors.
+// from the environment, and decodes it. Unknown keys, values of the wrong
+// type, a second YAML document and a value left empty by an unset ${VAR}
+// are reported together, each with file, line and key, as ConfigErrors.
 // Load does not check what needs the job registry; New and Validate do.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
-		return nil, &ConfigError{File: path, Msg: err.Error()}
+		return nil, err
 	}
 	return Parse(path, data)
+}
+
+// readFile reads the configuration file at path; a file it cannot read is
+// a ConfigError naming it once.
+func readFile(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err == nil {
+		return data, nil
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // it names the file again
+	}
+	msg := "cannot read the configuration file: " + err.Error()
+	if errors.Is(err, fs.ErrNotExist) {
+		msg = "no such configuration file"
+	}
+	return nil, &ConfigError{File: path, Msg: msg}
 }
 
 // Parse is Load for a document already in memory; name is used in errors.
@@ -48,9 +70,9 @@ func LoadAndValidate(path string, reg *jobs.Registry) (*Config, error) {
 // loadAndValidate is LoadAndValidate, given up with ctx's error when ctx
 // ends between its steps or between jobs.
 func loadAndValidate(ctx context.Context, path string, reg *jobs.Registry) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
-		return nil, &ConfigError{File: path, Msg: err.Error()}
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -75,31 +97,90 @@ func loadAndValidate(ctx context.Context, path string, reg *jobs.Registry) (*Con
 
 // parse decodes what it can and returns every problem found; cfg is nil
 // only when the document could not be read as YAML at all.
-func parse(name string, data []byte) (*Config, ConfigErrors) {
-	data, values := expandEnv(data)
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, ConfigErrors{syntaxError(name, err)}
+func parse(name string, written []byte) (*Config, ConfigErrors) {
+	data, refs := expandEnv(written)
+	root, errs := readDocument(name, data, written)
+	if root == nil {
+		return nil, errs
 	}
-	fillEnv(&root, values)
-	src := &source{file: name, root: &root}
+	src := &source{file: name, root: root}
+	errs = append(errs, src.fillEnv(refs)...)
 	cfg := &Config{src: src}
 	if len(root.Content) == 0 {
-		return cfg, nil
+		sortErrors(errs)
+		return cfg, errs
 	}
-	var errs ConfigErrors
 	checkKeys(src, root.Content[0], reflect.TypeOf(Config{}), "", &errs)
 	msgs, err := decodeConfig(root.Content[0], cfg)
 	if err != nil {
-		return nil, ConfigErrors{syntaxError(name, err)}
+		return nil, ConfigErrors{syntaxError(name, data, written, err)}
 	}
 	for _, msg := range msgs {
-		e := typeError(name, msg)
-		e.Key = src.keyAt(e.Line, e.Msg)
-		errs = append(errs, e)
+		errs = append(errs, src.typeError(msg))
 	}
 	sortErrors(errs)
 	return cfg, errs
+}
+
+// readDocument parses data (written, its ${VAR}s expanded), which must
+// hold one YAML document: a second one is an error at its first line (an
+// empty one, such as a closing "---", is not). root is nil when data is not
+// YAML; an empty file is a root with no content.
+func readDocument(name string, data, written []byte) (*yaml.Node, ConfigErrors) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var root yaml.Node
+	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
+		return nil, ConfigErrors{syntaxError(name, data, written, err)}
+	}
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		switch {
+		case errors.Is(err, io.EOF):
+			return &root, nil
+		case err == nil && emptyDocument(&next):
+			continue
+		}
+		line := next.Line
+		if err != nil {
+			// No node to ask: the document marker after the first
+			// document's content, else where go-yaml saw the problem.
+			line = markerAfter(data, &root)
+			if line == 0 {
+				line = syntaxError(name, data, written, err).Line
+			}
+		}
+		return &root, ConfigErrors{{File: name, Line: line,
+			Msg: "a second YAML document starts here: a configuration file holds one (remove the --- and what follows, or merge it into the first)"}}
+	}
+}
+
+// emptyDocument reports whether doc holds nothing: a bare "---".
+func emptyDocument(doc *yaml.Node) bool {
+	if len(doc.Content) == 0 {
+		return true
+	}
+	n := doc.Content[0]
+	return len(doc.Content) == 1 && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" && n.Value == "" && n.Anchor == ""
+}
+
+// docMarker matches a line that starts or ends a YAML document.
+var docMarker = regexp.MustCompile(`^(---|\.\.\.)([ \t].*)?$`)
+
+// markerAfter returns the line of the first document marker after the
+// first line of root's content, or 0.
+func markerAfter(data []byte, root *yaml.Node) int {
+	from := 1
+	if len(root.Content) > 0 {
+		from = root.Content[0].Line
+	}
+	ends := lineEnds(data)
+	for n := from + 1; n <= len(ends); n++ {
+		if docMarker.MatchString(lineText(data, ends, n)) {
+			return n
+		}
+	}
+	return 0
 }
 
 // envRef matches what expandEnv replaces: $${, a reference, or the start
@@ -117,195 +198,133 @@ const placeholderStem = "__slotcron_env_"
 
 var placeholderRE = regexp.MustCompile(placeholderStem + `\d+__`)
 
-// expandEnv replaces ${VAR} and ${VAR:-default}: an unset or empty VAR
-// without a default becomes empty, and $${ stands for a literal ${. Nothing
-// else containing $ is touched, so passwords and specs keep their dollar
-// signs. The references are swapped for placeholders before parsing and the
-// values put into the parsed scalars afterwards, so a value can never change
-// the document's structure or its line numbers (a value with '#', ': ' or a
-// newline stays one value), and ${VAR} works unquoted even in flow mappings.
-// A plain (unquoted) scalar is typed again after expansion, so
-// db: ${REDIS_DB} decodes as a number.
+// envValues maps each placeholder of a document to what it stands for.
+type envValues map[string]envValue
+
+// envValue is one ${...} of a document (or a $${, or text that looks like a
+// placeholder): its value, its text, and the variable if it is not set and
+// the reference gives no default.
+type envValue struct {
+	value, text string
+	unset       string
+}
+
+// expandEnv replaces ${VAR} and ${VAR:-default}: VAR's value if VAR is set
+// and not empty, else the default, else empty; and $${ stands for a
+// literal ${. Nothing else containing $ is touched, so passwords and specs
+// keep their dollar signs. The references are swapped for placeholders
+// before parsing and the values put into the parsed scalars afterwards
+// (fillEnv), so a value can never change the document's structure or its
+// line numbers (a value with '#', ': ' or a newline stays one value), and
+// ${VAR} works unquoted even in flow mappings. A plain (unquoted) scalar is
+// typed again after expansion, so db: ${REDIS_DB} decodes as a number.
 //
 // Text of the document that starts like a placeholder is swapped for one
 // too, whose value is that text: fillEnv would otherwise take a word such
 // as __slotcron_env_0__ for the first reference's placeholder. Equal
 // matches share a placeholder, so an anchor and its alias stay equal.
-func expandEnv(data []byte) ([]byte, map[string]string) {
-	values := map[string]string{}
+func expandEnv(data []byte) ([]byte, envValues) {
+	refs := envValues{}
 	seen := map[string]string{} // match → its placeholder
 	out := envRef.ReplaceAllFunc(data, func(m []byte) []byte {
 		if ph, ok := seen[string(m)]; ok {
 			return []byte(ph)
 		}
-		v := string(m)
-		switch v {
+		r := envValue{value: string(m), text: string(m)}
+		switch r.value {
 		case "$${":
-			v = "${"
+			r.value = "${"
 		case placeholderStem: // stands for itself
 		default:
 			sub := envRef.FindSubmatch(m)
-			if env, ok := os.LookupEnv(string(sub[1])); ok && env != "" {
-				v = env
-			} else {
-				v = string(sub[3])
+			env, set := os.LookupEnv(string(sub[1]))
+			switch {
+			case set && env != "":
+				r.value = env
+			case !set && sub[2] == nil:
+				r.value, r.unset = "", string(sub[1])
+			default:
+				r.value = string(sub[3])
 			}
 		}
-		ph := placeholder(len(values))
-		values[ph] = v
+		ph := placeholder(len(refs))
+		refs[ph] = r
 		seen[string(m)] = ph
 		return []byte(ph)
 	})
-	return out, values
+	return out, refs
 }
 
-// fillEnv puts the values of expandEnv into the parsed document.
-func fillEnv(n *yaml.Node, values map[string]string) {
-	if len(values) == 0 {
-		return
+// fillEnv puts the values of expandEnv into the parsed document, and
+// reports each key or value that an unset variable left empty: most likely
+// a variable the deployment forgot, which would otherwise be read as "use
+// the default" or "off" (an empty http.token disables the API). A
+// variable set to the empty string is taken as meant; so is ${VAR:-}.
+func (s *source) fillEnv(refs envValues) ConfigErrors {
+	if len(refs) == 0 {
+		return nil
 	}
-	if n.Kind == yaml.ScalarNode && placeholderRE.MatchString(n.Value) {
-		n.Value = placeholderRE.ReplaceAllStringFunc(n.Value, func(ph string) string { return values[ph] })
+	var errs ConfigErrors
+	fill := func(n *yaml.Node, key string) {
+		if n.Kind != yaml.ScalarNode || !placeholderRE.MatchString(n.Value) {
+			return
+		}
+		var unset []string
+		written := placeholderRE.ReplaceAllStringFunc(n.Value, func(ph string) string { return refs[ph].text })
+		n.Value = placeholderRE.ReplaceAllStringFunc(n.Value, func(ph string) string {
+			if v := refs[ph].unset; v != "" && !slices.Contains(unset, v) {
+				unset = append(unset, v)
+			}
+			return refs[ph].value
+		})
 		if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
 			n.Tag = ""
 		}
+		if n.Value != "" || len(unset) == 0 {
+			return
+		}
+		if key == "" {
+			key = written
+		}
+		errs = append(errs, &ConfigError{File: s.file, Line: n.Line, Key: key, Msg: unsetMessage(unset)})
 	}
-	for _, c := range n.Content {
-		fillEnv(c, values)
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				written := placeholderRE.ReplaceAllStringFunc(k.Value, func(ph string) string { return refs[ph].text })
+				fill(k, join(path, written))
+				walk(v, join(path, k.Value))
+			}
+		case yaml.ScalarNode:
+			fill(n, path)
+		default:
+			for _, c := range n.Content {
+				walk(c, path)
+			}
+		}
 	}
+	walk(s.root, "")
+	return errs
 }
 
-var lineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-
-func syntaxError(file string, err error) *ConfigError {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if m := lineRE.FindStringSubmatch(msg); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return &ConfigError{File: file, Line: n, Msg: m[2]}
+// unsetMessage says that the variables named left a value empty.
+func unsetMessage(vars []string) string {
+	refs := make([]string, len(vars))
+	for i, v := range vars {
+		refs[i] = "${" + v + "}"
 	}
-	return &ConfigError{File: file, Msg: msg}
-}
-
-func typeError(file, msg string) *ConfigError {
-	if m := lineRE.FindStringSubmatch(msg); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return &ConfigError{File: file, Line: n, Msg: m[2]}
+	what, it := refs[0]+" is", "it"
+	if len(refs) > 1 {
+		what, it = strings.Join(refs[:len(refs)-1], ", ")+" and "+refs[len(refs)-1]+" are", "them"
 	}
-	return &ConfigError{File: file, Msg: msg}
+	return fmt.Sprintf("empty because %s not set in the environment (set %s, or write ${%s:-} if empty is meant)", what, it, vars[0])
 }
 
 func sortErrors(errs ConfigErrors) {
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
-}
-
-// checkKeys reports every mapping key that t has no field for, with its
-// dotted path, walking structs, maps and inlined structs.
-func checkKeys(src *source, n *yaml.Node, t reflect.Type, path string, errs *ConfigErrors) {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	if n.Kind != yaml.MappingNode || t == reflect.TypeOf(yaml.Node{}) {
-		return
-	}
-	switch t.Kind() {
-	case reflect.Map:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			checkKeys(src, n.Content[i+1], t.Elem(), join(path, n.Content[i].Value), errs)
-		}
-	case reflect.Struct:
-		fields := yamlFields(t)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i]
-			if k.Value == "<<" {
-				continue
-			}
-			ft, ok := fields[k.Value]
-			if !ok {
-				*errs = append(*errs, &ConfigError{File: src.file, Line: k.Line, Key: join(path, k.Value), Msg: "unknown key" + suggest(k.Value, fields)})
-				continue
-			}
-			checkKeys(src, n.Content[i+1], ft, join(path, k.Value), errs)
-		}
-	}
-}
-
-// fieldsOf caches yamlFields: checkKeys asks for the same few structs once
-// per job.
-var fieldsOf sync.Map // reflect.Type → map[string]reflect.Type
-
-// yamlFields maps each YAML key of struct t, inlined fields included, to its
-// field type. The map is shared: read it only.
-func yamlFields(t reflect.Type) map[string]reflect.Type {
-	if m, ok := fieldsOf.Load(t); ok {
-		return m.(map[string]reflect.Type)
-	}
-	out := map[string]reflect.Type{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		tag := f.Tag.Get("yaml")
-		name, opts, _ := strings.Cut(tag, ",")
-		if strings.Contains(opts, "inline") {
-			for k, v := range yamlFields(f.Type) {
-				out[k] = v
-			}
-			continue
-		}
-		if name == "-" {
-			continue
-		}
-		if name == "" {
-			name = strings.ToLower(f.Name)
-		}
-		out[name] = f.Type
-	}
-	fieldsOf.Store(t, out)
-	return out
-}
-
-func suggest(key string, fields map[string]reflect.Type) string {
-	best, bestD := "", 3
-	for name := range fields {
-		if d := editDistance(key, name); d < bestD || (d == bestD && name < best) {
-			best, bestD = name, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
 }
 
 // source remembers the parsed document so validation can name lines.
@@ -318,8 +337,10 @@ type source struct {
 	// Content of its first occurrence. Without it, an error for each of n
 	// jobs costs n²/2 key comparisons.
 	keys map[*yaml.Node]map[string]int
-	// scalars indexes the document's scalar values by line, for keyAt.
-	scalars map[int][]scalarAt
+	// typed indexes the document's keys and values by line, each with
+	// the type it decodes into, to name the key of an error; built at
+	// the first error that needs it.
+	typed map[int][]typedEntry
 }
 
 // indexFrom is the size from which line indexes a mapping's keys.
@@ -377,66 +398,28 @@ func (s *source) find(n *yaml.Node, key string) (int, bool) {
 	return i, found
 }
 
-// scalarAt is a mapping entry with a scalar value, for keyAt.
-type scalarAt struct {
-	key   string // dotted path
-	value string
-}
-
 // keyAt names the key of a type error: go-yaml says only the line, and the
 // message quotes the offending value (`value`, or "value" from Duration's
 // and redisstore.TLSOptions' own errors). It is the one entry on that line
 // whose scalar value the message quotes; "" if none or several are.
 func (s *source) keyAt(line int, msg string) string {
-	if s == nil || line <= 0 || len(s.root.Content) == 0 || strings.HasPrefix(msg, "mapping key ") {
-		return ""
-	}
-	s.mu.Lock()
-	if s.scalars == nil {
-		s.scalars = map[int][]scalarAt{}
-		indexScalars(s.root.Content[0], "", s.scalars)
-	}
-	entries := s.scalars[line]
-	s.mu.Unlock()
 	key := ""
-	for _, e := range entries {
-		short := e.value
+	for _, e := range s.entriesAt(line) {
+		if e.isKey || e.node.Kind != yaml.ScalarNode {
+			continue
+		}
+		short := e.node.Value
 		if len(short) > 10 {
 			short = short[:7] + "..."
 		}
-		if strings.Contains(msg, strconv.Quote(e.value)) || strings.Contains(msg, "`"+short+"`") {
-			if key != "" && key != e.key {
+		if strings.Contains(msg, strconv.Quote(e.node.Value)) || strings.Contains(msg, "`"+short+"`") {
+			if key != "" && key != e.path {
 				return ""
 			}
-			key = e.key
+			key = e.path
 		}
 	}
 	return key
-}
-
-// indexScalars records, by line, every mapping entry under n whose value
-// is a scalar. Aliases are not followed.
-func indexScalars(n *yaml.Node, path string, out map[int][]scalarAt) {
-	switch n.Kind {
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := join(path, k.Value)
-			if v.Kind == yaml.ScalarNode {
-				out[v.Line] = append(out[v.Line], scalarAt{p, v.Value})
-				continue
-			}
-			indexScalars(v, p, out)
-		}
-	case yaml.SequenceNode:
-		for _, c := range n.Content {
-			if c.Kind == yaml.ScalarNode {
-				out[c.Line] = append(out[c.Line], scalarAt{path, c.Value})
-				continue
-			}
-			indexScalars(c, path, out)
-		}
-	}
 }
 
 func (s *source) fileName() string {

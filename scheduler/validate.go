@@ -6,7 +6,9 @@ import (
 	"hash/fnv"
 	"net"
 	"os"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -170,7 +172,7 @@ func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, sp
 		}
 		switch {
 		case ps.err != nil:
-			fail(c.errAt(ps.err.Error(), at("schedule")...))
+			fail(c.errAt(plainSchedule(ps.err.Error()), at("schedule")...))
 		case ps.never:
 			fail(c.errAt(fmt.Sprintf("schedule %q never fires in the next 5 years", jc.Schedule), at("schedule")...))
 		}
@@ -213,6 +215,23 @@ func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, sp
 		History: pol.History.D(), Jitter: jitterFor(name, pol.Jitter.D()), Overlap: pol.Overlap,
 		Retries: engine.Retries{Max: pol.Retries.Max, Backoff: pol.Retries.Backoff.D(), MaxBackoff: pol.Retries.MaxBackoff.D()},
 	}, true
+}
+
+// atoiError is how the cron parser passes on strconv's complaint about a
+// field that is not a number.
+var atoiError = regexp.MustCompile(`failed to parse int from (.*?): strconv\.Atoi: parsing ".*?": (invalid syntax|value out of range)`)
+
+// plainSchedule words a schedule's parse error without the Go functions
+// and packages that produced it.
+func plainSchedule(msg string) string {
+	msg = atoiError.ReplaceAllStringFunc(msg, func(m string) string {
+		sub := atoiError.FindStringSubmatch(m)
+		if sub[2] == "value out of range" {
+			return strconv.Quote(sub[1]) + " is too big"
+		}
+		return strconv.Quote(sub[1]) + " is not a number"
+	})
+	return strings.ReplaceAll(msg, "time: ", "")
 }
 
 // checkPolicy reports bad values set in p (zero fields are inherited and
