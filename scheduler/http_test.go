@@ -128,13 +128,13 @@ func TestHTTPAPI(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the triggered run did not start")
 	}
-	if code, body := do("POST", "/api/pause?job=report", "s3cret"); code != 200 || !strings.Contains(body, `"report"`) {
+	if code, body := do("POST", "/api/pause?job=report&reason=test", "s3cret"); code != 200 || !strings.Contains(body, `"report"`) {
 		t.Errorf("pause: %d %s", code, body)
 	}
 	if code, body := do("GET", "/api/jobs", ""); code != 200 || !strings.Contains(body, `"paused":true`) {
 		t.Errorf("jobs after pause: %d %s", code, body)
 	}
-	if code, _ := do("POST", "/api/resume?job=report", "s3cret"); code != 200 {
+	if code, _ := do("POST", "/api/resume?job=report&reason=test", "s3cret"); code != 200 {
 		t.Errorf("resume: %d", code)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -148,8 +148,11 @@ func TestHTTPAPI(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if code, body := do("GET", "/", ""); code != 200 || !strings.Contains(body, "<td>report</td>") || !strings.Contains(body, "(manual)") {
+	if code, body := do("GET", "/", ""); code != 200 || !strings.Contains(body, "<title>slotcron</title>") {
 		t.Errorf("dashboard: %d %.300s", code, body)
+	}
+	if code, body := do("GET", "/api/jobs/report/history?manual=true", ""); code != 200 || !strings.Contains(body, `"manual":true`) {
+		t.Errorf("the job's manual slots: %d %s", code, body)
 	}
 	if code, _ := do("GET", "/api/history?limit=0", ""); code != http.StatusBadRequest {
 		t.Errorf("history limit 0: %d", code)

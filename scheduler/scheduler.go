@@ -149,7 +149,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	if h := s.cfg.HTTP; h.Listen != "" {
 		rp.Serve = func(ctx context.Context) (func(), error) {
-			return admin.Serve(ctx, s.eng, admin.Options{Listen: h.Listen, Token: h.Token, Gatherer: s.registry})
+			return admin.Serve(ctx, s.eng, admin.Options{Listen: h.Listen, Token: h.Token, Gatherer: s.registry, StoreKind: kind})
 		}
 	}
 	s.log.Info("scheduler started", "jobs", s.jobs, "store", kind)

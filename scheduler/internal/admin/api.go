@@ -1,14 +1,11 @@
 package admin
 
 import (
-	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,10 +14,12 @@ import (
 )
 
 // api serves the JSON API under /api/: reads for anyone who can reach the
-// port, mutations (trigger, pause, resume) only with the bearer token.
+// port, mutations (trigger, pause, resume, backfill) only with the bearer
+// token.
 type api struct {
-	e     Engine
-	token string
+	e         Engine
+	token     string
+	storeKind string
 }
 
 // store returns the store of the Run in progress, or answers 503.
@@ -35,89 +34,15 @@ func (a *api) store(w http.ResponseWriter) (slotstore.Store, bool) {
 
 func (a *api) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/jobs", a.jobs)
+	mux.HandleFunc("GET /api/jobs/{job}", a.job)
+	mux.HandleFunc("GET /api/jobs/{job}/history", a.jobHistory)
 	mux.HandleFunc("GET /api/history", a.history)
+	mux.HandleFunc("GET /api/cluster", a.cluster)
 	mux.HandleFunc("POST /api/jobs/{job}/trigger", a.authed(a.trigger))
+	mux.HandleFunc("POST /api/jobs/{job}/backfill", a.authed(a.backfill))
 	mux.HandleFunc("POST /api/pause", a.authed(a.pause(true)))
 	mux.HandleFunc("POST /api/resume", a.authed(a.pause(false)))
-	mux.HandleFunc("GET /{$}", a.dashboard)
-}
-
-// jobView is a job as GET /api/jobs shows it.
-type jobView struct {
-	Name     string `json:"name"`
-	Schedule string `json:"schedule"`
-	Timezone string `json:"timezone"`
-	Next     string `json:"next,omitempty"`
-	Overlap  string `json:"overlap"`
-	Lease    string `json:"lease"`
-	Timeout  string `json:"timeout"`
-	Paused   bool   `json:"paused"`
-}
-
-func (a *api) jobs(w http.ResponseWriter, r *http.Request) {
-	st, ok := a.store(w)
-	if !ok {
-		return
-	}
-	views, _, err := a.jobViews(r.Context(), st)
-	if err != nil {
-		httpError(w, http.StatusServiceUnavailable, codeStore, err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, views)
-}
-
-// jobViews describes every job as the API and the dashboard show it, with
-// the pauses read from the store.
-func (a *api) jobViews(ctx context.Context, st slotstore.Store) ([]jobView, slotstore.Pauses, error) {
-	ps, err := st.Pauses(ctx)
-	if err != nil {
-		return nil, ps, fmt.Errorf("read pauses: %w", err)
-	}
-	now := a.e.Now()
-	jobs := a.e.Jobs()
-	out := make([]jobView, 0, len(jobs))
-	for _, j := range jobs {
-		v := jobView{Name: j.Name, Schedule: j.Schedule.String(), Timezone: j.Schedule.Location().String(), Overlap: string(j.Overlap),
-			Lease: j.Lease.String(), Timeout: j.Timeout.String(), Paused: ps.All || slices.Contains(ps.Jobs, j.Name)}
-		if next := j.Schedule.Next(now); !next.IsZero() {
-			v.Next = next.UTC().Format(time.RFC3339)
-		}
-		out = append(out, v)
-	}
-	return out, ps, nil
-}
-
-func (a *api) history(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit := 100
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 10000 {
-			httpError(w, http.StatusBadRequest, codeBadRequest, "limit: want 1 to 10000")
-			return
-		}
-		limit = n
-	}
-	state := slotstore.State(q.Get("state"))
-	if state != "" && !slices.Contains(states, state) {
-		httpError(w, http.StatusBadRequest, codeBadRequest, fmt.Sprintf("state %q: want one of %s", state, statesText))
-		return
-	}
-	st, ok := a.store(w)
-	if !ok {
-		return
-	}
-	ms, err := st.History(r.Context(), slotstore.HistoryParams{Job: q.Get("job"), State: state, Limit: limit})
-	if err != nil {
-		httpError(w, http.StatusServiceUnavailable, codeStore, "read history: "+err.Error())
-		return
-	}
-	out := make([]MarkerView, len(ms))
-	for i, m := range ms {
-		out[i] = MarkerJSON(m)
-	}
-	writeJSON(w, http.StatusOK, out)
+	mux.HandleFunc("GET /{$}", dashboard)
 }
 
 // trigger claims a manual slot and starts its run on this replica, like a
@@ -125,10 +50,11 @@ func (a *api) history(w http.ResponseWriter, r *http.Request) {
 func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
 	// Through the live engine, as Trigger during Run: the run is one of
 	// Run's, which waits for it at shutdown.
-	m, err := a.e.Start(r.Context(), r.PathValue("job"))
+	job := r.PathValue("job")
+	m, err := a.e.Start(r.Context(), job)
 	switch {
 	case errors.Is(err, engine.ErrNoJob):
-		httpError(w, http.StatusNotFound, codeNoJob, "no such job")
+		httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", job))
 		return
 	case errors.Is(err, engine.ErrNotRunning):
 		httpError(w, http.StatusServiceUnavailable, codeNotRunning, "the scheduler is not running")
@@ -151,34 +77,6 @@ func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]any{
 		"job": m.Job, "slot": slot, "key": m.Job + "@" + slot, "fence": m.Fence,
 	})
-}
-
-func (a *api) pause(paused bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		job := r.URL.Query().Get("job")
-		if job != "" && !a.e.HasJob(job) {
-			httpError(w, http.StatusNotFound, codeNoJob, "no such job")
-			return
-		}
-		st, ok := a.store(w)
-		if !ok {
-			return
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-		defer cancel()
-		if err := st.SetPause(ctx, slotstore.PauseParams{Job: job, Paused: paused}); err != nil {
-			httpError(w, http.StatusServiceUnavailable, codeStore, err.Error())
-			return
-		}
-		a.e.PausesChanged() // this replica obeys at its next slot
-		ps, err := st.Pauses(ctx)
-		if err != nil {
-			httpError(w, http.StatusServiceUnavailable, codeStore, err.Error())
-			return
-		}
-		a.e.Log().Info("pauses changed", "job", job, "paused", paused, "by", "http")
-		writeJSON(w, http.StatusOK, pausesView{All: ps.All, Jobs: ps.Jobs})
-	}
 }
 
 // authed lets a request through only with "Authorization: Bearer <token>"
@@ -211,6 +109,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // The codes of error bodies: stable, for programs; the message is for people.
 const (
 	codeBadRequest   = "bad_request"
+	codeBadRange     = "bad_range"
 	codeUnauthorized = "unauthorized"
 	codeForbidden    = "forbidden"
 	codeNoJob        = "no_such_job"
@@ -224,12 +123,6 @@ const (
 // httpError answers status with the body {"error": msg, "code": code}.
 func httpError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg, "code": code})
-}
-
-// pausesView is what is paused, as pause and resume answer it.
-type pausesView struct {
-	All  bool     `json:"all"`
-	Jobs []string `json:"jobs"`
 }
 
 // states are the marker states history can be filtered by.

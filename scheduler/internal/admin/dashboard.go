@@ -1,62 +1,62 @@
 package admin
 
 import (
-	"html/template"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
 	"net/http"
-
-	"github.com/slotcron/slotcron/slotstore"
+	"strings"
 )
 
-var dashboardPage = template.Must(template.New("dashboard").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">
-<title>slotcron · {{.Replica}}</title>
-<style>
-body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
-table{border-collapse:collapse;margin-bottom:2em}
-th,td{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left;white-space:nowrap}
-th{background:#f4f4f4}
-.succeeded{color:#176f2c}.failed,.timeout,.abandoned{color:#b3261e}.running,.retrying{color:#1f5fbf}.skipped,.replaced,.released{color:#777}
-</style></head><body>
-<h1>slotcron</h1>
-<p>replica <b>{{.Replica}}</b>{{if .Paused.All}} · <b>cluster paused</b>{{end}}</p>
-<h2>Jobs</h2>
-<table><tr><th>job</th><th>schedule</th><th>time zone</th><th>next slot (UTC)</th><th>overlap</th><th>paused</th></tr>
-{{range .Jobs}}<tr><td>{{.Name}}</td><td><code>{{.Schedule}}</code></td><td>{{.Timezone}}</td><td>{{.Next}}</td><td>{{.Overlap}}</td><td>{{if .Paused}}yes{{end}}</td></tr>
-{{end}}</table>
-<h2>Recent slots</h2>
-<table><tr><th>job</th><th>slot (UTC)</th><th>state</th><th>outcome</th><th>attempt</th><th>fence</th><th>holder</th><th>reason / error</th></tr>
-{{range .History}}<tr><td>{{.Job}}</td><td>{{.Slot}}</td><td class="{{.State}}">{{.State}}{{if .Manual}} (manual){{end}}</td><td class="{{.Outcome}}">{{.Outcome}}</td><td>{{.Attempt}}</td><td>{{.Fence}}</td><td>{{.Holder}}</td><td>{{.Reason}} {{.Error}}</td></tr>
-{{end}}</table>
-</body></html>
-`))
+// The dashboard's page: dashboard.html with its style and script inlined,
+// so it loads nothing but the JSON API, and works air-gapped.
+var (
+	//go:embed dashboard.html dashboard.css dashboard*.js
+	assets embed.FS
+	// scripts are the page's script, in order, in one function's scope.
+	scripts = []string{"dashboard.js", "dashboard_jobs.js", "dashboard_job.js", "dashboard_cluster.js", "dashboard_main.js"}
 
-// dashboard renders the jobs and the latest slots as one page that
-// refreshes itself; it shows what /api/jobs and /api/history return.
-func (a *api) dashboard(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	st, ok := a.store(w)
-	if !ok {
-		return
-	}
-	views, ps, err := a.jobViews(ctx, st)
+	pageCSS = asset("dashboard.css")
+	pageJS  = func() string {
+		var b strings.Builder
+		b.WriteString("\n(function () {\n'use strict';\n")
+		for _, name := range scripts {
+			b.WriteString(asset(name))
+		}
+		b.WriteString("})();\n")
+		return b.String()
+	}()
+)
+
+func asset(name string) string {
+	b, err := assets.ReadFile(name)
 	if err != nil {
-		http.Error(w, "store unreachable: "+err.Error(), http.StatusServiceUnavailable)
-		return
+		panic(err) // embedded at build time
 	}
-	ms, err := st.History(ctx, slotstore.HistoryParams{Limit: 50})
-	if err != nil {
-		http.Error(w, "store unreachable: "+err.Error(), http.StatusServiceUnavailable)
-		return
+	return string(b)
+}
+
+// page is the served page; csp its Content-Security-Policy, which allows
+// exactly its own style and script, by hash, and requests to this origin.
+var page, csp = func() (string, string) {
+	html := strings.Replace(asset("dashboard.html"), "<style></style>", "<style>"+pageCSS+"</style>", 1)
+	html = strings.Replace(html, "<script></script>", "<script>"+pageJS+"</script>", 1)
+	hash := func(s string) string {
+		sum := sha256.Sum256([]byte(s))
+		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 	}
-	data := struct {
-		Replica string
-		Paused  slotstore.Pauses
-		Jobs    []jobView
-		History []MarkerView
-	}{Replica: a.e.Replica(), Paused: ps, Jobs: views}
-	for _, m := range ms {
-		data.History = append(data.History, MarkerJSON(m))
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_ = dashboardPage.Execute(w, data)
+	return html, "default-src 'none'; script-src " + hash(pageJS) + "; style-src " + hash(pageCSS) +
+		"; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+}()
+
+// dashboard serves the page at GET /. It is static: the page reads the
+// JSON API itself, so it loads, and says so, when the store is down.
+func dashboard(w http.ResponseWriter, _ *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-cache")
+	_, _ = w.Write([]byte(page))
 }

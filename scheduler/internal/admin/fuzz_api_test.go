@@ -53,6 +53,19 @@ func FuzzAPI(f *testing.F) {
 		{0, "DELETE", "/api/jobs", ""},
 		{0, "POST", "/api/jobs/%72eport/trigger", "Bearer s3cret"},
 		{0, "POST", "/api/jobs/report/../../pause", "Bearer s3cret"},
+		// The dashboard's API.
+		{0, "POST", "/api/pause?job=report&reason=deploy", "Bearer s3cret"},
+		{2, "POST", "/api/resume?job=report&reason=fixed&by=alice", "Bearer s3cret"},
+		{1, "POST", "/api/resume?reason=done", "Bearer s3cret"},
+		{0, "POST", "/api/pause?reason=", "Bearer s3cret"},
+		{0, "POST", "/api/pause?reason=x&reason=y", "Bearer s3cret"},
+		{0, "GET", "/api/jobs/report", ""},
+		{0, "GET", "/api/jobs/report/history?outcome=succeeded&attempt_gt=0&manual=false&limit=1", ""},
+		{0, "GET", "/api/jobs/report/history?before=2020-01-01T00:00:00Z&state=done", ""},
+		{0, "GET", "/api/jobs?q=rep&limit=1&offset=1", ""},
+		{4, "GET", "/api/cluster", ""},
+		{0, "POST", "/api/jobs/report/backfill?from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z&dry_run=true", "Bearer s3cret"},
+		{0, "POST", "/api/jobs/report/backfill?from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z", "Bearer s3cret"},
 	} {
 		f.Add(tc.setup, tc.method, tc.target, tc.auth)
 	}

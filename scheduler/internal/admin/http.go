@@ -1,6 +1,18 @@
 // Package admin serves a replica's HTTP endpoints: /metrics, /healthz,
 // /readyz, the JSON API under /api/ and the dashboard at /. It talks to the
 // engine through the Engine interface only.
+//
+// Reads are open to anyone who can reach the port; mutations (trigger,
+// pause, resume, backfill) need the bearer token. Every read of the store is
+// bounded: the jobs list pages, each job's status reads a fixed number of
+// its newest markers with bounded concurrency, and a filtered history scan
+// stops after a fixed number of markers and says so. Every error body is
+// {"error": "<for people>", "code": "<stable>"}.
+//
+// The dashboard is one static page (dashboard.html, with dashboard.css and
+// dashboard.js inlined) that reads the JSON API and re-renders in place; it
+// loads nothing from elsewhere and builds its DOM from text, never from
+// markup, so names, errors and reasons are shown as they are.
 package admin
 
 import (
@@ -15,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/slotcron/slotcron/internal/buildinfo"
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
 )
@@ -35,6 +48,14 @@ type Engine interface {
 	Start(ctx context.Context, job string) (engine.Started, error)
 	// PausesChanged makes the Run in progress read the pauses anew.
 	PausesChanged()
+	// Duties describes every duty as this replica sees it.
+	Duties() []engine.DutyStatus
+	// Build describes the binary; Started is when the engine was built.
+	Build() buildinfo.Info
+	Started() time.Time
+	// StartBackfill plans a backfill of job and, unless p.DryRun, starts
+	// running its slots on the Run in progress.
+	StartBackfill(ctx context.Context, job string, p engine.BackfillParams) (engine.BackfillResult, error)
 }
 
 // Options configure the server.
@@ -45,6 +66,9 @@ type Options struct {
 	Token string
 	// Gatherer is what /metrics serves.
 	Gatherer prometheus.Gatherer
+	// StoreKind names the store for the cluster view ("sqlite", "redis"...);
+	// empty means the name of the store's Go package.
+	StoreKind string
 }
 
 // Serve listens on o.Listen and serves until ctx ends; wait returns once
@@ -79,7 +103,7 @@ func Handler(e Engine, o Options) http.Handler {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	a := &api{e: e, token: o.Token}
+	a := &api{e: e, token: o.Token, storeKind: o.StoreKind}
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		st, ok := a.store(w)
 		if !ok {

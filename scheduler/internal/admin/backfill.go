@@ -1,0 +1,102 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
+)
+
+// backfillView is a backfill's plan as POST /api/jobs/{job}/backfill
+// answers it.
+type backfillView struct {
+	Job  string `json:"job"`
+	From string `json:"from"`
+	To   string `json:"to"`
+	// DryRun: only planned. Started: its slots to run are running, one
+	// after another, on the replica that answered; how each ends is in the
+	// job's history.
+	DryRun  bool               `json:"dry_run"`
+	Started bool               `json:"started"`
+	ToRun   int                `json:"to_run"`
+	Slots   []backfillSlotView `json:"slots"`
+}
+
+// backfillSlotView is one slot of a backfill's plan: "run" (it never ran)
+// or "leave" (it has a marker in State, for Reason).
+type backfillSlotView struct {
+	Slot   string `json:"slot"`
+	Key    string `json:"key"`
+	Action string `json:"action"`
+	State  string `json:"state,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// backfill answers POST /api/jobs/{job}/backfill. Parameters (query or
+// JSON body): from and to (RFC 3339, both included) and dry_run. A dry run
+// answers 200 with the plan; otherwise the plan's slots to run start on
+// this replica and the answer is 202 (200 when there is nothing to run).
+func (a *api) backfill(w http.ResponseWriter, r *http.Request) {
+	job := r.PathValue("job")
+	if !a.e.HasJob(job) {
+		httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", job))
+		return
+	}
+	ps, err := postParams(r, "from", "to", "dry_run")
+	if err != nil {
+		httpError(w, http.StatusBadRequest, codeBadRequest, "backfill: "+err.Error())
+		return
+	}
+	var p engine.BackfillParams
+	for _, f := range []struct {
+		name string
+		at   *time.Time
+	}{{"from", &p.From}, {"to", &p.To}} {
+		v := ps[f.name]
+		if v == "" {
+			httpError(w, http.StatusBadRequest, codeBadRequest, "backfill: "+f.name+" is required (RFC 3339, such as 2026-11-29T02:00:00Z)")
+			return
+		}
+		if *f.at, err = time.Parse(time.RFC3339, v); err != nil {
+			httpError(w, http.StatusBadRequest, codeBadRequest, fmt.Sprintf("backfill: %s %q: want an RFC 3339 time such as 2026-11-29T02:00:00Z", f.name, v))
+			return
+		}
+	}
+	if p.DryRun, err = boolParam(ps, "dry_run"); err != nil {
+		httpError(w, http.StatusBadRequest, codeBadRequest, "backfill: "+err.Error())
+		return
+	}
+	plan, err := a.e.StartBackfill(r.Context(), job, p)
+	switch {
+	case errors.Is(err, engine.ErrNoJob):
+		httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", job))
+		return
+	case errors.Is(err, engine.ErrBackfillRange):
+		httpError(w, http.StatusBadRequest, codeBadRange, err.Error())
+		return
+	case errors.Is(err, engine.ErrPaused):
+		httpError(w, http.StatusConflict, codePaused, err.Error())
+		return
+	case errors.Is(err, engine.ErrNotRunning):
+		httpError(w, http.StatusServiceUnavailable, codeNotRunning, "the scheduler is not running")
+		return
+	case err != nil:
+		a.e.StoreCall(err)
+		httpError(w, http.StatusServiceUnavailable, codeStore, err.Error())
+		return
+	}
+	v := backfillView{Job: job, From: rfc3339(p.From), To: rfc3339(p.To), DryRun: p.DryRun, ToRun: plan.ToRun(),
+		Slots: make([]backfillSlotView, len(plan.Slots))}
+	for i, s := range plan.Slots {
+		slot := s.Slot.UTC().Format(time.RFC3339)
+		v.Slots[i] = backfillSlotView{Slot: slot, Key: job + "@" + slot, Action: s.Action, State: string(s.State), Reason: s.Reason}
+	}
+	code := http.StatusOK
+	if !p.DryRun && v.ToRun > 0 {
+		v.Started, code = true, http.StatusAccepted
+		a.e.Log().Info("backfill started", "job", job, "from", v.From, "to", v.To, "slots", v.ToRun, "remote", r.RemoteAddr)
+	}
+	writeJSON(w, code, v)
+}

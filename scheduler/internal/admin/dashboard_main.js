@@ -1,0 +1,31 @@
+// Routing between the views, and the refresh that keeps the current one.
+
+let view = null, timer = 0, busy = false, again = false;
+function kick() {
+  clearTimeout(timer);
+  if (busy) { again = true; return; }
+  if (document.hidden) { timer = setTimeout(kick, REFRESH_MS); return; }
+  busy = true;
+  view.refresh().then(() => report(null), (e) => report(e)).finally(() => {
+    busy = false;
+    if (again) { again = false; kick(); } else timer = setTimeout(kick, REFRESH_MS);
+  });
+}
+function route() {
+  const hash = location.hash || '#/';
+  const m = /^#\/jobs\/(.+)$/.exec(hash);
+  let name = null;
+  if (m) { try { name = decodeURIComponent(m[1]); } catch (e) { name = null; } }
+  view = name !== null ? jobView(name) : hash === '#/cluster' ? clusterView() : jobsView();
+  $('#main').replaceChildren(view.root);
+  for (const [id, on] of [['#nav-jobs', view.name !== 'cluster'], ['#nav-cluster', view.name === 'cluster']]) {
+    if (on) $(id).setAttribute('aria-current', 'page'); else $(id).removeAttribute('aria-current');
+  }
+  if (view.name !== 'job') document.title = 'slotcron';
+  window.scrollTo(0, 0);
+  kick();
+}
+window.addEventListener('hashchange', route);
+document.addEventListener('visibilitychange', () => { if (!document.hidden) kick(); });
+api('GET', '/api/cluster').then((r) => paintHeader(r.data), () => {});
+route();

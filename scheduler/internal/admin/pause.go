@@ -1,0 +1,86 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// maxNote is the longest by or reason the store keeps.
+const maxNote = 1000
+
+// pausesView is what is paused, as pause and resume answer it.
+type pausesView struct {
+	All  bool     `json:"all"`
+	Jobs []string `json:"jobs"`
+}
+
+// pause answers POST /api/pause and POST /api/resume. Parameters (query or
+// JSON body): job (none: the whole cluster), reason (required), by (who;
+// default "http" and the caller's address).
+func (a *api) pause(paused bool) http.HandlerFunc {
+	verb := map[bool]string{true: "pause", false: "resume"}[paused]
+	return func(w http.ResponseWriter, r *http.Request) {
+		ps, err := postParams(r, "job", "reason", "by")
+		if err != nil {
+			httpError(w, http.StatusBadRequest, codeBadRequest, verb+": "+err.Error())
+			return
+		}
+		job := ps["job"]
+		if _, given := ps["job"]; given && job == "" {
+			// An empty job is not the cluster: pausing everything takes
+			// leaving the job out, not a form field left blank.
+			httpError(w, http.StatusBadRequest, codeBadRequest, verb+": job is empty; leave it out to "+verb+" the whole cluster")
+			return
+		}
+		reason := strings.TrimSpace(ps["reason"])
+		by := strings.TrimSpace(ps["by"])
+		switch {
+		case reason == "":
+			httpError(w, http.StatusBadRequest, codeBadRequest, verb+": reason is required: say why, for whoever looks next")
+			return
+		case len(reason) > maxNote:
+			httpError(w, http.StatusBadRequest, codeBadRequest, fmt.Sprintf("%s: reason is longer than %d bytes", verb, maxNote))
+			return
+		case len(by) > maxNote:
+			httpError(w, http.StatusBadRequest, codeBadRequest, fmt.Sprintf("%s: by is longer than %d bytes", verb, maxNote))
+			return
+		}
+		if by == "" {
+			by = "http " + r.RemoteAddr
+		}
+		if job != "" && !a.e.HasJob(job) {
+			httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", job))
+			return
+		}
+		st, ok := a.store(w)
+		if !ok {
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		err = st.SetPause(ctx, slotstore.PauseParams{Job: job, Paused: paused, By: by, Reason: reason})
+		a.e.StoreCall(err)
+		if errors.Is(err, slotstore.ErrInvalid) {
+			httpError(w, http.StatusBadRequest, codeBadRequest, verb+": "+err.Error())
+			return
+		}
+		if err != nil {
+			httpError(w, http.StatusServiceUnavailable, codeStore, err.Error())
+			return
+		}
+		a.e.PausesChanged() // this replica obeys at its next slot
+		now, err := st.Pauses(ctx)
+		if err != nil {
+			httpError(w, http.StatusServiceUnavailable, codeStore, err.Error())
+			return
+		}
+		a.e.Log().Info("pauses changed", "job", job, "paused", paused, "by", by, "reason", reason, "remote", r.RemoteAddr)
+		writeJSON(w, http.StatusOK, pausesView{All: now.All, Jobs: now.Jobs})
+	}
+}
