@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs the system packages slotcron's tests use, when run as root and
 # they are missing. The embedded SQLite store needs nothing: it is pure Go;
-# the Redis and Postgres stores' tests start private servers.
+# the Redis and Postgres stores' tests start private servers, the alert
+# rules' test a private Prometheus, the dashboard's test a headless
+# Chromium.
 set -euo pipefail
 # Debian packages whose programs the tests start themselves, each on a free
-# loopback port of its own: redis-server (and redis-cli, for Cluster set-up)
-# and PostgreSQL (initdb and postgres, run as the postgres user).
-packages=(redis-server redis-tools postgresql)
+# loopback port of its own: redis-server (and redis-cli, for Cluster set-up),
+# PostgreSQL (initdb and postgres, run as the postgres user), Prometheus
+# (prometheus and promtool) and Chromium (run headless).
+packages=(redis-server redis-tools postgresql prometheus chromium)
 need=()
 for pkg in "${packages[@]}"; do
 	dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
