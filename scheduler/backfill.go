@@ -52,7 +52,8 @@ var ErrBackfillRange = engine.ErrBackfillRange
 // open (starting_deadline + jitter) are left to the running replicas: To is
 // capped before them.
 // Backfill returns when every slot to run has ended; the result says what
-// each did. With p.DryRun it only reads the store and returns the plan.
+// each did. With p.DryRun it returns the plan and changes nothing in the
+// store but to enroll the job, as any replica of it does.
 // A paused job answers ErrPaused; a range that is not in the past, has no
 // slot or too many, ErrBackfillRange.
 //

@@ -334,7 +334,7 @@ func TestCLIBackfill(t *testing.T) {
 		t.Errorf("a second backfill: exit %d, ran %d:\n%s%s", code, len(rec.snapshot()), out, errs)
 	}
 
-	if _, errs, code := run("backfill", "--config", conf, "tick", "--from", "2000-01-01"); code != ExitFailure || !strings.Contains(errs, "more than 1000 slots") {
+	if _, errs, code := run("backfill", "--config", conf, "tick", "--from", "2000-01-01"); code != ExitUsage || !strings.Contains(errs, "more than 1000 slots") {
 		t.Errorf("too long a range: exit %d: %s", code, errs)
 	}
 	if _, errs, code := run("backfill", "--config", conf, "tick"); code != ExitUsage || !strings.Contains(errs, "--from is required") {

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -68,6 +69,9 @@ func cmdBackfill(ctx context.Context, args []string, stdout, stderr io.Writer, r
 		}
 	}
 	res, err := s.Backfill(ctx, job, p)
+	if errors.Is(err, ErrBackfillRange) {
+		return usageError{msg: "backfill: " + err.Error()}
+	}
 	if err != nil {
 		return err
 	}

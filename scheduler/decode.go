@@ -271,6 +271,9 @@ func truncatedFloat(n *yaml.Node, t reflect.Type) bool {
 	if n.Kind != yaml.ScalarNode || !isInt(t) || n.ShortTag() != "!!float" {
 		return false
 	}
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[yaml.Unmarshaler]()) {
+		return false // a duration, say: it reads numbers its own way
+	}
 	var f float64
 	if err := n.Decode(&f); err != nil || math.IsNaN(f) || f > math.MaxInt64 {
 		return false // go-yaml refuses it itself

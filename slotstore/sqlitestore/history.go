@@ -17,6 +17,8 @@ const (
 	// it for the few running markers.
 	historyInState = `SELECT ` + columns + ` FROM markers WHERE (?1 = '' OR job = ?1) AND state = ?2 AND slot < ?4
 		ORDER BY slot DESC, job LIMIT ?3`
+	// historyOfJobInState walks the job's key (or markers_running).
+	historyOfJobInState = `SELECT ` + columns + ` FROM markers WHERE job = ?1 AND state = ?2 AND slot < ?4 ORDER BY slot DESC LIMIT ?3`
 	// historyOfAll walks markers_by_slot (slot DESC, job).
 	historyOfAll = `SELECT ` + columns + ` FROM markers WHERE slot < ?2 ORDER BY slot DESC, job LIMIT ?1`
 	// pruneMarkers deletes what Prune may: retention over, and not
@@ -53,6 +55,8 @@ func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slots
 	}
 	var rows *sql.Rows
 	switch {
+	case p.State != "" && p.Job != "":
+		rows, err = db.QueryContext(ctx, historyOfJobInState, p.Job, string(p.State), limit, before)
 	case p.State != "":
 		rows, err = db.QueryContext(ctx, historyInState, p.Job, string(p.State), limit, before)
 	case p.Job == "":

@@ -313,7 +313,17 @@ func (e *Engine) StartBackfill(ctx context.Context, job string, p BackfillParams
 	}
 	work := plan
 	work.Slots = slices.Clone(plan.Slots)
+	// One of Run's runs, which Run waits for: counted under the lock Run
+	// takes to stop taking runs, unless it has stopped already.
+	e.live.mu.Lock()
+	if e.live.cur.Load() != l {
+		e.live.mu.Unlock()
+		return plan, ErrNotRunning
+	}
+	l.runs.Add(1)
+	e.live.mu.Unlock()
 	go func() {
+		defer l.runs.Done()
 		// Bound to the Run, not to the request that started it.
 		ctx := l.runCtx
 		e.backfill(ctx, &work, e.onLive, e.runLive)

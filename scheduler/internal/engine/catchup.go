@@ -87,7 +87,7 @@ func (l *loop) schedule(p *plan, now, newest time.Time) []slotstore.SkipRequest 
 		}
 		recorded++
 		l.s.log.Info("slot not caught up", "job", p.name, "slot", s.Format(time.RFC3339), "catch_up", p.catchUp)
-		l.h.push(&entry{at: lapseAt(s), p: p, slot: s, kind: lapse, reason: "catch_up " + string(p.catchUp)})
+		l.h.push(&entry{at: lapseAt(s), p: p, slot: s, kind: lapse, reason: catchUpPrefix + string(p.catchUp)})
 	}
 	if !known {
 		return nil
@@ -99,15 +99,11 @@ func (l *loop) schedule(p *plan, now, newest time.Time) []slotstore.SkipRequest 
 			break
 		}
 		n++
-		const reason = "missed: no replica claimed it in time"
 		if at := lapseAt(s); at.After(now) {
-			l.h.push(&entry{at: at, p: p, slot: s, kind: lapse, reason: reason})
+			l.h.push(&entry{at: at, p: p, slot: s, kind: lapse, reason: reasonDown})
 			continue
 		}
-		skips = append(skips, p.missedSkip(s, reason))
-	}
-	if len(skips) > 0 {
-		l.s.metrics.missed.WithLabelValues(p.name, "down").Add(float64(len(skips)))
+		skips = append(skips, p.missedSkip(s, reasonDown))
 	}
 	return skips
 }
@@ -120,7 +116,33 @@ const (
 	// replica woke too late, or the store did not answer its claims.
 	reasonLate        = "missed: late"
 	reasonUnavailable = "missed: store unavailable"
+	// reasonDown is the reason of a slot that came due while no replica
+	// ran its job.
+	reasonDown = "missed: no replica claimed it in time"
+	// catchUpPrefix begins the reason of a slot the job's catch-up policy
+	// left: "catch_up none", "catch_up latest"...
+	catchUpPrefix = "catch_up "
 )
+
+// missedReason is the reason label slots_missed_total counts a slot this
+// replica recorded skipped with reason under, or "" for a reason it does
+// not count here (overlap and data loss are counted where a claim records
+// them).
+func missedReason(reason string) string {
+	switch {
+	case reason == reasonPaused:
+		return "paused"
+	case reason == reasonLate:
+		return "late"
+	case reason == reasonUnavailable:
+		return "store unavailable"
+	case reason == reasonDown:
+		return "down"
+	case strings.HasPrefix(reason, catchUpPrefix):
+		return "catch up"
+	}
+	return ""
+}
 
 // missedSkip is the request that records slot of p skipped with reason
 // because its starting window closed: the store records it only once its
@@ -156,6 +178,13 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 				continue
 			}
 			if r.Status == slotstore.Skipped && r.Marker.Holder == l.s.replica && r.Marker.Reason == q.Reason {
+				// Counted once in the cluster, by the replica whose skip
+				// recorded it: a replica that only judged the slot missed
+				// (it woke late, its clock was set) while another ran it
+				// counts nothing.
+				if reason := missedReason(q.Reason); reason != "" {
+					l.s.metrics.missed.WithLabelValues(q.Job, reason).Inc()
+				}
 				recorded = append(recorded, q)
 				continue
 			}
@@ -328,7 +357,6 @@ func (l *loop) dropPaused(ctx context.Context, batch []*entry) []*entry {
 			continue
 		}
 		l.s.log.Info("slot skipped", "job", e.p.name, "slot", e.slot.Format(time.RFC3339), "reason", "paused")
-		l.s.metrics.missed.WithLabelValues(e.p.name, "paused").Inc()
 		// Not before its slot by the store's clock: a replica whose clock
 		// runs fast must not erase slots a resume may still let run.
 		skips = append(skips, slotstore.SkipRequest{Job: e.p.name, Slot: e.slot, Reason: reasonPaused, Retain: e.p.history,

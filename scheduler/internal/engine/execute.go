@@ -80,7 +80,7 @@ func (s *Engine) execute(ctx context.Context, cancel context.CancelCauseFunc, st
 			attrs = append(attrs, "err", err.Error())
 		}
 		log.get().Info("run finished", attrs...)
-		m.success(p).Set(seconds(c.Slot))
+		m.succeeded(p, c.Slot)
 		return count(EndSucceeded)
 	}
 	if !keeper.Trusted() {
@@ -138,7 +138,7 @@ func (s *Engine) execute(ctx context.Context, cancel context.CancelCauseFunc, st
 		log.get().Warn("run finished", attrs()...)
 	}
 	if outcome == slotstore.Succeeded {
-		m.success(p).Set(seconds(c.Slot))
+		m.succeeded(p, c.Slot)
 	}
 	return count(End(outcome))
 }

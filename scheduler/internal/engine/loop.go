@@ -489,12 +489,11 @@ func (l *loop) wake(ctx context.Context) {
 			}
 		}
 		if e.kind != watch && e.late(now) {
-			reason, skipReason := "late", reasonLate
+			skipReason := reasonLate
 			if e.tries > 0 {
-				reason, skipReason = "store unavailable", reasonUnavailable
+				skipReason = reasonUnavailable
 			}
-			// Logged by the replica whose skip records it (skip).
-			l.s.metrics.missed.WithLabelValues(e.p.name, reason).Inc()
+			// Logged and counted by the replica whose skip records it (skip).
 			missed = append(missed, e.p.missedSkip(e.slot, skipReason))
 			continue
 		}

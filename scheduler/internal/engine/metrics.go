@@ -72,7 +72,7 @@ func newMetrics(perJob bool) *metrics {
 		takeovers: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "takeovers_total",
 			Help: "Slots this replica took over from an expired or released claim."}, []string{jobLabel}),
 		missed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "slots_missed_total",
-			Help: "Slots this replica recorded as not run, by job and reason: late, store unavailable, retry window closed, down (no replica ran them), paused, overlap, data loss."}, []string{jobLabel, "reason"}),
+			Help: "Slots this replica recorded as not run (each slot is counted by the one replica whose record made it), by job and reason: late, store unavailable, down (no replica ran them), paused, catch up (left by the job's catch_up policy), overlap, data loss; and retry window closed (a retry this replica watched was not run in time)."}, []string{jobLabel, "reason"}),
 		nextRun: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "next_run_timestamp_seconds",
 			Help: "Nominal time of the job's next slot, in Unix seconds."}, []string{jobLabel}),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "last_success_timestamp_seconds",
@@ -126,12 +126,16 @@ func seconds(t time.Time) float64 { return float64(t.UnixMilli()) / 1000 }
 // a job that never runs costs no series: the zeros a scrape shows for a
 // scheduled job are not kept (see zeroed).
 type jobMetrics struct {
-	claims        [maxStatus + 1]series[prometheus.Counter] // by slotstore.Status; 0 is "error"
-	runs          [len(runEnds)]series[prometheus.Counter]
-	takeovers     series[prometheus.Counter]
-	leasesLost    series[prometheus.Counter]
-	nextRun       series[prometheus.Gauge]
-	lastSuccess   series[prometheus.Gauge]
+	claims      [maxStatus + 1]series[prometheus.Counter] // by slotstore.Status; 0 is "error"
+	runs        [len(runEnds)]series[prometheus.Counter]
+	takeovers   series[prometheus.Counter]
+	leasesLost  series[prometheus.Counter]
+	nextRun     series[prometheus.Gauge]
+	lastSuccess series[prometheus.Gauge]
+	// newest is the slot lastSuccess shows, in Unix milliseconds: a run of
+	// an older slot (a backfill, a late retry) never moves it back.
+	newestMu      sync.Mutex
+	newest        int64
 	runDuration   series[prometheus.Observer]
 	dispatchDelay series[prometheus.Observer]
 	renewLatency  series[prometheus.Observer]
@@ -181,8 +185,18 @@ func (m *metrics) next(p *plan) prometheus.Gauge {
 	return m.of(p).nextRun.get(func() prometheus.Gauge { return m.nextRun.WithLabelValues(p.name) })
 }
 
-func (m *metrics) success(p *plan) prometheus.Gauge {
-	return m.of(p).lastSuccess.get(func() prometheus.Gauge { return m.lastSuccess.WithLabelValues(p.name) })
+// succeeded records that a run of slot of p succeeded: the job's
+// last-success gauge moves to slot unless it shows a newer one already.
+func (m *metrics) succeeded(p *plan, slot time.Time) {
+	jm := m.of(p)
+	g := jm.lastSuccess.get(func() prometheus.Gauge { return m.lastSuccess.WithLabelValues(p.name) })
+	ms := slot.UnixMilli()
+	jm.newestMu.Lock()
+	defer jm.newestMu.Unlock()
+	if ms > jm.newest {
+		jm.newest = ms
+		g.Set(seconds(slot))
+	}
 }
 
 // scheduled gives p the series that must exist before the job runs: at 0,

@@ -62,8 +62,10 @@ func (e *Engine) beat(ctx context.Context, st slotstore.Store) {
 		bctx, cancel := context.WithTimeout(ctx, beatEvery)
 		err := st.Beat(bctx, b)
 		cancel()
-		if err != nil && ctx.Err() == nil {
+		if ctx.Err() == nil {
 			e.metrics.storeCall(err)
+		}
+		if err != nil && ctx.Err() == nil {
 			e.log.Debug("beat failed", "err", err)
 		}
 		select {
