@@ -52,6 +52,8 @@ func TestBrokenConfigs(t *testing.T) {
 		{"backoff as list", "jobs:\n  hello:\n    schedule: '@hourly'\n    retries:\n      backoff: [1s]\n", 5, "jobs.hello.retries.backoff", "not a list"},
 		{"job name as list", "jobs:\n  [a]: {schedule: '@hourly'}\n", 2, "jobs", "a key must be a single value, not a list"},
 		{"job name as mapping", "jobs:\n  ? {a: 1}\n  : {schedule: '@hourly'}\n", 2, "jobs", "a key must be a single value, not a mapping"},
+		{"job named dot", "jobs:\n  hello: {schedule: '@hourly'}\n  '.': {schedule: '@hourly', run: hello}\n", 3, "jobs..", `job name "." cannot be opened from the dashboard`},
+		{"job named dot dot", "jobs:\n  '..': {schedule: '@hourly', run: hello}\n", 2, "jobs...", `job name ".." cannot be opened from the dashboard`},
 		{"duty as number", "duties:\n  owner: 5\n", 2, "duties.owner", `want a mapping of settings, not "5"`},
 		{"duties as list", "duties: [owner]\n", 1, "duties", "want a mapping, not a list"},
 		{"store block as word", "store:\n  sqlite: x\n", 2, "store.sqlite", `want a mapping of settings, not "x"`},

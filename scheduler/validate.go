@@ -144,6 +144,11 @@ func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, sp
 	if name == "" || strings.ContainsAny(name, "@{} \t\n") {
 		fail(c.errAt(fmt.Sprintf("job name %q must be non-empty and contain no '@', braces or spaces", name), path...))
 	}
+	if name == "." || name == ".." {
+		// The job's URLs would hold it as a path segment, which browsers
+		// resolve away.
+		fail(c.errAt(fmt.Sprintf("job name %q cannot be opened from the dashboard (browsers drop it from URLs); choose another name", name), path...))
+	}
 	c.checkPolicy(jc.Policy, path, fail)
 	pol := jc.Policy.merge(defaults)
 

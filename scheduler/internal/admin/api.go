@@ -20,16 +20,23 @@ type api struct {
 	e         Engine
 	token     string
 	storeKind string
+	// reads holds a token for each store read in flight, at most maxReads.
+	reads chan struct{}
 }
 
-// store returns the store of the Run in progress, or answers 503.
-func (a *api) store(w http.ResponseWriter) (slotstore.Store, bool) {
+func newAPI(e Engine, o Options) *api {
+	return &api{e: e, token: o.Token, storeKind: o.StoreKind, reads: make(chan struct{}, maxReads)}
+}
+
+// store returns the store of the Run in progress, its reads bounded by the
+// shared places, or answers 503.
+func (a *api) store(w http.ResponseWriter) (*boundedStore, bool) {
 	st := a.e.Store()
 	if st == nil {
 		httpError(w, http.StatusServiceUnavailable, codeNotRunning, "the scheduler is not running")
 		return nil, false
 	}
-	return st, true
+	return &boundedStore{Store: st, a: a}, true
 }
 
 func (a *api) routes(mux *http.ServeMux) {
@@ -113,6 +120,8 @@ const (
 	codeUnauthorized = "unauthorized"
 	codeForbidden    = "forbidden"
 	codeNoJob        = "no_such_job"
+	codeNotFound     = "not_found"          // no endpoint at the path
+	codeNoMethod     = "method_not_allowed" // the path's endpoints take other methods
 	codeBusy         = "busy"
 	codePaused       = "paused"
 	codeNoFreeSlot   = "no_free_slot"

@@ -1,9 +1,11 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
@@ -12,9 +14,14 @@ import (
 // backfillView is a backfill's plan as POST /api/jobs/{job}/backfill
 // answers it.
 type backfillView struct {
-	Job  string `json:"job"`
-	From string `json:"from"`
-	To   string `json:"to"`
+	Job string `json:"job"`
+	// From and To are the range planned, both included. To is the to
+	// asked for or, when the plan stops before it (its newest slots may
+	// still start on schedule, within starting_deadline and jitter), the
+	// last slot planned; ToRequested is then the to asked for.
+	From        string `json:"from"`
+	To          string `json:"to"`
+	ToRequested string `json:"to_requested,omitempty"`
 	// DryRun: only planned. Started: its slots to run are running, one
 	// after another, on the replica that answered; how each ends is in the
 	// job's history.
@@ -68,7 +75,11 @@ func (a *api) backfill(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, codeBadRequest, "backfill: "+err.Error())
 		return
 	}
-	plan, err := a.e.StartBackfill(r.Context(), job, p)
+	// Planning reads the store within readTimeout, as every read does; the
+	// runs it starts are the Run's, not this request's.
+	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+	defer cancel()
+	plan, err := a.e.StartBackfill(ctx, job, p)
 	switch {
 	case errors.Is(err, engine.ErrNoJob):
 		httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", job))
@@ -83,12 +94,15 @@ func (a *api) backfill(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusServiceUnavailable, codeNotRunning, "the scheduler is not running")
 		return
 	case err != nil:
-		a.e.StoreCall(err)
+		a.storeCall(ctx, err)
 		httpError(w, http.StatusServiceUnavailable, codeStore, err.Error())
 		return
 	}
 	v := backfillView{Job: job, From: rfc3339(p.From), To: rfc3339(p.To), DryRun: p.DryRun, ToRun: plan.ToRun(),
 		Slots: make([]backfillSlotView, len(plan.Slots))}
+	if last, ok := a.plannedTo(job, plan, p.To); ok {
+		v.To, v.ToRequested = rfc3339(last), v.To
+	}
 	for i, s := range plan.Slots {
 		slot := s.Slot.UTC().Format(time.RFC3339)
 		v.Slots[i] = backfillSlotView{Slot: slot, Key: job + "@" + slot, Action: s.Action, State: string(s.State), Reason: s.Reason}
@@ -99,4 +113,17 @@ func (a *api) backfill(w http.ResponseWriter, r *http.Request) {
 		a.e.Log().Info("backfill started", "job", job, "from", v.From, "to", v.To, "slots", v.ToRun, "remote", r.RemoteAddr)
 	}
 	writeJSON(w, code, v)
+}
+
+// plannedTo returns the last slot of plan when the plan stops before to:
+// the job's schedule has a slot after it that is not after to.
+func (a *api) plannedTo(job string, plan engine.BackfillResult, to time.Time) (time.Time, bool) {
+	js := a.e.Jobs()
+	i := slices.IndexFunc(js, func(j engine.Job) bool { return j.Name == job })
+	if i < 0 || len(plan.Slots) == 0 {
+		return time.Time{}, false
+	}
+	last := plan.Slots[len(plan.Slots)-1].Slot
+	next := js[i].Schedule.Next(last)
+	return last, !next.IsZero() && !next.After(to)
 }

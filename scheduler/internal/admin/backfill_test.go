@@ -139,3 +139,38 @@ func TestBackfillEndpoint(t *testing.T) {
 	code, _, raw = post(`{` + rng + `}`)
 	wantError(t, "a stopped scheduler", code, raw, http.StatusServiceUnavailable, codeNotRunning)
 }
+
+// A backfill's answer echoes the range it planned: a to whose newest slots
+// may still start on schedule is answered with the last slot planned, and
+// the to asked for beside it.
+func TestBackfillPlannedRange(t *testing.T) {
+	often := spec(t, "often", "*/10 * * * * *", "")
+	r := newRig(t, rigConfig{jobs: []engine.JobSpec{often},
+		before: func(r *rig) { r.lag.Store(int64(time.Hour)) }})
+	r.enroll(t, "often")
+	r.lag.Store(0)
+	now := time.Now().UTC().Truncate(time.Second)
+	for _, c := range []struct {
+		what     string
+		from, to time.Time
+		capped   bool
+	}{
+		{"a range long past", now.Add(-10 * time.Minute), now.Add(-5 * time.Minute), false},
+		{"a range up to now", now.Add(-10 * time.Minute), now, true},
+	} {
+		code, _, raw := r.do(t, "POST", "/api/jobs/often/backfill", fmt.Sprintf(`{"from": %q, "to": %q, "dry_run": true}`,
+			c.from.Format(time.RFC3339), c.to.Format(time.RFC3339)), true)
+		var v backfillView
+		if err := json.Unmarshal([]byte(raw), &v); err != nil || code != http.StatusOK || len(v.Slots) == 0 {
+			t.Fatalf("%s: %d %s", c.what, code, raw)
+		}
+		last := v.Slots[len(v.Slots)-1].Slot
+		want, wantAsked := c.to.Format(time.RFC3339), ""
+		if c.capped {
+			want, wantAsked = last, c.to.Format(time.RFC3339)
+		}
+		if v.From != c.from.Format(time.RFC3339) || v.To != want || v.ToRequested != wantAsked {
+			t.Errorf("%s: from %s to %s (asked %q), last slot %s; want to %s, asked %q", c.what, v.From, v.To, v.ToRequested, last, want, wantAsked)
+		}
+	}
+}

@@ -77,6 +77,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.js(`const f = document.getElementById('filter'); f.value = ''; f.dispatchEvent(new Event('input'));`)
 	b.wait("every job again", `return document.querySelectorAll('#jobs-body tr[data-job]').length === 5`)
 
+	// The summary counts the jobs of the page shown: on a page that holds
+	// them all, plainly; on a page of fewer (the API asked for pages of
+	// two), saying so.
+	summary := `document.getElementById('jobs-summary').textContent`
+	b.wait("the summary of every job", `const s = `+summary+`; return s.startsWith('5 jobs · ') && /\b1 failing\b/.test(s) && !s.includes('page')`)
+	b.js(`window.pageFetch = window.fetch; window.fetch = (u, o) => window.pageFetch(String(u).replace(/([?&])limit=\d+/, '$1limit=2'), o);
+		document.getElementById('filter').dispatchEvent(new Event('input'));`)
+	b.wait("pages of two, the summary of the page", `const s = `+summary+`;
+		return s.startsWith('5 jobs · on this page: ') && document.querySelectorAll('#jobs-body tr[data-job]').length === 2`)
+	b.js(`window.fetch = window.pageFetch; document.getElementById('filter').dispatchEvent(new Event('input'));`)
+	b.wait("every job, summed up plainly again", `const s = `+summary+`;
+		return document.querySelectorAll('#jobs-body tr[data-job]').length === 5 && s.startsWith('5 jobs · ') && !s.includes('page')`)
+
 	// A job page: its settings, its failing history, a filter, the timeline.
 	b.click(`#jobs-body tr[data-job="flaky-report"] a.job-link`)
 	b.wait("the job page with its failed slots", `
@@ -125,8 +138,10 @@ func TestDashboardInBrowser(t *testing.T) {
 		return document.getElementById('pause-msg').textContent === 'Paused nightly.' && st.includes('job paused by bob') &&
 			st.includes('quarterly audit <i>freeze</i>') && document.getElementById('pause-submit').textContent === 'Resume job' &&
 			document.getElementById('job-settings').textContent.includes('none while paused')`)
+	// A range that starts in the future is refused whatever the time of day.
+	b.js(`document.getElementById('bf-from').value = new Date(Date.now() + 3600e3).toISOString().replace(/\.\d+Z$/, 'Z');`)
 	b.click("#bf-preview")
-	b.wait("the backfill refusal, inline", `return /Backfill refused: scheduler: bad backfill range/.test(document.getElementById('bf-msg').textContent)`)
+	b.wait("the backfill refusal, inline", `return /Backfill refused: scheduler: bad backfill range: from .* is too recent/.test(document.getElementById('bf-msg').textContent)`)
 	if n := r.pauseNote(t, "nightly"); n.By != "bob" || n.Reason != "quarterly audit <i>freeze</i>" {
 		t.Errorf("the store's note of nightly's pause: %+v", n)
 	}
@@ -286,11 +301,13 @@ func newBrowser(t *testing.T, base string) *browser {
 	return b
 }
 
-// screenshotDir is $SLOTCRON_SCREENSHOTS, or testdata/screenshots.
+// screenshotDir is $SLOTCRON_SCREENSHOTS, or else the test's artifact
+// directory: kept under -outputdir when the test runs with -artifacts,
+// removed after it otherwise. Never the source tree.
 func screenshotDir(t *testing.T) string {
 	dir := os.Getenv("SLOTCRON_SCREENSHOTS")
 	if dir == "" {
-		dir = filepath.Join("testdata", "screenshots")
+		dir = t.ArtifactDir()
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -299,6 +316,7 @@ func screenshotDir(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("screenshots go to %s (keep them with -artifacts, or name a directory in $SLOTCRON_SCREENSHOTS)", abs)
 	return abs
 }
 

@@ -145,7 +145,7 @@ func TestCluster(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &c); err != nil || code != http.StatusOK {
 		t.Fatalf("cluster with the store down: %d %s", code, body)
 	}
-	if c.Store.OK || !strings.Contains(c.Store.Error, errDown.Error()) || len(c.Errors) != 4 || !strings.HasPrefix(c.Errors[1], "pauses: ") ||
+	if c.Store.OK || !strings.Contains(c.Store.Error, errDown.Error()) || len(c.Errors) != 3 || !strings.HasPrefix(c.Errors[0], "store (reading the pauses): ") ||
 		len(c.Replicas) != 1 || !c.Replicas[0].This {
 		t.Errorf("cluster with the store down: store %+v, errors %q, replicas %+v", c.Store, c.Errors, c.Replicas)
 	}

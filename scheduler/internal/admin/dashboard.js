@@ -212,9 +212,12 @@ function pauseText(p, scope) {
     p.reason ? h('div', { class: 'small', text: '“' + p.reason + '”' }) : '');
 }
 function runningText(r) {
-  const lease = r.lease_left_seconds < 0
+  // lease_left_seconds compares the store's clock with the replica's:
+  // only the server's stalled says the lease has surely run out.
+  const lease = r.stalled
     ? h('span', { class: 'bad', text: 'lease ran out ' + dur(-r.lease_left_seconds) + ' ago: takeover due' })
-    : h('span', { text: 'lease left ' + dur(r.lease_left_seconds) });
+    : r.lease_left_seconds > 0 ? h('span', { text: 'lease left ~' + dur(r.lease_left_seconds) })
+      : h('span', { text: 'lease ending' });
   return h('div', { class: 'running' }, h('b', { text: dur(r.elapsed_seconds) }), ' on ', h('span', { text: r.holder }),
     r.attempt > 1 ? ' (attempt ' + r.attempt + ')' : '', ' · ', lease);
 }

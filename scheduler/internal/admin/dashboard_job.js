@@ -64,7 +64,8 @@ function jobView(name) {
       st.plan = r.data.to_run > 0 ? planFor() : null;
       startBtn.disabled = st.plan === null;
       startBtn.textContent = 'Run ' + r.data.to_run + ' slot' + (r.data.to_run === 1 ? '' : 's');
-      msg(bfMsg, 'Plan: ' + r.data.to_run + ' of ' + r.data.slots.length + ' slots never ran and would run; the rest are left alone.', true);
+      msg(bfMsg, 'Plan: ' + r.data.to_run + ' of ' + r.data.slots.length + ' slots never ran and would run; the rest are left alone.' +
+        (r.data.to_requested ? ' It ends at ' + utc(r.data.to) + ': later slots may still start on schedule.' : ''), true);
       bfPlan.replaceChildren(planTable(r.data.slots));
     } catch (e) {
       st.plan = null;

@@ -3,12 +3,12 @@
 const COLUMNS = [
   { key: 'health', label: 'Status', cmp: (a, b) => RANK[a.health] - RANK[b.health] },
   { key: 'name', label: 'Job', cmp: (a, b) => a.name.localeCompare(b.name) },
+  { key: 'recent', label: 'Recent' },
   { key: 'last_success', label: 'Last success', cmp: (a, b) => time(a.last_success) - time(b.last_success) },
   { key: 'last_failure', label: 'Last failure', cmp: (a, b) => time(a.last_failure) - time(b.last_failure) },
   { key: 'consecutive_failures', label: 'Failures in a row', cmp: (a, b) => a.consecutive_failures - b.consecutive_failures },
   { key: 'running', label: 'Running now', cmp: (a, b) => a.running.length - b.running.length },
   { key: 'next', label: 'Next slot', cmp: (a, b) => (Date.parse(a.next) || Infinity) - (Date.parse(b.next) || Infinity) },
-  { key: 'recent', label: 'Recent' },
 ];
 const time = (m) => m ? Date.parse(m.finished_at || m.slot) : 0;
 
@@ -78,8 +78,12 @@ function jobsView() {
     heads.forEach((th) => th.dataset.key === st.sort ? th.setAttribute('aria-sort', st.dir > 0 ? 'ascending' : 'descending') : th.removeAttribute('aria-sort'));
     body.replaceChildren(...jobs.map(row));
     if (!jobs.length) body.append(h('tr', {}, h('td', { colspan: COLUMNS.length, class: 'muted', text: st.q ? 'No job matches “' + st.q + '”.' : 'No jobs.' })));
+    // The counts, like the sorting, are of the page shown: say so unless
+    // it holds every job.
     const count = (hl) => st.jobs.filter((j) => j.health === hl).length;
-    summary.textContent = st.total + ' jobs · ' + count('failing') + ' failing · ' + count('stalled') + ' stalled · ' + count('running') + ' running · ' + count('paused') + ' paused';
+    const whole = st.offset === 0 && st.jobs.length >= st.total;
+    summary.textContent = st.total + ' jobs · ' + (whole ? '' : 'on this page: ') + count('failing') + ' failing · ' +
+      count('stalled') + ' stalled · ' + count('running') + ' running · ' + count('paused') + ' paused';
     range.textContent = st.total ? (st.offset + 1) + '–' + (st.offset + st.jobs.length) + ' of ' + st.total : '';
     prev.disabled = st.offset === 0;
     next.disabled = st.offset + st.jobs.length >= st.total;

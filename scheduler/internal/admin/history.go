@@ -45,7 +45,10 @@ func (a *api) history(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ms, err := st.History(r.Context(), slotstore.HistoryParams{Job: q.Get("job"), State: state, Limit: limit})
+	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+	defer cancel()
+	ms, err := st.History(ctx, slotstore.HistoryParams{Job: q.Get("job"), State: state, Limit: limit})
+	a.storeCall(ctx, err)
 	if err != nil {
 		httpError(w, http.StatusServiceUnavailable, codeStore, "read history: "+err.Error())
 		return
@@ -149,7 +152,7 @@ func (a *api) jobHistory(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
 	page, err := readHistory(ctx, st, job, f, before, limit)
-	a.e.StoreCall(err)
+	a.storeCall(ctx, err)
 	if err != nil {
 		httpError(w, http.StatusServiceUnavailable, codeStore, err.Error())
 		return

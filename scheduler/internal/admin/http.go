@@ -5,8 +5,12 @@
 // Reads are open to anyone who can reach the port; mutations (trigger,
 // pause, resume, backfill) need the bearer token. Every read of the store is
 // bounded: the jobs list pages, each job's status reads a fixed number of
-// its newest markers with bounded concurrency, and a filtered history scan
-// stops after a fixed number of markers and says so. Every error body is
+// its newest markers with bounded concurrency, a filtered history scan
+// stops after a fixed number of markers and says so, every request's reads
+// have a deadline, and the API's requests together have at most maxReads
+// reads in flight (a probe of /readyz goes around them). The store's
+// health (/readyz, the cluster view) is one small read, of the pauses.
+// Every error body, an unmatched path's under /api/ too, is
 // {"error": "<for people>", "code": "<stable>"}.
 //
 // The dashboard is one static page (dashboard.html, with dashboard.css and
@@ -22,6 +26,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -103,7 +108,7 @@ func Handler(e Engine, o Options) http.Handler {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	a := &api{e: e, token: o.Token, storeKind: o.StoreKind}
+	a := newAPI(e, o)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		st, ok := a.store(w)
 		if !ok {
@@ -111,8 +116,11 @@ func Handler(e Engine, o Options) http.Handler {
 		}
 		rctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		_, err := st.History(rctx, slotstore.HistoryParams{Limit: 1})
-		e.StoreCall(err)
+		// One small read on every store, that answers whatever the number
+		// of jobs and markers; not behind the shared places, so readers of
+		// the dashboard never make a replica look unready.
+		_, err := st.Store.Pauses(rctx)
+		a.storeCall(rctx, err)
 		if err != nil {
 			http.Error(w, "store unreachable: "+err.Error(), http.StatusServiceUnavailable)
 			return
@@ -120,5 +128,33 @@ func Handler(e Engine, o Options) http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	a.routes(mux)
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" || !strings.HasPrefix(r.URL.Path, "/api/") {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		// No route: the mux's answer (404, or 405 with Allow) as a JSON error.
+		probe := &statusProbe{h: http.Header{}}
+		h.ServeHTTP(probe, r)
+		if probe.code != http.StatusNotFound && probe.code != http.StatusMethodNotAllowed {
+			mux.ServeHTTP(w, r) // a redirect to the clean path
+			return
+		}
+		if allow := probe.h.Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		code := map[int]string{http.StatusNotFound: codeNotFound, http.StatusMethodNotAllowed: codeNoMethod}[probe.code]
+		httpError(w, probe.code, code, fmt.Sprintf("%s %s: %s", r.Method, r.URL.Path, strings.ToLower(http.StatusText(probe.code))))
+	})
 }
+
+// statusProbe keeps the status and headers a handler answers, and drops its body.
+type statusProbe struct {
+	h    http.Header
+	code int
+}
+
+func (p *statusProbe) Header() http.Header         { return p.h }
+func (p *statusProbe) WriteHeader(code int)        { p.code = code }
+func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }

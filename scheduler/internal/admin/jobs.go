@@ -15,7 +15,8 @@ import (
 	"github.com/slotcron/slotcron/slotstore"
 )
 
-// Paging of GET /api/jobs, and how many jobs' histories are read at once.
+// Paging of GET /api/jobs, and how many jobs' histories one request reads
+// at once (all requests together read at most maxReads at once).
 const (
 	jobsLimit    = 100
 	jobsMaxLimit = 1000
@@ -135,18 +136,20 @@ func (a *api) job(w http.ResponseWriter, r *http.Request) {
 }
 
 // jobViews describes js with their pauses and status, read from st: the
-// running slots in one read (of only that job when one is given), each
-// job's history with at most readers reads at a time.
+// running slots in one read (of only that job when one is given, and of
+// each job when more run than one read takes), each job's history with at
+// most readers reads at a time, all within readTimeout.
 func (a *api) jobViews(ctx context.Context, st slotstore.Store, js []engine.Job, one string) ([]jobView, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	ps, err := st.Pauses(ctx)
-	a.e.StoreCall(err)
+	a.storeCall(ctx, err)
 	if err != nil {
 		return nil, fmt.Errorf("read pauses: %w", err)
 	}
-	running, _, _, err := readRunning(ctx, st, one)
+	running, _, more, err := readRunning(ctx, st, one)
 	if err != nil {
+		a.storeCall(ctx, err)
 		return nil, err
 	}
 	now := a.e.Now()
@@ -167,7 +170,16 @@ func (a *api) jobViews(ctx context.Context, st slotstore.Store, js []engine.Job,
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			v.jobStatus, errs[i] = readStatus(ctx, st, j.Name, running[j.Name], now)
+			run := running[j.Name]
+			if more {
+				// The one read stopped at runningLimit: ask for this job's.
+				var byJob map[string][]slotstore.Marker
+				if byJob, _, _, errs[i] = readRunning(ctx, st, j.Name); errs[i] != nil {
+					return
+				}
+				run = byJob[j.Name]
+			}
+			v.jobStatus, errs[i] = readStatus(ctx, st, j, run, now)
 			if v.Paused {
 				v.Health = healthPaused
 			}
@@ -176,7 +188,7 @@ func (a *api) jobViews(ctx context.Context, st slotstore.Store, js []engine.Job,
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			a.e.StoreCall(err)
+			a.storeCall(ctx, err)
 			return nil, err
 		}
 	}

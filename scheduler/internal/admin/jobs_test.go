@@ -248,3 +248,88 @@ func TestJobNameInPath(t *testing.T) {
 		t.Errorf("trigger: %d %s", code, body)
 	}
 }
+
+// More slots than one read takes (runningLimit) run cluster-wide: a job
+// whose run is not among those read is still shown running, and stalled
+// once its lease has ended, from a read of its own.
+func TestJobsRunningBeyondOneRead(t *testing.T) {
+	r := newRig(t, rigConfig{jobs: []engine.JobSpec{spec(t, "stuck", never, ""), spec(t, "live", never, "")}})
+	// The store's clock runs an hour behind this replica's: stuck's
+	// ten-minute lease has ended fifty minutes ago by this replica's clock,
+	// and no replica may take its slot over yet by the store's.
+	r.lag.Store(int64(time.Hour))
+	born := r.enroll(t, "stuck", "live", "busy")
+	claim := func(job string, slot time.Time, lease time.Duration) {
+		t.Helper()
+		res, err := r.st.Claim(t.Context(), slotstore.ClaimParams{Replica: "b", Requests: []slotstore.ClaimRequest{{Job: job, Slot: slot, Lease: lease}}})
+		if err != nil || res[0].Status != slotstore.Won {
+			t.Fatalf("claim %s@%s: %v %v", job, slot, res, err)
+		}
+	}
+	// The oldest slots, so the one read of every job's, newest first,
+	// stops before them.
+	claim("stuck", born.Add(time.Second), 10*time.Minute)
+	claim("live", born.Add(2*time.Second), 24*time.Hour)
+	var reqs []slotstore.ClaimRequest
+	for i := range runningLimit + 1 {
+		reqs = append(reqs, slotstore.ClaimRequest{Job: "busy", Slot: born.Add(time.Duration(10+i) * time.Second), Lease: 24 * time.Hour})
+	}
+	res, err := r.st.Claim(t.Context(), slotstore.ClaimParams{Replica: "c", Requests: reqs})
+	if err != nil || res[len(res)-1].Status != slotstore.Won {
+		t.Fatalf("claim %d slots of busy: %v", len(reqs), err)
+	}
+
+	var views []jobView
+	r.get(t, "/api/jobs", &views)
+	if len(views) != 2 {
+		t.Fatalf("jobs %+v, want stuck and live", views)
+	}
+	for i, want := range []string{healthStalled, healthRunning} {
+		v := views[i]
+		if v.Health != want || len(v.Running) != 1 || v.Running[0].Holder != "b" {
+			t.Errorf("%s with %d slots running elsewhere: health %s, running %+v; want %s, its one slot on b",
+				v.Name, runningLimit+1, v.Health, v.Running, want)
+		}
+	}
+	var c clusterView
+	r.get(t, "/api/cluster", &c)
+	if !c.RunningMore {
+		t.Errorf("the cluster view with %d slots running: running %d, running_more false", runningLimit+3, c.Running)
+	}
+}
+
+// A lease ends by the store's clock, and this replica's may run ahead of
+// it: a run is called stalled only once its lease ended stallMargin ago
+// (5 s for a 15 s lease) by this replica's clock, not as soon as it looks
+// ended.
+func TestStalledMargin(t *testing.T) {
+	r := newRig(t, rigConfig{jobs: []engine.JobSpec{spec(t, "skewed", never, ""), spec(t, "gone", never, "")}})
+	r.lag.Store(int64(40 * time.Second))
+	born := r.enroll(t, "skewed", "gone")
+	// Each claimed when the store's clock was lag behind this replica's:
+	// its 15 s lease looks to have ended lag-15 s ago. The store's clock
+	// stays 40 s behind, so no replica takes either over meanwhile.
+	for _, c := range []struct {
+		job string
+		lag time.Duration
+	}{{"skewed", 18 * time.Second}, {"gone", 40 * time.Second}} {
+		r.lag.Store(int64(c.lag))
+		res, err := r.st.Claim(t.Context(), slotstore.ClaimParams{Replica: "b", Requests: []slotstore.ClaimRequest{
+			{Job: c.job, Slot: born.Add(time.Second), Lease: 15 * time.Second}}})
+		if err != nil || res[0].Status != slotstore.Won {
+			t.Fatalf("claim %s: %v %v", c.job, res, err)
+		}
+	}
+	r.lag.Store(int64(40 * time.Second))
+	var skewed, gone jobView
+	r.get(t, "/api/jobs/skewed", &skewed)
+	r.get(t, "/api/jobs/gone", &gone)
+	if len(skewed.Running) != 1 || skewed.Health != healthRunning || skewed.Running[0].Stalled ||
+		skewed.Running[0].LeaseLeft > -2 || skewed.Running[0].LeaseLeft < -5 {
+		t.Errorf("a run whose lease looks ended 3 s ago: health %s, running %+v; want running, not stalled, lease_left about -3",
+			skewed.Health, skewed.Running)
+	}
+	if len(gone.Running) != 1 || gone.Health != healthStalled || !gone.Running[0].Stalled {
+		t.Errorf("a run whose lease ended 25 s ago: health %s, running %+v; want stalled", gone.Health, gone.Running)
+	}
+}

@@ -19,7 +19,8 @@ const maxBody = 64 << 10
 // parameter or as a field of a JSON object body, not both; names outside
 // known are refused, so a misspelt "reasn" is not silently dropped. A JSON
 // field may be a string, a number or a boolean (read as its JSON text); null
-// is the same as absent.
+// is the field given empty, not left out: {"job": null} does not name the
+// whole cluster.
 func postParams(r *http.Request, known ...string) (map[string]string, error) {
 	out := make(map[string]string)
 	for name, vs := range r.URL.Query() {
@@ -56,12 +57,9 @@ func postParams(r *http.Request, known ...string) (map[string]string, error) {
 		if !slices.Contains(known, name) {
 			return nil, fmt.Errorf("body field %q: unknown; want %s", name, strings.Join(known, ", "))
 		}
-		v, present, err := jsonScalar(raw)
+		v, err := jsonScalar(raw)
 		if err != nil {
 			return nil, fmt.Errorf("body field %q: %w", name, err)
-		}
-		if !present {
-			continue
 		}
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("%q: given both as a query parameter and in the body", name)
@@ -72,23 +70,23 @@ func postParams(r *http.Request, known ...string) (map[string]string, error) {
 }
 
 // jsonScalar returns a JSON string's value, or a number's or boolean's
-// text; present is false for null.
-func jsonScalar(raw json.RawMessage) (v string, present bool, err error) {
+// text; null is "".
+func jsonScalar(raw json.RawMessage) (string, error) {
 	var x any
 	if err := json.Unmarshal(raw, &x); err != nil {
-		return "", false, err
+		return "", err
 	}
 	switch x := x.(type) {
 	case nil:
-		return "", false, nil
+		return "", nil
 	case string:
-		return x, true, nil
+		return x, nil
 	case bool:
-		return strconv.FormatBool(x), true, nil
+		return strconv.FormatBool(x), nil
 	case float64:
-		return string(bytes.TrimSpace(raw)), true, nil
+		return string(bytes.TrimSpace(raw)), nil
 	}
-	return "", false, fmt.Errorf("want a string, a number or a boolean, got %s", bytes.TrimSpace(raw))
+	return "", fmt.Errorf("want a string, a number or a boolean, got %s", bytes.TrimSpace(raw))
 }
 
 // boolParam reads an optional boolean parameter: "", "false" or "0" is

@@ -65,7 +65,7 @@ func (a *api) pause(paused bool) http.HandlerFunc {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		err = st.SetPause(ctx, slotstore.PauseParams{Job: job, Paused: paused, By: by, Reason: reason})
-		a.e.StoreCall(err)
+		a.storeCall(ctx, err)
 		if errors.Is(err, slotstore.ErrInvalid) {
 			httpError(w, http.StatusBadRequest, codeBadRequest, verb+": "+err.Error())
 			return
@@ -76,6 +76,7 @@ func (a *api) pause(paused bool) http.HandlerFunc {
 		}
 		a.e.PausesChanged() // this replica obeys at its next slot
 		now, err := st.Pauses(ctx)
+		a.storeCall(ctx, err)
 		if err != nil {
 			httpError(w, http.StatusServiceUnavailable, codeStore, err.Error())
 			return

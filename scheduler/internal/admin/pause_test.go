@@ -35,6 +35,9 @@ func TestPauseReason(t *testing.T) {
 		{"a body that is not an object", "/api/pause", `["report"]`, []string{"JSON object"}},
 		{"a reason that is an object", "/api/pause", `{"reason": {"a": 1}}`, []string{`"reason"`}},
 		{"an empty job", "/api/pause?job=&reason=x", "", []string{"job is empty"}},
+		// null is a job given empty, not left out: not the whole cluster.
+		{"a null job", "/api/pause", `{"job": null, "reason": "x"}`, []string{"job is empty"}},
+		{"a null job, resumed", "/api/resume", `{"job": null, "reason": "x"}`, []string{"job is empty"}},
 		{"a reason too long", "/api/pause?reason=" + long, "", []string{"reason is longer than 1000"}},
 	} {
 		code, _, body := r.do(t, "POST", c.target, c.body, true)

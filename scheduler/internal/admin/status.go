@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -24,10 +25,16 @@ const (
 	runningLimit = 1000
 )
 
+// stallMargin is how long past its lease's end, by this replica's clock, a
+// run is called stalled: the lease ends by the store's clock, which may
+// differ from this replica's by some seconds. A third of the lease, at
+// least 5 s.
+func stallMargin(lease time.Duration) time.Duration { return max(5*time.Second, lease/3) }
+
 // Health says at a glance how a job is doing, as its status dot shows it.
 const (
 	healthPaused  = "paused"  // the job or the cluster is paused
-	healthStalled = "stalled" // a run's lease ran out: its holder is gone, a takeover is due
+	healthStalled = "stalled" // a run's lease ran out (by stallMargin at least): its holder is gone, a takeover is due
 	healthFailing = "failing" // its latest finished slot failed
 	healthRunning = "running" // a run is in progress
 	healthOK      = "ok"      // its latest finished slot succeeded
@@ -62,9 +69,13 @@ type runningView struct {
 	Manual    bool   `json:"manual,omitempty"`
 	ClaimedAt string `json:"claimed_at"`
 	// Elapsed is the time since the claim; LeaseLeft the time until its
-	// lease ends, negative once it has ended (a takeover is due).
+	// lease ends, negative once it has ended. Both are approximate: the
+	// claim and the lease's end are the store's times, measured here
+	// against this replica's clock. Stalled says the lease ended more
+	// than stallMargin ago: the holder is gone, a takeover is due.
 	Elapsed   float64 `json:"elapsed_seconds"`
 	LeaseLeft float64 `json:"lease_left_seconds"`
+	Stalled   bool    `json:"stalled,omitempty"`
 }
 
 // recentView is one slot of a sparkline.
@@ -77,10 +88,12 @@ type recentView struct {
 	Duration float64 `json:"duration_seconds,omitempty"`
 }
 
-func runningJSON(m slotstore.Marker, now time.Time) runningView {
+// runningJSON shows m, a running slot of a job whose lease is lease.
+func runningJSON(m slotstore.Marker, lease time.Duration, now time.Time) runningView {
+	left := m.LeaseEnd.Sub(now)
 	return runningView{Slot: m.Slot.UTC().Format(time.RFC3339), Key: jobs.Run{Job: m.Job, Slot: m.Slot}.Key(), Holder: m.Holder,
 		Fence: m.Fence, Attempt: m.Attempt, Manual: m.Manual, ClaimedAt: m.ClaimedAt.UTC().Format(time.RFC3339Nano),
-		Elapsed: now.Sub(m.ClaimedAt).Seconds(), LeaseLeft: m.LeaseEnd.Sub(now).Seconds()}
+		Elapsed: now.Sub(m.ClaimedAt).Seconds(), LeaseLeft: left.Seconds(), Stalled: left < -stallMargin(lease)}
 }
 
 // succeeded and failed sort finished slots for a status: a slot that is
@@ -101,10 +114,11 @@ func failed(m slotstore.Marker) bool {
 	return false
 }
 
-// readStatus reads job's status: its statusDepth newest markers and, while
+// readStatus reads j's status: its statusDepth newest markers and, while
 // a failure streak fills them, older ones up to streakDepth. running are
 // its running markers.
-func readStatus(ctx context.Context, st slotstore.Store, job string, running []slotstore.Marker, now time.Time) (jobStatus, error) {
+func readStatus(ctx context.Context, st slotstore.Store, j engine.Job, running []slotstore.Marker, now time.Time) (jobStatus, error) {
+	job := j.Name
 	ms, err := st.History(ctx, slotstore.HistoryParams{Job: job, Limit: statusDepth})
 	if err != nil {
 		return jobStatus{}, fmt.Errorf("read the history of %s: %w", job, err)
@@ -123,7 +137,7 @@ func readStatus(ctx context.Context, st slotstore.Store, job string, running []s
 	}
 	s.Running = make([]runningView, len(running))
 	for i, m := range running {
-		s.Running[i] = runningJSON(m, now)
+		s.Running[i] = runningJSON(m, j.Lease, now)
 	}
 	s.Health = health(s)
 	return s, nil
@@ -164,7 +178,7 @@ func summarize(ms []slotstore.Marker, full bool) jobStatus {
 // health sums up s; a pause is applied by the caller.
 func health(s jobStatus) string {
 	for _, r := range s.Running {
-		if r.LeaseLeft < 0 {
+		if r.Stalled {
 			return healthStalled
 		}
 	}

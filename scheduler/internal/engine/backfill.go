@@ -337,7 +337,7 @@ func (e *Engine) StartBackfill(ctx context.Context, job string, p BackfillParams
 				failed++
 			}
 		}
-		e.log.Info("backfill done", "job", job, "from", p.From.UTC().Format(time.RFC3339), "to", p.To.UTC().Format(time.RFC3339),
+		e.log.Info("backfill done", "job", job, "from", p.From.UTC().Format(time.RFC3339), "to", work.Slots[len(work.Slots)-1].Slot.UTC().Format(time.RFC3339),
 			"succeeded", ran, "not_succeeded", failed)
 	}()
 	return plan, nil

@@ -89,7 +89,7 @@ func Run(t *testing.T, s slotstore.Store, o Options) {
 	}
 	recent = recent.UTC().Truncate(time.Second).Add(time.Second)
 	time.Sleep(time.Until(recent.Add(5 * time.Millisecond)))
-	if lag := time.Now().Sub(memNow()); lag > 0 {
+	if lag := time.Since(memNow()); lag > 0 {
 		tick.Add(int64(lag / time.Millisecond))
 	}
 	short := slotstore.ClaimRequest{Job: "b", Slot: recent, Lease: o.Short, Retain: time.Millisecond, Backfill: true}

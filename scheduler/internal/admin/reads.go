@@ -1,0 +1,66 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// maxReads bounds the store reads in flight for all the API's requests
+// together, on top of each request's own bound (readers): however many
+// dashboards are open, the engine's claims and renewals find the store's
+// connections free.
+const maxReads = 4
+
+// boundedStore is the store as the API's requests read it: each History,
+// Pauses or Replicas call waits for one of the api's shared places first.
+// Other calls (the mutations) go straight to the store.
+type boundedStore struct {
+	slotstore.Store
+	a *api
+}
+
+func (s *boundedStore) History(ctx context.Context, p slotstore.HistoryParams) (ms []slotstore.Marker, err error) {
+	err = s.a.read(ctx, func() error { ms, err = s.Store.History(ctx, p); return err })
+	return ms, err
+}
+
+func (s *boundedStore) Pauses(ctx context.Context) (ps slotstore.Pauses, err error) {
+	err = s.a.read(ctx, func() error { ps, err = s.Store.Pauses(ctx); return err })
+	return ps, err
+}
+
+func (s *boundedStore) Replicas(ctx context.Context) (rs []slotstore.Replica, err error) {
+	err = s.a.read(ctx, func() error { rs, err = s.Store.Replicas(ctx); return err })
+	return rs, err
+}
+
+// read calls f once one of the shared places is free, and frees it after.
+// A request whose context ends while it waits (its client went away, or
+// its reads ran out of time) stops waiting, with that error.
+func (a *api) read(ctx context.Context, f func() error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("waiting to read the store: %w", err)
+	}
+	select {
+	case a.reads <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("waiting to read the store: %w", ctx.Err())
+	}
+	defer func() { <-a.reads }()
+	return f()
+}
+
+// storeCall records how a call to the store made under ctx went (the
+// slotcron_store_up gauge), unless its error is not the store's: a request
+// the store refused as invalid (answered 400), or one whose ctx ended
+// first, because its client went away or its reads ran out of time (the
+// engine's own calls, with their own deadlines, tell a store that hangs).
+func (a *api) storeCall(ctx context.Context, err error) {
+	if err != nil && (errors.Is(err, slotstore.ErrInvalid) || ctx.Err() != nil) {
+		return
+	}
+	a.e.StoreCall(err)
+}
