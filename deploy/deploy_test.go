@@ -479,7 +479,7 @@ func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
 		"lease_renewal_seconds", "leases_lost_total", "takeovers_total", "slots_missed_total",
 		"next_run_timestamp_seconds", "last_success_timestamp_seconds", "store_up",
 		"leader", "leadership_changes_total", "leader_renewal_seconds", "fence_rejections_total",
-		"fence_repeats_total", "schedule_interval_seconds", "build_info",
+		"fence_repeats_total", "schedule_interval_seconds", "build_info", "cluster_paused", "job_paused",
 	} {
 		known["slotcron_"+name] = true
 	}

@@ -145,6 +145,7 @@ func New(c Config) (*Engine, error) {
 	for _, d := range c.Duties {
 		e.duties = append(e.duties, &dutyPlan{name: d.Name, fn: d.Fn, lease: d.Lease})
 	}
+	e.metrics.paused.known = e.HasJob
 	if c.Registry != nil {
 		if err := e.metrics.register(c.Registry, c.Runtime); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)

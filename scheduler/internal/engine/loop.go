@@ -308,6 +308,7 @@ func (l *loop) notePauses(r pauseRead) {
 		}
 	case r.sent.After(l.pauses.sent): // not older than a read made meanwhile
 		l.pauses.ps, l.pauses.sent, l.pauses.failures = r.ps, r.sent, 0
+		l.s.metrics.notePauses(r.ps)
 	}
 }
 

@@ -45,6 +45,10 @@ type metrics struct {
 	// intervals caches the schedule intervals of one start-up: jobs that
 	// share a spec share its parsed schedule.
 	intervals intervalCache
+	// pauses is the loop's latest read of the pauses, nil before the
+	// first; paused shows it.
+	pauses atomic.Pointer[slotstore.Pauses]
+	paused pausedGauge
 }
 
 func newMetrics(perJob bool) *metrics {
@@ -86,6 +90,11 @@ func newMetrics(perJob bool) *metrics {
 			ConstLabels: buildLabels(buildinfo.Read())}),
 	}
 	m.buildInfo.Set(1)
+	m.paused = pausedGauge{pauses: &m.pauses,
+		cluster: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "cluster_paused"),
+			"1 while the whole cluster is paused, else 0, as this replica last read the pauses (every 5 s, and ahead of due slots).", nil, nil),
+		job: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "job_paused"),
+			"1 for each job paused on its own, as this replica last read the pauses; a job that is not paused has no series.", []string{jobLabel}, nil)}
 	return m
 }
 
@@ -99,7 +108,7 @@ func (m *metrics) register(r prometheus.Registerer, withRuntime bool) error {
 	leasesLost := newZeroed(m.leasesLost, &m.jobs, "")
 	interval := &intervalGauge{desc: m.interval, jobs: &m.jobs}
 	cs := []prometheus.Collector{m.claims, runs, m.runDuration, m.dispatchDelay, m.timerLag, m.renewLatency,
-		leasesLost, m.takeovers, m.missed, m.nextRun, m.lastSuccess, interval, m.storeUp, m.buildInfo}
+		leasesLost, m.takeovers, m.missed, m.nextRun, m.lastSuccess, interval, m.storeUp, m.buildInfo, &m.paused}
 	if withRuntime {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -492,3 +501,37 @@ func buildLabels(in buildinfo.Info) prometheus.Labels {
 	}
 	return prometheus.Labels{"version": in.Version, "goversion": in.GoVersion, "revision": revision}
 }
+
+// pausedGauge shows the pauses this replica last read: slotcron_cluster_paused,
+// and slotcron_job_paused for each paused job of its configuration (known).
+// Alerts about a job's missing successes leave out the jobs paused on
+// purpose by it.
+type pausedGauge struct {
+	pauses       *atomic.Pointer[slotstore.Pauses]
+	known        func(job string) bool
+	cluster, job *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*pausedGauge)(nil)
+
+func (g *pausedGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.cluster; ch <- g.job }
+
+func (g *pausedGauge) Collect(ch chan<- prometheus.Metric) {
+	ps := g.pauses.Load()
+	if ps == nil {
+		return // not read yet: neither paused nor not
+	}
+	all := 0.0
+	if ps.All {
+		all = 1
+	}
+	ch <- prometheus.MustNewConstMetric(g.cluster, prometheus.GaugeValue, all)
+	for _, j := range ps.Jobs {
+		if g.known == nil || g.known(j) {
+			ch <- prometheus.MustNewConstMetric(g.job, prometheus.GaugeValue, 1, j)
+		}
+	}
+}
+
+// notePauses records a read of the pauses for slotcron_*_paused.
+func (m *metrics) notePauses(ps slotstore.Pauses) { m.pauses.Store(&ps) }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -409,4 +410,67 @@ func TestBuildInfo(t *testing.T) {
 			t.Errorf("buildLabels(%+v) = %v, want revision %q", tc.in, l, tc.want)
 		}
 	}
+}
+
+// The pauses show in slotcron_cluster_paused and slotcron_job_paused, for
+// the jobs of this replica's configuration, within a beat of a change, even
+// while no slot is due; nothing shows before the first read.
+func TestPausedGauges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		daily, err := schedule.Parse("0 3 * * *", "UTC")
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, other := job("held", nil), job("other", nil)
+		held.Schedule, other.Schedule = daily, daily
+		e, err := New(Config{Replica: "a", Incarnation: "t", Log: testLogger(), Now: time.Now, Grace: time.Second,
+			Jobs: []JobSpec{held, other}, Registry: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := gather(t, reg); got["slotcron_cluster_paused"] != 0 || len(filterPrefix(got, "slotcron_job_paused")) != 0 {
+			t.Errorf("before any read: %v", got)
+		}
+		st := memstore.New(memstore.Options{})
+		for _, job := range []string{"held", "elsewhere"} { // elsewhere: another replica's job
+			if err := st.SetPause(context.Background(), slotstore.PauseParams{Job: job, Paused: true, Reason: "test"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, stop := context.WithCancel(context.Background())
+		ran := make(chan error, 1)
+		go func() { ran <- e.Run(ctx, RunParams{Store: st}) }()
+		defer func() { stop(); <-ran }()
+		time.Sleep(time.Second)
+		got := gather(t, reg)
+		if _, ok := got["slotcron_cluster_paused"]; !ok || got["slotcron_cluster_paused"] != 0 {
+			t.Errorf("cluster not paused: %v", got)
+		}
+		if want := map[string]float64{"slotcron_job_paused,job_name=held": 1}; fmt.Sprint(filterPrefix(got, "slotcron_job_paused")) != fmt.Sprint(want) {
+			t.Errorf("jobs paused: %v, want %v", filterPrefix(got, "slotcron_job_paused"), want)
+		}
+		if err := st.SetPause(context.Background(), slotstore.PauseParams{Paused: true, Reason: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SetPause(context.Background(), slotstore.PauseParams{Job: "held"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(beatEvery + time.Second)
+		got = gather(t, reg)
+		if got["slotcron_cluster_paused"] != 1 || len(filterPrefix(got, "slotcron_job_paused")) != 0 {
+			t.Errorf("after the cluster paused and held resumed: %v", got)
+		}
+	})
+}
+
+// filterPrefix keeps the entries of got whose key begins with prefix.
+func filterPrefix(got map[string]float64, prefix string) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range got {
+		if strings.HasPrefix(k, prefix) {
+			out[k] = v
+		}
+	}
+	return out
 }

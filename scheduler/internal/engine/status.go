@@ -45,7 +45,8 @@ const (
 )
 
 // beat tells the store, every beatEvery until ctx ends, that this replica is
-// alive, with its build and the duties it leads. Beats are for the
+// alive, with its build and the duties it leads, and reads the pauses for
+// the metrics that show them. Beats are for the
 // dashboard's cluster view only: a failed one is logged at debug level and
 // counted in store_up, and changes nothing else.
 func (e *Engine) beat(ctx context.Context, st slotstore.Store) {
@@ -61,6 +62,12 @@ func (e *Engine) beat(ctx context.Context, st slotstore.Store) {
 		}
 		bctx, cancel := context.WithTimeout(ctx, beatEvery)
 		err := st.Beat(bctx, b)
+		if err == nil {
+			// For slotcron_*_paused, fresh even while no slot is due.
+			if ps, perr := st.Pauses(bctx); perr == nil {
+				e.metrics.notePauses(ps)
+			}
+		}
 		cancel()
 		if ctx.Err() == nil {
 			e.metrics.storeCall(err)
