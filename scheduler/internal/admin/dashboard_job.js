@@ -143,6 +143,11 @@ function jobView(name) {
       kv('Schedule', h('code', { text: j.schedule })),
       kv('Time zone', j.timezone),
       kv('Overlap', j.overlap), kv('Lease', j.lease), kv('Timeout', j.timeout),
+      kv('On crash', j.on_crash + (j.max_attempts ? ', at most ' + j.max_attempts + ' attempts' : '')),
+      kv('Retries', j.retries.max ? j.retries.max + ', backoff ' + j.retries.backoff + ' up to ' + j.retries.max_backoff : 'none'),
+      kv('Starting deadline', j.starting_deadline),
+      kv('Catch up', j.catch_up + (j.catch_up === 'all' ? ' (at most ' + j.catch_up_limit + ')' : '')),
+      kv('Jitter', j.jitter), kv('History kept', j.history),
       kv('Next slot', j.next ? nextSlot(j) : h('span', { class: 'muted', text: j.paused ? 'none while paused' : 'none' })),
     ].flat());
     status.replaceChildren(...[

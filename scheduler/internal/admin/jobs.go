@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
 )
@@ -38,12 +40,28 @@ type jobView struct {
 	Overlap   string `json:"overlap"`
 	Lease     string `json:"lease"`
 	Timeout   string `json:"timeout"`
+	// The job's other settings, named as in the configuration file.
+	OnCrash          string      `json:"on_crash"`
+	MaxAttempts      int         `json:"max_attempts"`
+	StartingDeadline string      `json:"starting_deadline"`
+	CatchUp          string      `json:"catch_up"`
+	CatchUpLimit     int         `json:"catch_up_limit"`
+	Jitter           string      `json:"jitter"`
+	History          string      `json:"history"`
+	Retries          retriesView `json:"retries"`
 	// Paused is true while the job or the cluster is paused; Pause is the
 	// job's own pause and ClusterPause the cluster's, each with its note.
 	Paused       bool       `json:"paused"`
 	Pause        *pauseNote `json:"pause,omitempty"`
 	ClusterPause *pauseNote `json:"cluster_pause,omitempty"`
 	jobStatus
+}
+
+// retriesView is a job's retry policy; Max 0 means no retries.
+type retriesView struct {
+	Max        int    `json:"max"`
+	Backoff    string `json:"backoff"`
+	MaxBackoff string `json:"max_backoff"`
 }
 
 // pauseNote is a pause in force: who set it, when and why.
@@ -160,7 +178,10 @@ func (a *api) jobViews(ctx context.Context, st slotstore.Store, js []engine.Job,
 	for i, j := range js {
 		out[i] = jobView{Name: j.Name, Schedule: j.Schedule.String(), Timezone: j.Schedule.Location().String(),
 			Overlap: string(j.Overlap), Lease: j.Lease.String(), Timeout: j.Timeout.String(),
-			Pause: noteOf(ps, j.Name), ClusterPause: noteOf(ps, "")}
+			OnCrash: string(cmp.Or(j.OnCrash, policy.OnCrashRetry)), MaxAttempts: j.MaxAttempts, StartingDeadline: j.Deadline.String(),
+			CatchUp: string(j.CatchUp), CatchUpLimit: j.CatchUpLimit, Jitter: j.Jitter.String(), History: j.History.String(),
+			Retries: retriesView{Max: j.Retries.Max, Backoff: j.Retries.Backoff.String(), MaxBackoff: j.Retries.MaxBackoff.String()},
+			Pause:   noteOf(ps, j.Name), ClusterPause: noteOf(ps, "")}
 		v := &out[i]
 		v.Paused = v.Pause != nil || v.ClusterPause != nil
 		if next := j.Schedule.Next(now); !v.Paused && !next.IsZero() {

@@ -91,6 +91,9 @@ func TestJobsStatus(t *testing.T) {
 		y.Timezone != "Europe/Berlin" {
 		t.Errorf("yearly: %+v, want next %s in UTC and Berlin time", y, wantNext)
 	}
+	if y.StartingDeadline != "1m0s" || y.History != "24h0m0s" || y.CatchUp != "none" || y.Jitter != "0s" || y.Retries.Max != 0 {
+		t.Errorf("yearly's settings: %+v", y)
+	}
 
 	// A cluster pause empties every next slot and shows its note.
 	if err := r.st.SetPause(t.Context(), slotstore.PauseParams{Paused: true, By: "bob", Reason: "migration"}); err != nil {
