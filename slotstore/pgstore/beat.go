@@ -45,13 +45,6 @@ const (
 	FROM {schema}.replicas r, c WHERE r.keep_until >= c.t ORDER BY r.replica`
 )
 
-// duty is a slotstore.DutyTerm as the duties column holds it, in JSON.
-type duty struct {
-	Name  string    `json:"name"`
-	Fence int64     `json:"fence"`
-	Since time.Time `json:"since"`
-}
-
 // keepMicros is how long a beat of ttl is kept, TTL and
 // slotstore.BeatKeep, in whole microseconds rounded up; it does not
 // overflow for the longest TTL.
@@ -68,11 +61,7 @@ func (s *Store) Beat(ctx context.Context, p slotstore.Beat) error {
 	if err := rules.ValidateBeat(p); err != nil {
 		return err
 	}
-	duties := make([]duty, len(p.Duties))
-	for i, d := range p.Duties {
-		duties[i] = duty{Name: d.Name, Fence: d.Fence, Since: d.Since.UTC()}
-	}
-	js, err := json.Marshal(duties)
+	js, err := json.Marshal(rules.DutiesJSON(p.Duties))
 	if err != nil {
 		return fmt.Errorf("pgstore: beat of %q: encode duties: %w", p.Replica, err)
 	}
@@ -115,7 +104,7 @@ func (s *Store) Replicas(ctx context.Context) ([]slotstore.Replica, error) {
 			duties  []byte
 			ttl     int64
 			now     time.Time
-			decoded []duty
+			decoded []rules.DutyJSON
 		)
 		if err := rows.Scan(&r.Replica, &r.Incarnation, &r.Version, &started, &duties, &ttl, &r.Seen, &now); err != nil {
 			return nil, s.readFail("replicas", err)
@@ -123,9 +112,7 @@ func (s *Store) Replicas(ctx context.Context) ([]slotstore.Replica, error) {
 		if err := json.Unmarshal(duties, &decoded); err != nil {
 			return nil, fmt.Errorf("pgstore: replicas: duties of %q: %w", r.Replica, err)
 		}
-		for _, d := range decoded {
-			r.Duties = append(r.Duties, slotstore.DutyTerm{Name: d.Name, Fence: d.Fence, Since: d.Since})
-		}
+		r.Duties = rules.Duties(decoded)
 		if started != nil {
 			r.Started = started.UTC()
 		}

@@ -21,18 +21,11 @@ func beatsKey(prefix string) string { return prefix + "beats" }
 // beatBody is what a beat says, as the hash of beats holds it, in JSON
 // after the times beat.lua writes.
 type beatBody struct {
-	Incarnation string    `json:"incarnation"`
-	Version     string    `json:"version"`
-	Started     time.Time `json:"started"`
-	Duties      []duty    `json:"duties"`
-	TTL         int64     `json:"ttl_ns"`
-}
-
-// duty is a slotstore.DutyTerm in a beatBody.
-type duty struct {
-	Name  string    `json:"name"`
-	Fence int64     `json:"fence"`
-	Since time.Time `json:"since"`
+	Incarnation string           `json:"incarnation"`
+	Version     string           `json:"version"`
+	Started     time.Time        `json:"started"`
+	Duties      []rules.DutyJSON `json:"duties"`
+	TTL         int64            `json:"ttl_ns"`
 }
 
 // keepMillis is how long a beat of ttl is kept, its TTL and
@@ -53,10 +46,7 @@ func (s *Store) Beat(ctx context.Context, p slotstore.Beat) error {
 		return err
 	}
 	body := beatBody{Incarnation: p.Incarnation, Version: p.Version, Started: p.Started.UTC(),
-		Duties: make([]duty, len(p.Duties)), TTL: int64(p.TTL)}
-	for i, d := range p.Duties {
-		body.Duties[i] = duty{Name: d.Name, Fence: d.Fence, Since: d.Since.UTC()}
-	}
+		Duties: rules.DutiesJSON(p.Duties), TTL: int64(p.TTL)}
 	js, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("redisstore: beat of %q: encode: %w", p.Replica, err)
@@ -122,8 +112,6 @@ func parseBeat(replica, v string) (slotstore.Replica, error) {
 	}
 	out := slotstore.Replica{Beat: slotstore.Beat{Replica: replica, Incarnation: body.Incarnation,
 		Version: body.Version, Started: body.Started, TTL: time.Duration(body.TTL)}, Seen: time.UnixMilli(ms).UTC()}
-	for _, d := range body.Duties {
-		out.Duties = append(out.Duties, slotstore.DutyTerm{Name: d.Name, Fence: d.Fence, Since: d.Since})
-	}
+	out.Duties = rules.Duties(body.Duties)
 	return out, nil
 }

@@ -17,13 +17,6 @@ const (
 	dropBeats = `DELETE FROM beats WHERE keep_until < ?`
 )
 
-// duty is a slotstore.DutyTerm as the duties column holds it, in JSON.
-type duty struct {
-	Name  string    `json:"name"`
-	Fence int64     `json:"fence"`
-	Since time.Time `json:"since"`
-}
-
 // keepUntil is when the beat seen at seen, with ttl, is deleted: its TTL
 // and slotstore.BeatKeep after it, to the millisecond after.
 func keepUntil(seen time.Time, ttl time.Duration) int64 {
@@ -47,11 +40,7 @@ func (s *Store) Beat(ctx context.Context, p slotstore.Beat) error {
 	if err := rules.ValidateBeat(p); err != nil {
 		return err
 	}
-	duties := make([]duty, len(p.Duties))
-	for i, d := range p.Duties {
-		duties[i] = duty{Name: d.Name, Fence: d.Fence, Since: d.Since.UTC()}
-	}
-	js, err := json.Marshal(duties)
+	js, err := json.Marshal(rules.DutiesJSON(p.Duties))
 	if err != nil {
 		return fmt.Errorf("sqlitestore: beat of %q: encode duties: %w", p.Replica, err)
 	}
@@ -131,13 +120,11 @@ func (s *Store) listBeats(ctx context.Context) (out []slotstore.Replica, old boo
 			old = true
 			continue
 		}
-		var ds []duty
+		var ds []rules.DutyJSON
 		if err := json.Unmarshal([]byte(duties), &ds); err != nil {
 			return nil, false, fmt.Errorf("sqlitestore: replicas: duties of %q: %w", r.Replica, err)
 		}
-		for _, d := range ds {
-			r.Duties = append(r.Duties, slotstore.DutyTerm{Name: d.Name, Fence: d.Fence, Since: d.Since})
-		}
+		r.Duties = rules.Duties(ds)
 		r.Live = !now.After(r.Seen.Add(r.TTL))
 		out = append(out, r)
 	}

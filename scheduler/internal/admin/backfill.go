@@ -119,7 +119,7 @@ func (a *api) backfill(w http.ResponseWriter, r *http.Request) {
 // the job's schedule has a slot after it that is not after to.
 func (a *api) plannedTo(job string, plan engine.BackfillResult, to time.Time) (time.Time, bool) {
 	js := a.e.Jobs()
-	i := slices.IndexFunc(js, func(j engine.Job) bool { return j.Name == job })
+	i := slices.IndexFunc(js, func(j engine.JobSpec) bool { return j.Name == job })
 	if i < 0 || len(plan.Slots) == 0 {
 		return time.Time{}, false
 	}

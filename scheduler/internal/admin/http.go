@@ -43,7 +43,7 @@ type Engine interface {
 	Now() time.Time
 	Log() *slog.Logger
 	// Jobs describes every job; HasJob says whether one exists.
-	Jobs() []engine.Job
+	Jobs() []engine.JobSpec
 	HasJob(job string) bool
 	// Store is the store of the Run in progress, nil when none.
 	Store() slotstore.Store

@@ -105,7 +105,7 @@ func (a *api) jobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	filter := strings.ToLower(q.Get("q"))
-	all := slices.DeleteFunc(a.e.Jobs(), func(j engine.Job) bool { return !strings.Contains(strings.ToLower(j.Name), filter) })
+	all := slices.DeleteFunc(a.e.Jobs(), func(j engine.JobSpec) bool { return !strings.Contains(strings.ToLower(j.Name), filter) })
 	page := all[min(offset, len(all)):min(offset+limit, len(all))]
 	views, err := a.jobViews(r.Context(), st, page, "")
 	if err != nil {
@@ -136,7 +136,7 @@ func (a *api) jobs(w http.ResponseWriter, r *http.Request) {
 // job answers GET /api/jobs/{job}: the job as GET /api/jobs shows it.
 func (a *api) job(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("job")
-	i := slices.IndexFunc(a.e.Jobs(), func(j engine.Job) bool { return j.Name == name })
+	i := slices.IndexFunc(a.e.Jobs(), func(j engine.JobSpec) bool { return j.Name == name })
 	if i < 0 {
 		httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", name))
 		return
@@ -157,7 +157,7 @@ func (a *api) job(w http.ResponseWriter, r *http.Request) {
 // running slots in one read (of only that job when one is given, and of
 // each job when more run than one read takes), each job's history with at
 // most readers reads at a time, all within readTimeout.
-func (a *api) jobViews(ctx context.Context, st slotstore.Store, js []engine.Job, one string) ([]jobView, error) {
+func (a *api) jobViews(ctx context.Context, st slotstore.Store, js []engine.JobSpec, one string) ([]jobView, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	ps, err := st.Pauses(ctx)

@@ -117,7 +117,7 @@ func failed(m slotstore.Marker) bool {
 // readStatus reads j's status: its statusDepth newest markers and, while
 // a failure streak fills them, older ones up to streakDepth. running are
 // its running markers.
-func readStatus(ctx context.Context, st slotstore.Store, j engine.Job, running []slotstore.Marker, now time.Time) (jobStatus, error) {
+func readStatus(ctx context.Context, st slotstore.Store, j engine.JobSpec, running []slotstore.Marker, now time.Time) (jobStatus, error) {
 	job := j.Name
 	ms, err := st.History(ctx, slotstore.HistoryParams{Job: job, Limit: statusDepth})
 	if err != nil {

@@ -181,30 +181,14 @@ func (e *Engine) Log() *slog.Logger { return e.log }
 // StoreCall records whether a call to the store succeeded, for store_up.
 func (e *Engine) StoreCall(err error) { e.metrics.storeCall(err) }
 
-// Job is what the admin API shows of a job.
-type Job struct {
-	Name         string
-	Schedule     *schedule.Schedule
-	Overlap      policy.Overlap
-	Lease        time.Duration
-	Timeout      time.Duration
-	OnCrash      policy.OnCrash
-	MaxAttempts  int
-	Deadline     time.Duration // the starting deadline
-	CatchUp      policy.CatchUp
-	CatchUpLimit int
-	Jitter       time.Duration
-	History      time.Duration
-	Retries      Retries
-}
-
-// Jobs describes every job, in configuration order.
-func (e *Engine) Jobs() []Job {
-	out := make([]Job, len(e.plans))
+// Jobs describes every job, in configuration order, as its JobSpec
+// without Fn and Params.
+func (e *Engine) Jobs() []JobSpec {
+	out := make([]JobSpec, len(e.plans))
 	for i, p := range e.plans {
-		out[i] = Job{Name: p.name, Schedule: p.sched, Overlap: p.overlap, Lease: p.lease, Timeout: p.timeout,
-			OnCrash: p.onCrash, MaxAttempts: p.maxAtt, Deadline: p.deadline, CatchUp: p.catchUp, CatchUpLimit: p.catchUpLimit,
-			Jitter: p.jitter, History: p.history, Retries: p.retries}
+		out[i] = JobSpec{Name: p.name, Schedule: p.sched, Lease: p.lease, Timeout: p.timeout, OnCrash: p.onCrash,
+			MaxAttempts: p.maxAtt, Deadline: p.deadline, CatchUp: p.catchUp, CatchUpLimit: p.catchUpLimit,
+			History: p.history, Jitter: p.jitter, Overlap: p.overlap, Retries: p.retries}
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/slotcron/slotcron/slotstore"
@@ -58,3 +59,29 @@ func ValidateBeat(p slotstore.Beat) error {
 // isText reports whether s is UTF-8 without NUL bytes: text every store
 // keeps as given.
 func isText(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
+
+// DutyJSON is a slotstore.DutyTerm as the stores keep it in a beat, in
+// JSON.
+type DutyJSON struct {
+	Name  string    `json:"name"`
+	Fence int64     `json:"fence"`
+	Since time.Time `json:"since"`
+}
+
+// DutiesJSON returns ds as the stores keep them, Since in UTC; never nil.
+func DutiesJSON(ds []slotstore.DutyTerm) []DutyJSON {
+	out := make([]DutyJSON, len(ds))
+	for i, d := range ds {
+		out[i] = DutyJSON{Name: d.Name, Fence: d.Fence, Since: d.Since.UTC()}
+	}
+	return out
+}
+
+// Duties returns the duty terms a beat kept; nil for none.
+func Duties(js []DutyJSON) []slotstore.DutyTerm {
+	var out []slotstore.DutyTerm
+	for _, d := range js {
+		out = append(out, slotstore.DutyTerm{Name: d.Name, Fence: d.Fence, Since: d.Since})
+	}
+	return out
+}
