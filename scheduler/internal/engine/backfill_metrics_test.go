@@ -156,23 +156,11 @@ func TestFastClockCountsNoMissedSlotThatRan(t *testing.T) {
 		time.Sleep(2 * time.Minute)
 		stop()
 		<-ran
-		var missed float64
-		mfs, _ := reg.Gather()
-		for _, mf := range mfs {
-			if mf.GetName() == "slotcron_slots_missed_total" {
-				for _, m := range mf.GetMetric() {
-					missed += m.GetCounter().GetValue()
-				}
-			}
-		}
-		skipped := 0
-		ms, _ := st.History(context.Background(), slotstore.HistoryParams{Job: "j", Before: time.Now().Add(time.Hour), Limit: 1000})
-		for _, m := range ms {
-			if m.State == slotstore.StateSkipped {
-				skipped++
-			}
-		}
+		missed, skipped := missedAndSkipped(t, reg, st)
 		t.Logf("runs %d, skipped markers %d, slots_missed_total %v", len(rec.snapshot()), skipped, missed)
+		if n := len(rec.snapshot()); n < 11 { // 2 min of 10 s slots, less the first
+			t.Errorf("%d runs in 2 minutes of slots every 10 s", n)
+		}
 		if missed > float64(skipped) {
 			t.Errorf("slots_missed_total is %v, but only %d slot(s) were recorded skipped", missed, skipped)
 		}
@@ -214,26 +202,36 @@ func TestClockStepCountsNoMissedSlotThatRan(t *testing.T) {
 		stop()
 		<-ran
 		<-ran
-		var missed float64
-		mfs, _ := regB.Gather()
-		for _, mf := range mfs {
-			if mf.GetName() == "slotcron_slots_missed_total" {
-				for _, m := range mf.GetMetric() {
-					missed += m.GetCounter().GetValue()
-					t.Logf("%v %v", m.GetLabel(), m.GetCounter().GetValue())
-				}
-			}
-		}
-		skipped := 0
-		ms, _ := st.History(context.Background(), slotstore.HistoryParams{Job: "j", Before: time.Now().Add(time.Hour), Limit: 1000})
-		for _, m := range ms {
-			if m.State == slotstore.StateSkipped {
-				skipped++
-			}
-		}
+		missed, skipped := missedAndSkipped(t, regB, st)
 		t.Logf("runs %d, skipped markers %d, b's slots_missed_total %v", len(rec.snapshot()), skipped, missed)
+		if n := len(rec.snapshot()); n < 14 { // 2.5 min of 10 s slots, less the first
+			t.Errorf("%d runs in 2.5 minutes of slots every 10 s", n)
+		}
 		if missed > float64(skipped) {
 			t.Errorf("b's slots_missed_total is %v, but only %d slot(s) were recorded skipped", missed, skipped)
 		}
 	})
+}
+
+// missedAndSkipped returns the sum of reg's slots_missed_total and how many
+// of job j's markers in st are skipped.
+func missedAndSkipped(t *testing.T, reg prometheus.Gatherer, st slotstore.Store) (float64, int) {
+	t.Helper()
+	var missed float64
+	for k, v := range gather(t, reg) {
+		if strings.HasPrefix(k, "slotcron_slots_missed_total,") {
+			missed += v
+		}
+	}
+	ms, err := st.History(context.Background(), slotstore.HistoryParams{Job: "j", Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped := 0
+	for _, m := range ms {
+		if m.State == slotstore.StateSkipped {
+			skipped++
+		}
+	}
+	return missed, skipped
 }

@@ -45,10 +45,11 @@ type metrics struct {
 	// intervals caches the schedule intervals of one start-up: jobs that
 	// share a spec share its parsed schedule.
 	intervals intervalCache
-	// pauses is the loop's latest read of the pauses, nil before the
-	// first; paused shows it.
-	pauses atomic.Pointer[slotstore.Pauses]
-	paused pausedGauge
+	// pauses is the latest read of the pauses, nil before the first, and
+	// pausesAt when it was made (Unix nanoseconds); paused shows it.
+	pauses   atomic.Pointer[slotstore.Pauses]
+	pausesAt atomic.Int64
+	paused   pausedGauge
 }
 
 func newMetrics(perJob bool) *metrics {
@@ -534,4 +535,13 @@ func (g *pausedGauge) Collect(ch chan<- prometheus.Metric) {
 }
 
 // notePauses records a read of the pauses for slotcron_*_paused.
-func (m *metrics) notePauses(ps slotstore.Pauses) { m.pauses.Store(&ps) }
+func (m *metrics) notePauses(ps slotstore.Pauses) {
+	m.pauses.Store(&ps)
+	m.pausesAt.Store(time.Now().UnixNano())
+}
+
+// pausesAge is how long ago the pauses were last read; a long time if
+// never.
+func (m *metrics) pausesAge() time.Duration {
+	return time.Since(time.Unix(0, m.pausesAt.Load()))
+}

@@ -46,7 +46,7 @@ const (
 
 // beat tells the store, every beatEvery until ctx ends, that this replica is
 // alive, with its build and the duties it leads, and reads the pauses for
-// the metrics that show them. Beats are for the
+// the metrics that show them unless the loop read them since the last beat. Beats are for the
 // dashboard's cluster view only: a failed one is logged at debug level and
 // counted in store_up, and changes nothing else.
 func (e *Engine) beat(ctx context.Context, st slotstore.Store) {
@@ -62,8 +62,9 @@ func (e *Engine) beat(ctx context.Context, st slotstore.Store) {
 		}
 		bctx, cancel := context.WithTimeout(ctx, beatEvery)
 		err := st.Beat(bctx, b)
-		if err == nil {
-			// For slotcron_*_paused, fresh even while no slot is due.
+		if err == nil && e.metrics.pausesAge() >= beatEvery {
+			// For slotcron_*_paused, fresh even while no slot is due; a
+			// replica whose slots are due reads them anyway.
 			if ps, perr := st.Pauses(bctx); perr == nil {
 				e.metrics.notePauses(ps)
 			}
