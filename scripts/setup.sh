@@ -1,10 +1,25 @@
 #!/usr/bin/env bash
 # Installs the system packages slotcron's tests use, when run as root and
-# they are missing. The embedded SQLite store needs nothing: it is pure Go;
-# the Redis and Postgres stores' tests start private servers, the alert
-# rules' test a private Prometheus, the dashboard's test a headless
-# Chromium.
+# they are missing, and builds the etcd server the etcd store's tests run.
+# The embedded SQLite store needs nothing: it is pure Go; the Redis, Postgres
+# and etcd stores' tests start private servers, the alert rules' test a
+# private Prometheus, the dashboard's test a headless Chromium.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# etcd is built from its Go module (tools/etcd), at the version of the
+# client the etcd store uses, into bin/etcd; a Go toolchain is all it needs,
+# as root or not. It is rebuilt when tools/etcd changes.
+etcd_bin=bin/etcd
+etcd_stamp=bin/.etcd-source
+etcd_source=$(cat tools/etcd/go.mod tools/etcd/go.sum tools/etcd/main.go | cksum)
+if [ ! -x "$etcd_bin" ] || [ "$(cat "$etcd_stamp" 2>/dev/null)" != "$etcd_source" ]; then
+	echo "setup: building the etcd server into $etcd_bin" >&2
+	mkdir -p bin
+	(cd tools/etcd && go build -o "../../$etcd_bin.tmp" .)
+	mv "$etcd_bin.tmp" "$etcd_bin"
+	echo "$etcd_source" >"$etcd_stamp"
+fi
 # Debian packages whose programs the tests start themselves, each on a free
 # loopback port of its own: redis-server (and redis-cli, for Cluster set-up),
 # PostgreSQL (initdb and postgres, run as the postgres user), Prometheus

@@ -24,6 +24,17 @@
 // watching a server started by StartRedis. FreePort finds a port for a
 // listener a test configures itself, such as a TLS port.
 //
+// # etcd
+//
+// StartEtcd starts a cluster of etcd servers (3 members unless
+// EtcdConfig.Members says otherwise) on free loopback ports, optionally
+// serving its clients TLS, and waits until every member is healthy under
+// an elected leader. EtcdMember.Kill, Restart, Freeze and Thaw crash,
+// restart, stop (SIGSTOP) and resume one member; EtcdCluster.Leader names
+// the member that leads. The server is bin/etcd, which scripts/setup.sh
+// builds from tools/etcd (etcd's own Go module, at the version of the
+// client slotcron uses), or $SLOTCRON_ETCD, or etcd on PATH.
+//
 // # Proxy
 //
 // StartProxy forwards a loopback port to a target address. Cut drops every

@@ -92,3 +92,40 @@ func TestRedisSentinel(t *testing.T) {
 		t.Fatalf("sentinel info: %q, %v", info, err)
 	}
 }
+
+func TestEtcdClusterSurvivesItsLeader(t *testing.T) {
+	c := StartEtcd(t, EtcdConfig{})
+	if len(c.Endpoints()) != 3 {
+		t.Fatalf("endpoints %v, want 3", c.Endpoints())
+	}
+	old := waitEtcdLeader(t, c, nil)
+	old.Kill()
+	next := waitEtcdLeader(t, c, old)
+	if err := old.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	waitEtcdLeader(t, c, next)
+	if err := next.Thaw(); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.waitHealthy(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitEtcdLeader waits until a member other than not leads c.
+func waitEtcdLeader(t *testing.T, c *EtcdCluster, not *EtcdMember) *EtcdMember {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if l := c.Leader(); l != nil && l != not {
+			return l
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no leader other than %v within 20s", not)
+	return nil
+}
