@@ -1,0 +1,201 @@
+// Package etcdstore is a slotstore.Store kept in etcd (v3 API), through
+// go.etcd.io/etcd/client/v3: markers replicated by the cluster's quorum,
+// fences from its revisions.
+//
+//	s, err := etcdstore.Open(ctx, etcdstore.Options{
+//		Endpoints: []string{"http://etcd-0:2379", "http://etcd-1:2379", "http://etcd-2:2379"},
+//	})
+//
+// Open makes its own client; New takes one configured by the caller.
+// Either checks that the cluster answers, grants the store's process lease
+// (below) and keeps it alive until Close.
+//
+// # Keys
+//
+// Every key starts with Options.Prefix (default "slotcron/", always ending
+// with "/"). A job's or replica's name is written with every byte but ASCII
+// letters, digits, '-', '.' and '_' as %XX, so it holds no '/' and the keys
+// of one job are a range no other job's keys fall in. A slot is written as
+// its run key writes it, 2026-11-29T02:00:00Z: fixed width for the years
+// 0001 to 9999 (a claim of a slot outside them is ErrInvalid), so a job's
+// keys sort by slot. Values are JSON.
+//
+//	cluster                 the ID of the etcd cluster the keys were written in
+//	gen/<job>               the job's generation: when it was born
+//	jobs/<job>              empty; every job that has had a marker, for History and Prune
+//	m/<job>/<slot>          the slot's marker
+//	run/<job>/<slot>        a copy of the marker while it is running: the job's
+//	                        running slots, for the overlap policies and History
+//	hold/<job>/<slot>       the holder key, under the holder's process lease,
+//	                        while the slot runs (WatchHolder)
+//	pause/all               the pause of the whole cluster, with its note
+//	pause/job/<job>         a job's pause, with its note
+//	beat/<replica>          the replica's last beat
+//
+// Nothing deletes a generation, a job key or the cluster record; Prune
+// deletes markers, with their running copy and holder key, and old beats.
+// The store reads and writes no other key, so others may share the prefix:
+// leader/etcdleader keeps its terms under leader/ and leader-holder/.
+//
+// # The clock
+//
+// etcd has no clock a client can read: its leases count whole seconds on
+// the leader, and it has no TIME. The contract's leases are per slot with
+// millisecond precision (and Renew extends one slot's), so leases are
+// judged by the clock of the calling process, time.Now unless
+// Options.Clock replaces it, as sqlitestore does: a claim writes the lease
+// end by its clock and another replica compares it with its own. The
+// replicas sharing a prefix need synchronised clocks (NTP): a replica
+// whose clock runs ahead of the holder's by some skew sees the holder's
+// lease end that much early, and one whose clock runs behind, that much
+// late. NotBefore, retries, generations and every time a marker records
+// are judged alike. A holder stops trusting its lease by its own
+// monotonic clock (guarantee 5), so its successor may start while it still
+// runs only when the skew exceeds the holder's safety margin; then fences
+// are what make the late holder harmless: its fence is below its
+// successor's, and an effect fenced by the job's fence rejects it.
+//
+// Beside the slots' leases, each Store holds one etcd lease for its
+// process, of Options.LeaseTTL (default 20 s), kept alive by the client,
+// and puts the holder key of every slot it wins under it. When the process
+// dies, or is cut off from the cluster's quorum for the TTL, the cluster
+// deletes those keys by its own clock, and a replica waiting for one of the
+// slots learns of it from a watch (WatchHolder), without polling. The
+// process lease only wakes waiters early: a slot's lease still ends when
+// its marker says. Close never revokes it; it expires. A store whose
+// lease expired (it was cut off) grants a new one, and its next renewal of
+// each slot it holds puts the slot's holder key back.
+//
+// # Fences are revisions
+//
+// A winning claim's fence is the revision of the transaction that commits
+// it: etcd's revisions grow with every write across the whole cluster, are
+// never reused after a leader change or a member's restart, and survive
+// the loss of any minority of members, so fences grow per job in claim
+// order. A value cannot hold the revision it is written at, so a won
+// marker is written with no fence, meaning "the fence is this key's
+// ModRevision", and the next write of the marker (a renewal, a finish, a
+// takeover) writes the fence out. One transaction has one revision, so no
+// transaction commits two claims of one job that take a fence.
+//
+// # Transactions
+//
+// Every decision reads linearizably (the client's default; never a
+// serializable read) and every write is a transaction whose compares cover
+// everything the decision read: the ModRevision of each key, and for a
+// job's running slots, that no key of the range changed or appeared since
+// it was read. A transaction whose compares fail writes nothing; its Else
+// branch reads back what they covered, and the decisions are made again,
+// up to 64 times a call before it fails with ErrConflict.
+//
+// Claim and Skip decide their batch in order by slotstore's decision table
+// in Go, each request seeing the changes of those before it, and commit
+// consecutive requests together, in as few transactions as the limits
+// allow: at most one claim of a job that takes a fence, at most
+// Options.MaxTxnOps compares, writes and reads (etcd's --max-txn-ops,
+// 128 by default), at most 1 MiB of keys and values (below etcd's default
+// request limit of 1.5 MiB). A batch of many slots of one job therefore
+// takes a transaction per slot won; slots of different jobs share them.
+// A batch of more than one request first reads the keys of up to MaxTxnOps
+// of them in one round trip; a batch of one assumes the slot has no
+// marker and that the job's generation is as the store last saw it, and
+// its transaction checks both. So the claim of a slot nobody claimed yet
+// is one round trip, and so is a losing claim: its transaction's compares
+// fail, its Else reads back the marker it lost to, and the decision made
+// again from it writes nothing, so it needs no other. A batch of n new
+// slots of one job is one read per MaxTxnOps requests and one transaction
+// per slot.
+//
+// Renew, Finish and Release are one transaction each, comparing the
+// marker's ModRevision with the one they decided on, so the fence check is
+// atomic with the write; the store remembers the markers it won and
+// renewed, so for a slot it holds that is the only round trip. Enroll is
+// one read per MaxTxnOps/2 jobs and, when some generations are missing, a
+// transaction that begins them. History of a job reads the newest keys of
+// its range; of every job, a read of the job keys, then of each job's range, MaxTxnOps jobs a transaction,
+// merged; running markers come from their copies. Prune reads each job's
+// markers a page at a time and deletes each marker it may in a nested
+// transaction comparing its ModRevision, so a marker changed since the
+// read is kept.
+//
+// Pauses are keys kept in a local copy by a watch, so a pause set by any
+// replica is seen by the others within milliseconds and Pauses costs no
+// round trip; a store's own SetPause is seen by its next Pauses (it reads
+// the keys until the copy has caught up).
+//
+// The error text a marker keeps (FinishParams.Error) is cut to 64 KiB, so
+// a finish always fits in a request.
+//
+// # Failures
+//
+// A member that fails or stops answering is left for the others: the
+// client has every endpoint, a request goes only to a member that has a
+// leader (clientv3.WithRequireLeader), each request is bounded by
+// Options.RequestTimeout and the caller's context, and the client's
+// keepalive drops the connection of a member that stops answering. Reads
+// are retried on another member. Renew, Finish and Release are sent again
+// when a request goes unanswered (a timeout, a connection lost after
+// sending, a leader that failed while the proposal was in flight: etcd
+// stalls proposals for an election) with the same compare, so one that
+// landed makes the next fail and is seen in the marker its Else reads
+// back: a renewal or finish whose slot's lease is short outlives a leader's
+// death or a frozen member. A claim or skip is sent again only when etcd
+// refused it before proposing it (no leader yet, the process lease gone);
+// one whose reply is lost returns an error wrapping
+// slotstore.ErrOutcomeUnknown, as does a batch that fails after one of its
+// transactions committed, and a Renew, Finish or Release whose context
+// ends while one of its requests is unanswered; see Failures in slotstore's package
+// documentation. After Close every method returns an error wrapping
+// slotstore.ErrClosed.
+//
+// What survives: the loss of any minority of members, a killed leader (a
+// new one is elected within an election timeout, and the calls in flight
+// on the old one end as unknown outcomes), a member frozen or partitioned
+// (its requests time out, the others serve), a member restarted, which
+// rejoins with its data.
+//
+// # Generations and lost data
+//
+// A job's generation (slotstore.Generation) is the key gen/<job>, begun by
+// Enroll or by the first claim of the job, in the transaction that decides
+// the claim, and never deleted by the store. Its absence is the store's
+// sign that it lost the job's keys: every key under the prefix deleted, or
+// the prefix (or the cluster) replaced by an empty one. The next claim or
+// enrollment then begins a new generation: slots before it that have no
+// marker are skipped for data loss, never run again.
+//
+// The record cluster holds the ID of the cluster the keys were written
+// in. When Open finds the record of another cluster, the keys came from
+// elsewhere, most likely a snapshot restored into a new cluster
+// (etcdutl snapshot restore with a new --initial-cluster or token): it
+// deletes every generation, in the transaction that records the new
+// cluster, so the slots after the snapshot are skipped rather than run
+// again, and markers the snapshot holds as running are abandoned once
+// their lease ends, never taken over. What it does not detect: a snapshot
+// restored with the cluster's old membership and token (the cluster ID is
+// then the same), and a restore into the cluster a store is already open
+// on (it checks at Open only). After such a restore, delete the keys under
+// <prefix>gen/ by hand before the replicas start.
+//
+// A restore also takes revisions back to the snapshot's, and a fence is a
+// revision: fences issued after the snapshot would be issued again. Restore
+// with etcdutl snapshot restore --bump-revision, by more revisions than
+// the cluster wrote since the snapshot, and --mark-compacted; then fences
+// keep growing. Likewise, replacing the cluster by a new, empty one starts
+// revisions near 1, below the fences issued before: the generations begin
+// anew (the keys are gone), but fences grow again only once the new
+// cluster's revision passes the old one's. Move a deployment to a new
+// cluster by restoring a snapshot of the old one with --bump-revision, not
+// by starting empty.
+//
+// # Limits
+//
+// A replace claim's transaction holds its own writes and those of every
+// running slot it supersedes (three operations each); a job with more
+// running slots than MaxTxnOps allows fails the claim with ErrTooLarge.
+// A marker whose retention ends while it is running is pruned once its
+// lease has ended: keep the retention (the history setting) longer than
+// the longest run. History with a state other than running reads the
+// job's markers a page at a time until it has enough, and of every job,
+// each job's in turn.
+package etcdstore

@@ -1,0 +1,213 @@
+package etcdstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+var _ slotstore.Store = (*Store)(nil)
+
+// Keepalive of the client's connections: a member that stops answering
+// (a frozen process, a host gone) is dropped after keepaliveTime idle plus
+// keepaliveTimeout, and calls go to the others. etcd refuses pings more
+// often than every 5 s (its --grpc-keepalive-min-time).
+const (
+	keepaliveTime    = 6 * time.Second
+	keepaliveTimeout = 3 * time.Second
+)
+
+// Store is a slotstore.Store kept in etcd. It is safe for concurrent use by
+// many goroutines, and any number of Stores, in any number of processes,
+// may share one cluster and prefix. Its zero value is not usable; call Open
+// or New.
+type Store struct {
+	client *clientv3.Client
+	owned  bool // Close closes client
+	k      keys
+	now    func() time.Time
+	reqTTL time.Duration // Options.RequestTimeout
+	maxOps int
+	ttl    time.Duration // of the process lease
+
+	lease   atomic.Int64 // the process lease, a clientv3.LeaseID
+	leaseMu sync.Mutex   // serialises grants of a new lease
+
+	cache  cache      // keys whose values rarely change
+	pauses pauseCache // kept by a watch
+	bg     context.Context
+	stop   context.CancelFunc // ends bg, and with it every goroutine below
+	// mu orders the start of a goroutine (workers.Add) before Close's wait
+	// for them, which sets closed first.
+	mu      sync.Mutex
+	closed  atomic.Bool
+	workers sync.WaitGroup // the lease keeper, the pause watcher, holder watches
+}
+
+// Open connects to the cluster o describes, checks that it answers, grants
+// the process's lease and keeps it alive. Options that Validate refuses are
+// an error wrapping slotstore.ErrInvalid and Validate's error. Errors name
+// the endpoints, never the password.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("etcdstore: options: %w: %w", slotstore.ErrInvalid, err)
+	}
+	o = o.withDefaults()
+	tc, err := o.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	where := strings.Join(o.Endpoints, ",")
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:            o.Endpoints,
+		DialTimeout:          o.DialTimeout,
+		DialKeepAliveTime:    keepaliveTime,
+		DialKeepAliveTimeout: keepaliveTimeout,
+		TLS:                  tc,
+		Username:             o.Username,
+		Password:             o.Password,
+		Logger:               zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcdstore: connect to %s: %w", where, err)
+	}
+	s, err := open(ctx, c, o, where)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	s.owned = true
+	return s, nil
+}
+
+// New returns a store that uses c, a client configured by the caller, with
+// the settings of o that are not about connecting (Prefix, RequestTimeout,
+// LeaseTTL, MaxTxnOps, Clock); o's connection settings must be empty. Like
+// Open it checks that the cluster answers and grants the process's lease.
+// Close leaves c open. Give c a DialKeepAliveTime, so a member that stops
+// answering is dropped; the store bounds each request itself.
+func New(ctx context.Context, c *clientv3.Client, o Options) (*Store, error) {
+	var conn []string
+	if len(o.Endpoints) > 0 {
+		conn = append(conn, "endpoints")
+	}
+	if o.Username != "" || o.Password != "" {
+		conn = append(conn, "username and password")
+	}
+	if o.TLS.set() {
+		conn = append(conn, "tls")
+	}
+	if o.DialTimeout != 0 {
+		conn = append(conn, "dial_timeout")
+	}
+	if len(conn) > 0 {
+		return nil, fmt.Errorf("etcdstore: options: %w: %s given, but New uses the client it is given", slotstore.ErrInvalid,
+			strings.Join(conn, ", "))
+	}
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("etcdstore: options: %w: %w", slotstore.ErrInvalid, err)
+	}
+	o = o.withDefaults()
+	return open(ctx, c, o, strings.Join(c.Endpoints(), ","))
+}
+
+// open checks that the cluster answers, checks the prefix's cluster record
+// (cluster.go), grants the process lease and starts the store's goroutines.
+func open(ctx context.Context, c *clientv3.Client, o Options, where string) (*Store, error) {
+	s := &Store{
+		client: c, k: keys{prefix: o.Prefix}, now: o.Clock, reqTTL: o.RequestTimeout,
+		maxOps: o.MaxTxnOps, ttl: o.LeaseTTL,
+	}
+	s.cache.init()
+	s.pauses.init()
+	dctx, cancel := context.WithTimeout(ctx, o.DialTimeout)
+	defer cancel()
+	if err := s.checkCluster(dctx); err != nil {
+		return nil, fmt.Errorf("etcdstore: connect to %s: %w", where, err)
+	}
+	id, err := s.grant(dctx)
+	if err != nil {
+		return nil, fmt.Errorf("etcdstore: grant the process lease on %s: %w", where, err)
+	}
+	s.lease.Store(int64(id))
+	s.bg, s.stop = context.WithCancel(context.WithoutCancel(ctx))
+	s.start(s.keepLease)
+	s.start(s.watchPauses)
+	return s, nil
+}
+
+// Close stops keeping the process lease alive and stops the store's
+// watches; a store made by Open also closes its client. It does not revoke
+// the lease: the holder keys of slots still held expire with it, TTL after
+// the last keepalive, as a slot held must be released or expire. It is
+// safe to call more than once; calls after the first return nil, and every
+// other method then returns an error wrapping slotstore.ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	already := s.closed.Swap(true)
+	s.mu.Unlock()
+	if already {
+		return nil
+	}
+	s.stop()
+	s.workers.Wait()
+	if !s.owned {
+		return nil
+	}
+	if err := s.client.Close(); err != nil && s.client.Ctx().Err() == nil {
+		return fmt.Errorf("etcdstore: close: %w", err)
+	}
+	return nil
+}
+
+// Client returns the client the store uses, so that other parts of a
+// replica (a leader elector) can share its connections. It stays owned by
+// the store: do not close it.
+func (s *Store) Client() *clientv3.Client { return s.client }
+
+// Prefix returns the prefix of every key the store writes; it ends with
+// "/".
+func (s *Store) Prefix() string { return s.k.prefix }
+
+// start runs f on a goroutine of its own that Close waits for, unless
+// the store is closed; it reports whether it did.
+func (s *Store) start(f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return false
+	}
+	s.workers.Add(1)
+	go func() {
+		defer s.workers.Done()
+		f()
+	}()
+	return true
+}
+
+// begin checks that op may start: the store is open and ctx is not done. A
+// call that fails here has sent nothing.
+func (s *Store) begin(ctx context.Context, op string) error {
+	if s.closed.Load() {
+		return fmt.Errorf("etcdstore: %s: %w", op, slotstore.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("etcdstore: %s: %w", op, err)
+	}
+	return nil
+}
+
+// rpc returns the context of one request: ctx bounded by the request
+// timeout, and refused by a member that has no leader (it could not
+// answer linearizably, nor commit) so the client tries another.
+func (s *Store) rpc(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(clientv3.WithRequireLeader(ctx), s.reqTTL)
+}
