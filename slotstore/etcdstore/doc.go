@@ -39,21 +39,28 @@
 //
 // # The clock
 //
-// etcd has no clock a client can read: its leases count whole seconds on
-// the leader, and it has no TIME. The contract's leases are per slot with
-// millisecond precision (and Renew extends one slot's), so leases are
-// judged by the clock of the calling process, time.Now unless
-// Options.Clock replaces it, as sqlitestore does: a claim writes the lease
-// end by its clock and another replica compares it with its own. The
-// replicas sharing a prefix need synchronised clocks (NTP): a replica
-// whose clock runs ahead of the holder's by some skew sees the holder's
-// lease end that much early, and one whose clock runs behind, that much
-// late. NotBefore, retries, generations and every time a marker records
-// are judged alike. A holder stops trusting its lease by its own
-// monotonic clock (guarantee 5), so its successor may start while it still
-// runs only when the skew exceeds the holder's safety margin; then fences
-// are what make the late holder harmless: its fence is below its
-// successor's, and an effect fenced by the job's fence rejects it.
+// etcd has no clock a client can read through its API: its leases count
+// whole seconds on the leader, and it has no TIME. The contract's leases
+// are per slot with millisecond precision (and Renew extends one slot's).
+// So the store reads the members' own clock another way: every member
+// answers HTTP at its client URL, and Go's HTTP server stamps each answer
+// with a Date header in whole seconds. Open probes /version until that
+// header turns to the next second, which places the members' second
+// boundary on this process's monotonic clock to within the probes' round
+// trip (package netclock); from then on the store's clock is the members'
+// time carried forward by the monotonic clock, measured again every five
+// minutes. So every replica judges leases, NotBefore, retries and
+// generations, and stamps every time a marker records, by one clock, the
+// members', whatever its own host's wall clock says or however it steps,
+// as Redis's and Postgres's stores judge by their server's clock. The
+// members must agree among themselves (they are servers: NTP), and the
+// measurement errs by up to half a round trip to a member plus the probe
+// interval, a few milliseconds on a local network. Options.ClockSource
+// "local" uses the process's wall clock instead, as sqlitestore does, for
+// members whose client URLs cannot be reached over HTTP(S); the replicas'
+// clocks must then agree (NTP). Either way a holder stops trusting its
+// lease by its own monotonic clock (guarantee 5), and fences are what make
+// a late holder harmless.
 //
 // Beside the slots' leases, each Store holds one etcd lease for its
 // process, of Options.LeaseTTL (default 20 s), kept alive by the client,

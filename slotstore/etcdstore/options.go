@@ -39,6 +39,12 @@ const (
 	DefaultMaxTxnOps = 128
 )
 
+// The store's clocks (Options.ClockSource).
+const (
+	ClockEtcd  = "etcd"
+	ClockLocal = "local"
+)
+
 // Limits of the settings.
 const (
 	// MinMaxTxnOps is the smallest MaxTxnOps: the operations one claim
@@ -94,9 +100,18 @@ type Options struct {
 	// unless the cluster was started otherwise. Zero means
 	// DefaultMaxTxnOps; at least MinMaxTxnOps.
 	MaxTxnOps int `yaml:"max_txn_ops"`
-	// Clock replaces time.Now as the store's clock; nil means time.Now.
-	// Every process sharing a prefix must use the same clock: lease ends
-	// written by one process are judged by the clock of another.
+	// ClockSource says what the store's clock is: "etcd" (the default,
+	// when empty), the time of the members, read from the Date header of
+	// their HTTP answers (package netclock: to a few milliseconds on a
+	// local network, carried forward by this process's monotonic clock and
+	// measured again every five minutes), so replicas whose own clocks
+	// disagree still judge leases and slots by one clock; or "local", this
+	// process's wall clock, for members that cannot be reached over HTTP(S)
+	// at their client URLs, which then must agree across hosts (NTP).
+	ClockSource string `yaml:"clock"`
+	// Clock, when set, is the store's clock, whatever ClockSource says.
+	// Every process sharing a prefix must use one clock: lease ends written
+	// by one process are judged by the clock of another.
 	Clock func() time.Time `yaml:"-"`
 }
 
@@ -172,6 +187,11 @@ func (o Options) Validate() error {
 	if o.LeaseTTL > 0 && o.LeaseTTL%time.Second != 0 {
 		bad("lease_ttl", "%v is not a whole number of seconds: etcd leases count seconds", o.LeaseTTL)
 	}
+	switch o.ClockSource {
+	case "", ClockEtcd, ClockLocal:
+	default:
+		bad("clock", "%q: want %s or %s", o.ClockSource, ClockEtcd, ClockLocal)
+	}
 	if o.MaxTxnOps != 0 && o.MaxTxnOps < MinMaxTxnOps {
 		bad("max_txn_ops", "%d is fewer than %d, the operations one claim may need", o.MaxTxnOps, MinMaxTxnOps)
 	}
@@ -219,7 +239,10 @@ func (o Options) withDefaults() Options {
 	if o.MaxTxnOps == 0 {
 		o.MaxTxnOps = DefaultMaxTxnOps
 	}
-	if o.Clock == nil {
+	if o.ClockSource == "" {
+		o.ClockSource = ClockEtcd
+	}
+	if o.Clock == nil && o.ClockSource == ClockLocal {
 		o.Clock = time.Now
 	}
 	return o

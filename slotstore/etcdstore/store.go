@@ -2,7 +2,9 @@ package etcdstore
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/slotcron/slotcron/internal/netclock"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -79,7 +82,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: connect to %s: %w", where, err)
 	}
-	s, err := open(ctx, c, o, where)
+	s, err := open(ctx, c, o, where, tc)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -116,12 +119,14 @@ func New(ctx context.Context, c *clientv3.Client, o Options) (*Store, error) {
 		return nil, fmt.Errorf("etcdstore: options: %w: %w", slotstore.ErrInvalid, err)
 	}
 	o = o.withDefaults()
-	return open(ctx, c, o, strings.Join(c.Endpoints(), ","))
+	return open(ctx, c, o, strings.Join(c.Endpoints(), ","), nil)
 }
 
 // open checks that the cluster answers, checks the prefix's cluster record
-// (cluster.go), grants the process lease and starts the store's goroutines.
-func open(ctx context.Context, c *clientv3.Client, o Options, where string) (*Store, error) {
+// (cluster.go), measures the members' clock unless o has one, grants the
+// process lease and starts the store's goroutines. tc is the TLS of the
+// members' client URLs, nil for the system's defaults.
+func open(ctx context.Context, c *clientv3.Client, o Options, where string, tc *tls.Config) (*Store, error) {
 	s := &Store{
 		client: c, k: keys{prefix: o.Prefix}, now: o.Clock, reqTTL: o.RequestTimeout,
 		maxOps: o.MaxTxnOps, ttl: o.LeaseTTL,
@@ -133,6 +138,15 @@ func open(ctx context.Context, c *clientv3.Client, o Options, where string) (*St
 	if err := s.checkCluster(dctx); err != nil {
 		return nil, fmt.Errorf("etcdstore: connect to %s: %w", where, err)
 	}
+	var clock *netclock.Clock
+	if s.now == nil {
+		var err error
+		tlsKey := fmt.Sprint(tc != nil, o.TLS)
+		if clock, err = membersClock(ctx, c.Endpoints(), tc, tlsKey, max(o.DialTimeout, clockPatience)); err != nil {
+			return nil, fmt.Errorf("etcdstore: %w (set clock: local to use this process's clock instead)", err)
+		}
+		s.now = clock.Now
+	}
 	id, err := s.grant(dctx)
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: grant the process lease on %s: %w", where, err)
@@ -141,8 +155,60 @@ func open(ctx context.Context, c *clientv3.Client, o Options, where string) (*St
 	s.bg, s.stop = context.WithCancel(context.WithoutCancel(ctx))
 	s.start(s.keepLease)
 	s.start(s.watchPauses)
+	if clock != nil {
+		s.start(func() { clock.Run(s.bg) })
+	}
 	return s, nil
 }
+
+// clockPatience bounds the first measurement of the members' clock: about
+// a second of probes, on a slow network a few.
+const clockPatience = 5 * time.Second
+
+// clocks are the members' clocks measured by this process, by endpoints
+// and TLS settings: the stores of one process on one cluster share one
+// measurement, made again by any of them when it grows old.
+var clocks = struct {
+	sync.Mutex
+	m map[string]*netclock.Clock
+}{m: map[string]*netclock.Clock{}}
+
+// membersClock measures the clock of the members at endpoints, through
+// the Date header of their /version answers, or returns the measurement
+// another store of the process made within netclock.DefaultResync.
+func membersClock(ctx context.Context, endpoints []string, tc *tls.Config, tlsKey string, patience time.Duration) (*netclock.Clock, error) {
+	urls := make([]string, len(endpoints))
+	for i, e := range endpoints {
+		urls[i] = strings.TrimSuffix(e, "/") + "/version"
+	}
+	key := strings.Join(urls, ",") + "|" + tlsKey
+	clocks.Lock()
+	defer clocks.Unlock()
+	if c := clocks.m[key]; c != nil {
+		if age, ok := c.Age(); ok && age < netclock.DefaultResync {
+			return c, nil
+		}
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tc
+	clock, err := netclock.New(netclock.Options{URLs: urls, Client: &http.Client{Transport: tr, Timeout: time.Second}})
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, patience)
+	defer cancel()
+	if err := clock.Sync(sctx); err != nil {
+		return nil, fmt.Errorf("read the members' clock: %w", err)
+	}
+	clocks.m[key] = clock
+	return clock, nil
+}
+
+// Now is the store's clock: the members' time (Options.ClockSource), or
+// Options.Clock. Leases, NotBefore and every time the store records are
+// judged by it; an elector sharing the cluster must judge its leases by it
+// too.
+func (s *Store) Now() time.Time { return s.now() }
 
 // Close stops keeping the process lease alive and stops the store's
 // watches; a store made by Open also closes its client. It does not revoke
