@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -65,41 +66,115 @@ type EtcdMember struct {
 // program $SLOTCRON_ETCD names, or etcd on PATH.
 func StartEtcd(t testing.TB, cfg EtcdConfig) *EtcdCluster {
 	t.Helper()
+	bin, err := etcdBinary()
+	if err != nil {
+		etcdSkipOrFail(t, err)
+	}
+	c, err := startEtcd(bin, cfg, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	return c
+}
+
+var (
+	etcdShared     *EtcdCluster
+	etcdSharedDir  string
+	etcdSharedErr  error
+	etcdSharedOnce sync.Once
+)
+
+// SharedEtcd returns the 3-member cluster shared by every test of the
+// calling package, starting it on first use. Tests sharing it must keep
+// apart by a key prefix of their own, and a test that kills or freezes a
+// member must bring it back before it ends. The package's TestMain must
+// call StopSharedEtcd after m.Run.
+func SharedEtcd(tb testing.TB) *EtcdCluster {
+	tb.Helper()
+	etcdSharedOnce.Do(func() {
+		bin, err := etcdBinary()
+		if err != nil {
+			etcdSharedErr = err
+			return
+		}
+		if etcdSharedDir, err = os.MkdirTemp("", "slotcron-etcd-"); err != nil {
+			etcdSharedErr = err
+			return
+		}
+		etcdShared, etcdSharedErr = startEtcd(bin, EtcdConfig{}, etcdSharedDir)
+	})
+	if etcdSharedErr != nil {
+		etcdSkipOrFail(tb, etcdSharedErr)
+	}
+	return etcdShared
+}
+
+// StopSharedEtcd stops the shared cluster, if one was started, and removes
+// its files.
+func StopSharedEtcd() {
+	if etcdShared != nil {
+		etcdShared.Stop()
+	}
+	if etcdSharedDir != "" {
+		os.RemoveAll(etcdSharedDir)
+	}
+}
+
+// startEtcd starts a cluster of cfg in directories under root, trying
+// other ports when it does not come up.
+func startEtcd(bin string, cfg EtcdConfig, root string) (*EtcdCluster, error) {
 	if cfg.Members == 0 {
 		cfg.Members = 3
 	}
-	bin := etcdBinary(t)
 	var last error
-	for range startAttempts {
+	for attempt := range startAttempts {
 		c := &EtcdCluster{bin: bin, cfg: cfg}
-		root := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(root, strconv.Itoa(attempt)), 0o700); err != nil {
+			return nil, err
+		}
 		for i := range cfg.Members {
-			m := &EtcdMember{c: c, name: "m" + strconv.Itoa(i), clientPort: FreePort(t), peerPort: FreePort(t)}
-			m.dir = filepath.Join(root, m.name)
+			m := &EtcdMember{c: c, name: "m" + strconv.Itoa(i)}
+			var err error
+			if m.clientPort, err = freePort(); err != nil {
+				return nil, err
+			}
+			if m.peerPort, err = freePort(); err != nil {
+				return nil, err
+			}
+			m.dir = filepath.Join(root, strconv.Itoa(attempt), m.name)
 			c.members = append(c.members, m)
 		}
 		if last = c.start(); last == nil {
-			t.Cleanup(c.Stop)
-			return c
+			return c, nil
 		}
 		c.Stop()
 	}
-	t.Fatalf("testserver: start etcd: %v", last)
-	return nil
+	return nil, fmt.Errorf("testserver: start etcd: %w", last)
+}
+
+// errNoEtcd reports that no etcd server was found.
+var errNoEtcd = errors.New("testserver: no etcd server: run make setup (it builds bin/etcd from tools/etcd) or set SLOTCRON_ETCD")
+
+func etcdSkipOrFail(tb testing.TB, err error) {
+	tb.Helper()
+	if errors.Is(err, errNoEtcd) && os.Getenv("CI") != "true" {
+		tb.Skip(err)
+	}
+	tb.Fatal(err)
 }
 
 // etcdBinary finds the etcd server.
-func etcdBinary(t testing.TB) string {
-	t.Helper()
+func etcdBinary() (string, error) {
 	if p := os.Getenv("SLOTCRON_ETCD"); p != "" {
-		return p
+		return p, nil
 	}
 	if dir, err := os.Getwd(); err == nil {
 		for {
 			p := filepath.Join(dir, "bin", "etcd")
 			if _, err := os.Stat(filepath.Join(dir, "tools", "etcd", "go.mod")); err == nil {
 				if _, err := os.Stat(p); err == nil {
-					return p
+					return p, nil
 				}
 				break
 			}
@@ -111,14 +186,9 @@ func etcdBinary(t testing.TB) string {
 		}
 	}
 	if p, err := exec.LookPath("etcd"); err == nil {
-		return p
+		return p, nil
 	}
-	msg := "testserver: no etcd server: run make setup (it builds bin/etcd from tools/etcd) or set SLOTCRON_ETCD"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg + "; CI=true, so the test fails instead of skipping")
-	}
-	t.Skip(msg)
-	return ""
+	return "", errNoEtcd
 }
 
 func (c *EtcdCluster) start() error {

@@ -1,6 +1,7 @@
 package testserver
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -13,12 +14,20 @@ import (
 // the starters here retry with another port when a server fails to come up.
 func FreePort(t testing.TB) int {
 	t.Helper()
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("testserver: find a free port: %v", err)
+		return 0, fmt.Errorf("testserver: find a free port: %w", err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // need returns the path of binary on PATH. When it is missing, the test is
