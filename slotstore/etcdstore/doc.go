@@ -135,11 +135,15 @@
 //
 // # Failures
 //
-// A member that fails or stops answering is left for the others: the
-// client has every endpoint, a request goes only to a member that has a
-// leader (clientv3.WithRequireLeader), each request is bounded by
-// Options.RequestTimeout and the caller's context, and the client's
-// keepalive drops the connection of a member that stops answering. Reads
+// A member that fails or stops answering is left for the others. The
+// store sends its requests to one member at a time, through a client of
+// that member alone, and moves to the next when one leaves a request
+// unanswered or has no leader, passing it over for 10 s: a frozen member,
+// whose connection gRPC's keepalive drops only after 10 s or more, costs a
+// store one request's timeout rather than one request in three. A request
+// goes only to a member that has a leader (clientv3.WithRequireLeader),
+// and each is bounded by Options.RequestTimeout and the caller's context.
+// Watches and the process lease's keepalive use a client of every member. Reads
 // are retried on another member. Renew, Finish and Release are sent again
 // when a request goes unanswered (a timeout, a connection lost after
 // sending, a leader that failed while the proposal was in flight: etcd

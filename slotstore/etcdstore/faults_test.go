@@ -230,3 +230,46 @@ func TestFrozenMember(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestFrozenMemberIsPassedOver: a store's requests go to one member at a
+// time, so while the member they go to is frozen, a request waits for its
+// timeout and is sent again to another, and the requests after go to the
+// others. Renewals of four slots at once, each with a context of 1.8 s (a
+// 2 s lease's trust window), all succeed. Through the client's round robin
+// alone, one request in three would go to the frozen member, and a
+// renewal whose first two attempts both did would outlive its context.
+func TestFrozenMemberIsPassedOver(t *testing.T) {
+	c := sharedEtcd(t)
+	s := open(t)
+	var refs []slotstore.Ref
+	for i := range 4 {
+		res, err := s.Claim(t.Context(), slotstore.ClaimParams{Replica: "r", Requests: []slotstore.ClaimRequest{
+			{Job: "passed-over", Slot: nextHour().Add(time.Duration(i) * time.Minute), Lease: time.Minute}}})
+		if err != nil || res[0].Status != slotstore.Won {
+			t.Fatalf("claim: %+v %v", res, err)
+		}
+		refs = append(refs, res[0].Claim.Ref)
+	}
+	frozen := c.Members()[0] // the member a new store sends its requests to
+	if err := frozen.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	defer frozen.Thaw()
+	var wg sync.WaitGroup
+	for _, ref := range refs {
+		wg.Go(func() {
+			for i := range 15 {
+				ctx, cancel := context.WithTimeout(t.Context(), 1800*time.Millisecond)
+				err := s.Renew(ctx, slotstore.RenewParams{Ref: ref, Lease: time.Minute})
+				cancel()
+				if err != nil {
+					t.Errorf("renewal %d of %s with %s frozen: %v", i, slotKeyOf(ref), frozen.Name(), err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func slotKeyOf(ref slotstore.Ref) string { return ref.Job + "@" + ref.Slot.Format(time.RFC3339) }

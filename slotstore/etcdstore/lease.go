@@ -23,8 +23,10 @@ import (
 func (s *Store) grant(ctx context.Context) (clientv3.LeaseID, error) {
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := s.rpc(ctx)
-		resp, err := s.client.Grant(rctx, int64(s.ttl/time.Second))
+		c, done := s.via(ctx)
+		resp, err := c.Grant(rctx, int64(s.ttl/time.Second))
 		cancel()
+		done(err)
 		switch {
 		case err == nil:
 			return resp.ID, nil

@@ -34,12 +34,15 @@ const (
 // or New.
 type Store struct {
 	client *clientv3.Client
-	owned  bool // Close closes client
-	k      keys
-	now    func() time.Time
-	reqTTL time.Duration // Options.RequestTimeout
-	maxOps int
-	ttl    time.Duration // of the process lease
+	// members, when the store made its client for several endpoints, sends
+	// its requests to one member at a time (members.go); nil otherwise.
+	members *members
+	owned   bool // Close closes client and members
+	k       keys
+	now     func() time.Time
+	reqTTL  time.Duration // Options.RequestTimeout
+	maxOps  int
+	ttl     time.Duration // of the process lease
 
 	lease   atomic.Int64 // the process lease, a clientv3.LeaseID
 	leaseMu sync.Mutex   // serialises grants of a new lease
@@ -69,7 +72,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, err
 	}
 	where := strings.Join(o.Endpoints, ",")
-	c, err := clientv3.New(clientv3.Config{
+	cfg := clientv3.Config{
 		Endpoints:            o.Endpoints,
 		DialTimeout:          o.DialTimeout,
 		DialKeepAliveTime:    keepaliveTime,
@@ -78,13 +81,22 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		Username:             o.Username,
 		Password:             o.Password,
 		Logger:               zap.NewNop(),
-	})
+	}
+	c, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: connect to %s: %w", where, err)
 	}
-	s, err := open(ctx, c, o, where, tc)
+	ms, err := newMembers(cfg)
 	if err != nil {
 		c.Close()
+		return nil, fmt.Errorf("etcdstore: connect to %s: %w", where, err)
+	}
+	s, err := open(ctx, c, o, where, tc, ms)
+	if err != nil {
+		c.Close()
+		if ms != nil {
+			ms.close()
+		}
 		return nil, err
 	}
 	s.owned = true
@@ -119,16 +131,16 @@ func New(ctx context.Context, c *clientv3.Client, o Options) (*Store, error) {
 		return nil, fmt.Errorf("etcdstore: options: %w: %w", slotstore.ErrInvalid, err)
 	}
 	o = o.withDefaults()
-	return open(ctx, c, o, strings.Join(c.Endpoints(), ","), nil)
+	return open(ctx, c, o, strings.Join(c.Endpoints(), ","), nil, nil)
 }
 
 // open checks that the cluster answers, checks the prefix's cluster record
 // (cluster.go), measures the members' clock unless o has one, grants the
 // process lease and starts the store's goroutines. tc is the TLS of the
 // members' client URLs, nil for the system's defaults.
-func open(ctx context.Context, c *clientv3.Client, o Options, where string, tc *tls.Config) (*Store, error) {
+func open(ctx context.Context, c *clientv3.Client, o Options, where string, tc *tls.Config, ms *members) (*Store, error) {
 	s := &Store{
-		client: c, k: keys{prefix: o.Prefix}, now: o.Clock, reqTTL: o.RequestTimeout,
+		client: c, members: ms, k: keys{prefix: o.Prefix}, now: o.Clock, reqTTL: o.RequestTimeout,
 		maxOps: o.MaxTxnOps, ttl: o.LeaseTTL,
 	}
 	s.cache.init()
@@ -228,6 +240,9 @@ func (s *Store) Close() error {
 	if !s.owned {
 		return nil
 	}
+	if s.members != nil {
+		s.members.close()
+	}
 	if err := s.client.Close(); err != nil && s.client.Ctx().Err() == nil {
 		return fmt.Errorf("etcdstore: close: %w", err)
 	}
@@ -269,6 +284,21 @@ func (s *Store) begin(ctx context.Context, op string) error {
 		return fmt.Errorf("etcdstore: %s: %w", op, err)
 	}
 	return nil
+}
+
+// via returns the client to send one request through, and a function to
+// call with the request's error: when the member left it unanswered or had
+// no leader, the next request goes to another.
+func (s *Store) via(ctx context.Context) (*clientv3.Client, func(error)) {
+	if s.members == nil {
+		return s.client, func(error) {}
+	}
+	i, c := s.members.pick()
+	return c, func(err error) {
+		if err != nil && (transient(err) || s.unanswered(ctx, err)) {
+			s.members.failed(i)
+		}
+	}
 }
 
 // rpc returns the context of one request: ctx bounded by the request

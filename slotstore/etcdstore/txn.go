@@ -18,8 +18,10 @@ func (s *Store) read(ctx context.Context, op string, ops ...clientv3.Op) (*clien
 			return nil, s.failRead(op, err)
 		}
 		rctx, cancel := s.rpc(ctx)
-		resp, err := s.client.Txn(rctx).Then(ops...).Commit()
+		c, done := s.via(ctx)
+		resp, err := c.Txn(rctx).Then(ops...).Commit()
 		cancel()
+		done(err)
 		if err == nil {
 			return resp, nil
 		}
@@ -37,8 +39,10 @@ func (s *Store) get(ctx context.Context, op, key string, opts ...clientv3.OpOpti
 			return nil, s.failRead(op, err)
 		}
 		rctx, cancel := s.rpc(ctx)
-		resp, err := s.client.Get(rctx, key, opts...)
+		c, done := s.via(ctx)
+		resp, err := c.Get(rctx, key, opts...)
 		cancel()
+		done(err)
 		if err == nil {
 			return resp, nil
 		}
@@ -75,8 +79,10 @@ func (s *Store) commit(ctx context.Context, op string, cmps []clientv3.Cmp, orde
 		}
 		then = append(then, more...)
 		rctx, cancel := s.rpc(ctx)
-		resp, err := s.client.Txn(rctx).If(cmps...).Then(then...).Else(els...).Commit()
+		c, done := s.via(ctx)
+		resp, err := c.Txn(rctx).If(cmps...).Then(then...).Else(els...).Commit()
 		cancel()
+		done(err)
 		switch {
 		case err == nil:
 			return resp, nil
