@@ -86,7 +86,7 @@ var (
 )
 
 // SharedEtcd returns the 3-member cluster shared by every test of the
-// calling package, starting it on first use. Tests sharing it must keep
+// calling package, starting it on first use, without fsync (see below). Tests sharing it must keep
 // apart by a key prefix of their own, and a test that kills or freezes a
 // member must bring it back before it ends. The package's TestMain must
 // call StopSharedEtcd after m.Run.
@@ -102,7 +102,12 @@ func SharedEtcd(tb testing.TB) *EtcdCluster {
 			etcdSharedErr = err
 			return
 		}
-		etcdShared, etcdSharedErr = startEtcd(bin, EtcdConfig{}, etcdSharedDir)
+		// Without fsync: on a shared CI disk an fsync stalls for seconds
+		// at times, and every write of the cluster with it, which a test of
+		// sub-second leases cannot tell from a fault. A member killed with
+		// SIGKILL keeps its writes in the kernel's page cache, so a kill
+		// and restart lose nothing, as with fsync.
+		etcdShared, etcdSharedErr = startEtcd(bin, EtcdConfig{Args: []string{"--unsafe-no-fsync"}}, etcdSharedDir)
 	})
 	if etcdSharedErr != nil {
 		etcdSkipOrFail(tb, etcdSharedErr)

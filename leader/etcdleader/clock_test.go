@@ -1,0 +1,67 @@
+package etcdleader_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/slotcron/slotcron/leader"
+	"github.com/slotcron/slotcron/leader/etcdleader"
+)
+
+// Lease ends are written and judged by Options.Clock: a follower given a
+// clock a minute ahead of the leader's sees the leader's 30 s term as long
+// over and takes it at once, which is why every elector of a name must be
+// given one clock (the scheduler gives the etcd store's, the members'
+// time). With the leader's clock it waits.
+func TestElectorsJudgeByTheirClock(t *testing.T) {
+	c := newClient(t, cluster(t).Endpoints()...)
+	prefix := newPrefix()
+	ahead := func() time.Time { return time.Now().Add(time.Minute) }
+	elector := func(clock func() time.Time) leader.Elector {
+		e, err := etcdleader.New(c, etcdleader.Options{Prefix: prefix, Clock: clock, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	p := leader.Params{Name: "clock", Replica: "a", Lease: 30 * time.Second}
+	led, done := make(chan int64, 1), make(chan struct{})
+	go func() {
+		defer close(done)
+		elector(nil).Lead(ctx, p, func(ctx context.Context, term leader.Term) {
+			led <- term.Fence
+			<-ctx.Done()
+		})
+	}()
+	defer func() { cancel(); <-done }()
+	first := <-led
+
+	for _, tc := range []struct {
+		name  string
+		clock func() time.Time
+		wins  bool
+	}{{"the same clock", nil, false}, {"a clock a minute ahead", ahead, true}} {
+		won := make(chan int64, 1)
+		fctx, fcancel := context.WithTimeout(ctx, 3*time.Second)
+		p := p
+		p.Replica = "b"
+		elector(tc.clock).Lead(fctx, p, func(ctx context.Context, term leader.Term) {
+			won <- term.Fence
+			fcancel()
+		})
+		fcancel()
+		select {
+		case f := <-won:
+			if !tc.wins {
+				t.Errorf("with %s the follower took a live term (fence %d after %d)", tc.name, f, first)
+			}
+		default:
+			if tc.wins {
+				t.Errorf("with %s the follower did not take the term", tc.name)
+			}
+		}
+	}
+}
