@@ -38,7 +38,16 @@ import (
 	"github.com/slotcron/slotcron/scheduler"
 )
 
-const manifest = "kubernetes/slotcron.yaml"
+// manifests are the Kubernetes examples: replicas on Redis, and on an etcd
+// cluster reached with TLS. Every test of a manifest runs on each.
+var manifests = []string{"kubernetes/slotcron.yaml", "kubernetes/slotcron-etcd.yaml"}
+
+// eachManifest runs test once per manifest, as a subtest named by it.
+func eachManifest(t *testing.T, test func(t *testing.T, manifest string)) {
+	for _, m := range manifests {
+		t.Run(filepath.Base(m), func(t *testing.T) { test(t, m) })
+	}
+}
 
 // podMonitor is prometheus-operator's monitoring.coreos.com/v1 PodMonitor,
 // as far as the manifest uses it. The operator's Go types are a module of
@@ -136,7 +145,7 @@ func decode(t *testing.T, data []byte) (objects, error) {
 	return o, nil
 }
 
-func readManifest(t *testing.T) ([]byte, objects) {
+func readManifest(t *testing.T, manifest string) ([]byte, objects) {
 	t.Helper()
 	data, err := os.ReadFile(manifest)
 	if err != nil {
@@ -164,87 +173,91 @@ func readManifest(t *testing.T) ([]byte, objects) {
 // The manifest decodes strictly, and strictly means it: the same manifest
 // with a field misspelt, or a field the type lacks, does not.
 func TestKubernetesManifestDecodesStrictly(t *testing.T) {
-	data, _ := readManifest(t)
-	for _, c := range []struct{ from, to string }{
-		{"readOnlyRootFilesystem: true", "readOnlyRootFileSystem: true"},
-		{"maxUnavailable: 1", "maxUnavailabe: 1"},
-		{"automountServiceAccountToken: false\n---", "automountServiceAccountToken: false\nautomount: true\n---"},
-		{"interval: 30s", "intervall: 30s"},
-		{"policyTypes: [Ingress]", "policyType: [Ingress]"},
-	} {
-		if !bytes.Contains(data, []byte(c.from)) {
-			t.Fatalf("%s no longer holds %q", manifest, c.from)
+	eachManifest(t, func(t *testing.T, manifest string) {
+		data, _ := readManifest(t, manifest)
+		for _, c := range []struct{ from, to string }{
+			{"readOnlyRootFilesystem: true", "readOnlyRootFileSystem: true"},
+			{"maxUnavailable: 1", "maxUnavailabe: 1"},
+			{"automountServiceAccountToken: false\n---", "automountServiceAccountToken: false\nautomount: true\n---"},
+			{"interval: 30s", "intervall: 30s"},
+			{"policyTypes: [Ingress]", "policyType: [Ingress]"},
+		} {
+			if !bytes.Contains(data, []byte(c.from)) {
+				t.Fatalf("%s no longer holds %q", manifest, c.from)
+			}
+			if _, err := decode(t, bytes.Replace(data, []byte(c.from), []byte(c.to), 1)); err == nil {
+				t.Errorf("%q for %q decoded without an error", c.to, c.from)
+			}
 		}
-		if _, err := decode(t, bytes.Replace(data, []byte(c.from), []byte(c.to), 1)); err == nil {
-			t.Errorf("%q for %q decoded without an error", c.to, c.from)
-		}
-	}
+	})
 }
 
 // Every container runs as a non-root user, on a read-only root file system,
 // without privilege escalation or capabilities, under the runtime's seccomp
 // profile, with resources, probes and an image of a fixed release.
 func TestKubernetesHardening(t *testing.T) {
-	_, o := readManifest(t)
-	pod := o.deployment.Spec.Template.Spec
-	psc := pod.SecurityContext
-	if psc == nil {
-		psc = &corev1.PodSecurityContext{}
-	}
-	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
-		t.Error("the pod mounts a service account token")
-	}
-	containers := append(slices.Clone(pod.InitContainers), pod.Containers...)
-	if len(containers) == 0 {
-		t.Fatal("no containers")
-	}
-	for _, c := range containers {
-		sc := c.SecurityContext
-		if sc == nil {
-			t.Errorf("container %s: no securityContext", c.Name)
-			continue
+	eachManifest(t, func(t *testing.T, manifest string) {
+		_, o := readManifest(t, manifest)
+		pod := o.deployment.Spec.Template.Spec
+		psc := pod.SecurityContext
+		if psc == nil {
+			psc = &corev1.PodSecurityContext{}
 		}
-		if !isTrue(sc.RunAsNonRoot) && !isTrue(psc.RunAsNonRoot) {
-			t.Errorf("container %s: runAsNonRoot is not true", c.Name)
+		if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+			t.Error("the pod mounts a service account token")
 		}
-		if !isTrue(sc.ReadOnlyRootFilesystem) {
-			t.Errorf("container %s: readOnlyRootFilesystem is not true", c.Name)
+		containers := append(slices.Clone(pod.InitContainers), pod.Containers...)
+		if len(containers) == 0 {
+			t.Fatal("no containers")
 		}
-		if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
-			t.Errorf("container %s: allowPrivilegeEscalation is not false", c.Name)
-		}
-		if sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) > 0 {
-			t.Errorf("container %s: capabilities do not drop ALL, or add some", c.Name)
-		}
-		seccomp := sc.SeccompProfile
-		if seccomp == nil {
-			seccomp = psc.SeccompProfile
-		}
-		if seccomp == nil || seccomp.Type != corev1.SeccompProfileTypeRuntimeDefault {
-			t.Errorf("container %s: seccompProfile is not RuntimeDefault", c.Name)
-		}
-		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			if q, ok := c.Resources.Requests[r]; !ok || q.IsZero() {
-				t.Errorf("container %s: no %s request", c.Name, r)
+		for _, c := range containers {
+			sc := c.SecurityContext
+			if sc == nil {
+				t.Errorf("container %s: no securityContext", c.Name)
+				continue
+			}
+			if !isTrue(sc.RunAsNonRoot) && !isTrue(psc.RunAsNonRoot) {
+				t.Errorf("container %s: runAsNonRoot is not true", c.Name)
+			}
+			if !isTrue(sc.ReadOnlyRootFilesystem) {
+				t.Errorf("container %s: readOnlyRootFilesystem is not true", c.Name)
+			}
+			if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+				t.Errorf("container %s: allowPrivilegeEscalation is not false", c.Name)
+			}
+			if sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) > 0 {
+				t.Errorf("container %s: capabilities do not drop ALL, or add some", c.Name)
+			}
+			seccomp := sc.SeccompProfile
+			if seccomp == nil {
+				seccomp = psc.SeccompProfile
+			}
+			if seccomp == nil || seccomp.Type != corev1.SeccompProfileTypeRuntimeDefault {
+				t.Errorf("container %s: seccompProfile is not RuntimeDefault", c.Name)
+			}
+			for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				if q, ok := c.Resources.Requests[r]; !ok || q.IsZero() {
+					t.Errorf("container %s: no %s request", c.Name, r)
+				}
+			}
+			if q, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok || q.IsZero() {
+				t.Errorf("container %s: no memory limit", c.Name)
+			}
+			if !pinned(c.Image) {
+				t.Errorf("container %s: image %q is not pinned to a release", c.Name, c.Image)
 			}
 		}
-		if q, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok || q.IsZero() {
-			t.Errorf("container %s: no memory limit", c.Name)
+		app := pod.Containers[0]
+		for _, p := range []struct {
+			name  string
+			probe *corev1.Probe
+			path  string
+		}{{"liveness", app.LivenessProbe, "/healthz"}, {"readiness", app.ReadinessProbe, "/readyz"}} {
+			if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path {
+				t.Errorf("container %s: no %s probe on %s", app.Name, p.name, p.path)
+			}
 		}
-		if !pinned(c.Image) {
-			t.Errorf("container %s: image %q is not pinned to a release", c.Name, c.Image)
-		}
-	}
-	app := pod.Containers[0]
-	for _, p := range []struct {
-		name  string
-		probe *corev1.Probe
-		path  string
-	}{{"liveness", app.LivenessProbe, "/healthz"}, {"readiness", app.ReadinessProbe, "/readyz"}} {
-		if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path {
-			t.Errorf("container %s: no %s probe on %s", app.Name, p.name, p.path)
-		}
-	}
+	})
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
@@ -264,110 +277,116 @@ func pinned(image string) bool {
 // What selects the replicas' pods selects them all: the PodDisruptionBudget,
 // the Service, the PodMonitor, the NetworkPolicy and the spread constraints.
 func TestKubernetesSelectorsMatchThePods(t *testing.T) {
-	_, o := readManifest(t)
-	pods := labels.Set(o.deployment.Spec.Template.Labels)
-	matches := func(what string, sel *metav1.LabelSelector) {
-		t.Helper()
-		if sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
-			t.Errorf("%s: no selector (it would select every pod)", what)
-			return
-		}
-		s, err := metav1.LabelSelectorAsSelector(sel)
-		if err != nil {
-			t.Errorf("%s: %v", what, err)
-			return
-		}
-		if !s.Matches(pods) {
-			t.Errorf("%s selects %s, not the Deployment's pods %v", what, s, pods)
-		}
-	}
-	matches("Deployment", o.deployment.Spec.Selector)
-	matches("PodDisruptionBudget", o.pdb.Spec.Selector)
-	matches("Service", &metav1.LabelSelector{MatchLabels: o.service.Spec.Selector})
-	matches("PodMonitor", &o.podMonitor.Spec.Selector)
-	matches("NetworkPolicy", &o.networkPolicy.Spec.PodSelector)
-
-	if o.pdb.Spec.MaxUnavailable == nil && o.pdb.Spec.MinAvailable == nil {
-		t.Error("the PodDisruptionBudget bounds nothing")
-	}
-	spread := false
-	for _, c := range o.deployment.Spec.Template.Spec.TopologySpreadConstraints {
-		matches("topology spread over "+c.TopologyKey, c.LabelSelector)
-		spread = spread || c.TopologyKey == "kubernetes.io/hostname" && c.MaxSkew == 1
-	}
-	if !spread {
-		t.Error("no topology spread across nodes (kubernetes.io/hostname, maxSkew 1)")
-	}
-	port := o.deployment.Spec.Template.Spec.Containers[0].Ports[0]
-	if ep := o.podMonitor.Spec.PodMetricsEndpoints; len(ep) != 1 || ep[0].Port != port.Name || ep[0].Path != "/metrics" {
-		t.Errorf("PodMonitor endpoints %+v, want port %s path /metrics", ep, port.Name)
-	}
-	if ps := o.service.Spec.Ports; len(ps) != 1 || ps[0].TargetPort.String() != port.Name {
-		t.Errorf("Service ports %+v, want target port %s", ps, port.Name)
-	}
-	np := o.networkPolicy.Spec
-	if !slices.Contains(np.PolicyTypes, networkingv1.PolicyTypeIngress) || len(np.Ingress) == 0 {
-		t.Fatalf("NetworkPolicy %+v limits no ingress", np)
-	}
-	for _, rule := range np.Ingress {
-		if len(rule.From) == 0 || len(rule.Ports) == 0 {
-			t.Errorf("NetworkPolicy rule %+v lets every pod in, or to every port", rule)
-		}
-		for _, p := range rule.Ports {
-			if p.Port == nil || p.Port.IntValue() != int(port.ContainerPort) {
-				t.Errorf("NetworkPolicy opens port %v, not %d", p.Port, port.ContainerPort)
+	eachManifest(t, func(t *testing.T, manifest string) {
+		_, o := readManifest(t, manifest)
+		pods := labels.Set(o.deployment.Spec.Template.Labels)
+		matches := func(what string, sel *metav1.LabelSelector) {
+			t.Helper()
+			if sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
+				t.Errorf("%s: no selector (it would select every pod)", what)
+				return
+			}
+			s, err := metav1.LabelSelectorAsSelector(sel)
+			if err != nil {
+				t.Errorf("%s: %v", what, err)
+				return
+			}
+			if !s.Matches(pods) {
+				t.Errorf("%s selects %s, not the Deployment's pods %v", what, s, pods)
 			}
 		}
-	}
+		matches("Deployment", o.deployment.Spec.Selector)
+		matches("PodDisruptionBudget", o.pdb.Spec.Selector)
+		matches("Service", &metav1.LabelSelector{MatchLabels: o.service.Spec.Selector})
+		matches("PodMonitor", &o.podMonitor.Spec.Selector)
+		matches("NetworkPolicy", &o.networkPolicy.Spec.PodSelector)
+
+		if o.pdb.Spec.MaxUnavailable == nil && o.pdb.Spec.MinAvailable == nil {
+			t.Error("the PodDisruptionBudget bounds nothing")
+		}
+		spread := false
+		for _, c := range o.deployment.Spec.Template.Spec.TopologySpreadConstraints {
+			matches("topology spread over "+c.TopologyKey, c.LabelSelector)
+			spread = spread || c.TopologyKey == "kubernetes.io/hostname" && c.MaxSkew == 1
+		}
+		if !spread {
+			t.Error("no topology spread across nodes (kubernetes.io/hostname, maxSkew 1)")
+		}
+		port := o.deployment.Spec.Template.Spec.Containers[0].Ports[0]
+		if ep := o.podMonitor.Spec.PodMetricsEndpoints; len(ep) != 1 || ep[0].Port != port.Name || ep[0].Path != "/metrics" {
+			t.Errorf("PodMonitor endpoints %+v, want port %s path /metrics", ep, port.Name)
+		}
+		if ps := o.service.Spec.Ports; len(ps) != 1 || ps[0].TargetPort.String() != port.Name {
+			t.Errorf("Service ports %+v, want target port %s", ps, port.Name)
+		}
+		np := o.networkPolicy.Spec
+		if !slices.Contains(np.PolicyTypes, networkingv1.PolicyTypeIngress) || len(np.Ingress) == 0 {
+			t.Fatalf("NetworkPolicy %+v limits no ingress", np)
+		}
+		for _, rule := range np.Ingress {
+			if len(rule.From) == 0 || len(rule.Ports) == 0 {
+				t.Errorf("NetworkPolicy rule %+v lets every pod in, or to every port", rule)
+			}
+			for _, p := range rule.Ports {
+				if p.Port == nil || p.Port.IntValue() != int(port.ContainerPort) {
+					t.Errorf("NetworkPolicy opens port %v, not %d", p.Port, port.ContainerPort)
+				}
+			}
+		}
+	})
 }
 
 // The pod template's config checksum is the SHA-256 of the ConfigMap's
 // slotcron.yaml, so that editing the config rolls the pods.
 func TestKubernetesConfigChecksum(t *testing.T) {
-	_, o := readManifest(t)
-	config := o.configMap.Data["slotcron.yaml"]
-	sum := sha256.Sum256([]byte(config))
-	want := hex.EncodeToString(sum[:])
-	if got := o.deployment.Spec.Template.Annotations["checksum/config"]; got != want {
-		t.Errorf("checksum/config is %q; the ConfigMap's slotcron.yaml has %s: put that in %s", got, want, manifest)
-	}
-	if !strings.Contains(config, "token: ${ADMIN_TOKEN}") {
-		t.Error("the config's http.token is not ${ADMIN_TOKEN}")
-	}
-	for _, e := range o.deployment.Spec.Template.Spec.Containers[0].Env {
-		if e.Name == "ADMIN_TOKEN" {
-			if ref := e.ValueFrom; ref == nil || ref.SecretKeyRef == nil || isTrue(ref.SecretKeyRef.Optional) {
-				t.Errorf("ADMIN_TOKEN comes from %+v, not a required Secret", e)
-			}
-			return
+	eachManifest(t, func(t *testing.T, manifest string) {
+		_, o := readManifest(t, manifest)
+		config := o.configMap.Data["slotcron.yaml"]
+		sum := sha256.Sum256([]byte(config))
+		want := hex.EncodeToString(sum[:])
+		if got := o.deployment.Spec.Template.Annotations["checksum/config"]; got != want {
+			t.Errorf("checksum/config is %q; the ConfigMap's slotcron.yaml has %s: put that in %s", got, want, manifest)
 		}
-	}
-	t.Error("the container has no ADMIN_TOKEN")
+		if !strings.Contains(config, "token: ${ADMIN_TOKEN}") {
+			t.Error("the config's http.token is not ${ADMIN_TOKEN}")
+		}
+		for _, e := range o.deployment.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "ADMIN_TOKEN" {
+				if ref := e.ValueFrom; ref == nil || ref.SecretKeyRef == nil || isTrue(ref.SecretKeyRef.Optional) {
+					t.Errorf("ADMIN_TOKEN comes from %+v, not a required Secret", e)
+				}
+				return
+			}
+		}
+		t.Error("the container has no ADMIN_TOKEN")
+	})
 }
 
 // The ConfigMap's slotcron config validates against the reference binary's
 // jobs, with the environment the Deployment gives it.
 func TestKubernetesConfigValidates(t *testing.T) {
-	_, o := readManifest(t)
-	t.Setenv("POD_NAME", "slotcron-0")
-	t.Setenv("REDIS_ADDR", "redis:6379")
-	t.Setenv("ADMIN_TOKEN", "secret")
-	config := o.configMap.Data["slotcron.yaml"]
-	if config == "" {
-		t.Fatal("no slotcron.yaml in the ConfigMap")
-	}
-	cfg, err := scheduler.Parse(manifest+"#slotcron.yaml", []byte(config))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := jobs.NewRegistry()
-	demo.Register(reg)
-	if err := cfg.Validate(reg); err != nil {
-		t.Fatal(err)
-	}
-	if w := cfg.Warnings(); len(w) > 0 {
-		t.Errorf("warnings: %v", w)
-	}
+	eachManifest(t, func(t *testing.T, manifest string) {
+		_, o := readManifest(t, manifest)
+		t.Setenv("POD_NAME", "slotcron-0")
+		t.Setenv("REDIS_ADDR", "redis:6379") // the Redis manifest's
+		t.Setenv("ADMIN_TOKEN", "secret")
+		config := o.configMap.Data["slotcron.yaml"]
+		if config == "" {
+			t.Fatal("no slotcron.yaml in the ConfigMap")
+		}
+		cfg, err := scheduler.Parse(manifest+"#slotcron.yaml", []byte(config))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := jobs.NewRegistry()
+		demo.Register(reg)
+		if err := cfg.Validate(reg); err != nil {
+			t.Fatal(err)
+		}
+		if w := cfg.Warnings(); len(w) > 0 {
+			t.Errorf("warnings: %v", w)
+		}
+	})
 }
 
 // exposure is systemd-analyze's overall figure for a unit.
@@ -498,5 +517,60 @@ func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
 				t.Errorf("%s queries %s, which slotcron does not export", path, m)
 			}
 		}
+	}
+}
+
+// The etcd manifest's config reaches etcd with TLS, and every file its tls
+// block names lies in a Secret volume the app container mounts, readable by
+// the pod's group and by no one else.
+func TestKubernetesEtcdClientCertificateMounted(t *testing.T) {
+	const manifest = "kubernetes/slotcron-etcd.yaml"
+	_, o := readManifest(t, manifest)
+	t.Setenv("POD_NAME", "slotcron-0")
+	t.Setenv("ADMIN_TOKEN", "secret")
+	cfg, err := scheduler.Parse(manifest+"#slotcron.yaml", []byte(o.configMap.Data["slotcron.yaml"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := cfg.Store.Etcd
+	if cfg.Store.Kind != "etcd" || len(e.Endpoints) < 3 {
+		t.Fatalf("store %s with endpoints %v, want etcd and every member of a 3-member cluster", cfg.Store.Kind, e.Endpoints)
+	}
+	for _, ep := range e.Endpoints {
+		if !strings.HasPrefix(ep, "https://") {
+			t.Errorf("endpoint %s is not https", ep)
+		}
+	}
+	pod := o.deployment.Spec.Template.Spec
+	volumes := map[string]corev1.Volume{}
+	for _, v := range pod.Volumes {
+		volumes[v.Name] = v
+	}
+	for key, file := range map[string]string{"ca_file": e.TLS.CAFile, "cert_file": e.TLS.CertFile, "key_file": e.TLS.KeyFile} {
+		if file == "" {
+			t.Errorf("tls.%s is not set", key)
+			continue
+		}
+		var found bool
+		for _, m := range pod.Containers[0].VolumeMounts {
+			if filepath.Dir(file) != m.MountPath {
+				continue
+			}
+			found = true
+			sec := volumes[m.Name].Secret
+			if sec == nil {
+				t.Errorf("tls.%s %s: volume %s is no Secret", key, file, m.Name)
+				continue
+			}
+			if sec.DefaultMode == nil || *sec.DefaultMode&0o007 != 0 || *sec.DefaultMode&0o040 == 0 {
+				t.Errorf("tls.%s %s: mode %v, want readable by the group and not by others", key, file, sec.DefaultMode)
+			}
+		}
+		if !found {
+			t.Errorf("tls.%s %s is in no mounted volume", key, file)
+		}
+	}
+	if sc := pod.SecurityContext; sc == nil || sc.FSGroup == nil || sc.RunAsGroup == nil || *sc.FSGroup != *sc.RunAsGroup {
+		t.Error("the pod's fsGroup is not its group: the process could not read the certificate")
 	}
 }

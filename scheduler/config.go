@@ -6,6 +6,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/slotcron/slotcron/policy"
+	"github.com/slotcron/slotcron/slotstore/etcdstore"
 	"github.com/slotcron/slotcron/slotstore/pgstore"
 	"github.com/slotcron/slotcron/slotstore/redisstore"
 	"github.com/slotcron/slotcron/slotstore/sqlitestore"
@@ -41,13 +42,14 @@ type Config struct {
 
 // StoreConfig selects the slot store.
 type StoreConfig struct {
-	// Kind is sqlite (the default), memory, redis or postgres.
+	// Kind is sqlite (the default), memory, redis, postgres or etcd.
 	Kind string `yaml:"kind"`
 	// The block of the chosen kind configures it; each backend's Options
 	// is its block, and says what each key means.
 	SQLite   sqlitestore.Options `yaml:"sqlite"`
 	Redis    redisstore.Options  `yaml:"redis"`
 	Postgres pgstore.Options     `yaml:"postgres"`
+	Etcd     etcdstore.Options   `yaml:"etcd"`
 }
 
 // LogConfig configures logging.

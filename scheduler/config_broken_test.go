@@ -11,7 +11,7 @@ import (
 // in a message about their file: YAML's tags, Go's type names and go-yaml's
 // wording.
 var goOrTag = regexp.MustCompile(`!!|\bmap\[|\[\]|\b(u?int(8|16|32|64)?|float(32|64)|bool|string|struct|interface)\b|` +
-	`\b(time|scheduler|policy|yaml|redisstore|sqlitestore|pgstore|slotstore)\.[A-Z]|unmarshal|<document`)
+	`\b(time|scheduler|policy|yaml|redisstore|sqlitestore|pgstore|etcdstore|slotstore)\.[A-Z]|unmarshal|<document`)
 
 // Broken configurations, each as an operator might write it: every problem
 // names the file, the line and the key, in words without YAML tags or Go
@@ -58,6 +58,9 @@ func TestBrokenConfigs(t *testing.T) {
 		{"duties as list", "duties: [owner]\n", 1, "duties", "want a mapping, not a list"},
 		{"store block as word", "store:\n  sqlite: x\n", 2, "store.sqlite", `want a mapping of settings, not "x"`},
 		{"store kind as list", "store:\n  kind: [a]\n", 2, "store.kind", "want a single value, not a list"},
+		{"etcd endpoints as word", "store:\n  etcd:\n    endpoints: x\n", 3, "store.etcd.endpoints", `want a list, not "x"`},
+		{"etcd max_txn_ops as word", "store:\n  etcd:\n    max_txn_ops: many\n", 3, "store.etcd.max_txn_ops", `want a whole number, not "many"`},
+		{"etcd lease_ttl bad", "store:\n  etcd:\n    lease_ttl: 5x\n", 3, "store.etcd.lease_ttl", `invalid duration "5x"`},
 		{"redis db as word", "store:\n  redis:\n    db: x\n", 3, "store.redis.db", `want a whole number, not "x"`},
 		{"redis addrs as word", "store:\n  redis:\n    addrs: x\n", 3, "store.redis.addrs", `want a list, not "x"`},
 		{"redis addrs nested", "store:\n  redis:\n    addrs: [[x]]\n", 3, "store.redis.addrs", "want a single value, not a list"},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/slotcron/slotcron/internal/optkey"
 	"github.com/slotcron/slotcron/scheduler/internal/backend"
+	"github.com/slotcron/slotcron/slotstore/etcdstore"
 	"github.com/slotcron/slotcron/slotstore/pgstore"
 	"github.com/slotcron/slotcron/slotstore/redisstore"
 	"github.com/slotcron/slotcron/slotstore/sqlitestore"
@@ -20,7 +21,7 @@ import (
 // backendConfig is the store block as the backend opens it.
 func (cfg *Config) backendConfig() backend.Config {
 	c := cfg.Store
-	return backend.Config{Kind: c.Kind, SQLite: c.SQLite, Redis: c.Redis, Postgres: c.Postgres}
+	return backend.Config{Kind: c.Kind, SQLite: c.SQLite, Redis: c.Redis, Postgres: c.Postgres, Etcd: c.Etcd}
 }
 
 // checkStore reports the store settings the backend of the chosen kind
@@ -45,8 +46,15 @@ func (c *Config) checkStore(add func(*ConfigError)) {
 		if c.Store.Postgres.DSN == "" {
 			add(c.errAt("store.kind is postgres but store.postgres.dsn is empty (is its ${VAR} set?)", "store", "postgres", "dsn"))
 		}
+	case "etcd":
+		block, err = "etcd", c.Store.Etcd.Validate()
+		// In Go no endpoints mean a local member; a file that chose etcd
+		// and lists none most likely left a ${VAR} unset.
+		if len(c.Store.Etcd.Endpoints) == 0 {
+			add(c.errAt("store.kind is etcd but store.etcd.endpoints is empty (is its ${VAR} set?)", "store", "etcd"))
+		}
 	default:
-		add(c.errAt(fmt.Sprintf("unknown store kind %q (sqlite, memory, redis or postgres)", c.Store.Kind), "store", "kind"))
+		add(c.errAt(fmt.Sprintf("unknown store kind %q (sqlite, memory, redis, postgres or etcd)", c.Store.Kind), "store", "kind"))
 		return
 	}
 	for _, e := range optkey.All(err) {
@@ -72,6 +80,7 @@ var storeDurationKeys = map[string]map[string]bool{
 	"sqlite":   durationKeys(reflect.TypeFor[sqlitestore.Options]()),
 	"redis":    durationKeys(reflect.TypeFor[redisstore.Options]()),
 	"postgres": durationKeys(reflect.TypeFor[pgstore.Options]()),
+	"etcd":     durationKeys(reflect.TypeFor[etcdstore.Options]()),
 }
 
 func durationKeys(t reflect.Type) map[string]bool {

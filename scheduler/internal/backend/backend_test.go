@@ -16,6 +16,7 @@ import (
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/leader"
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/etcdstore"
 	"github.com/slotcron/slotcron/slotstore/memstore"
 	"github.com/slotcron/slotcron/slotstore/pgstore"
 	"github.com/slotcron/slotcron/slotstore/redisstore"
@@ -38,7 +39,7 @@ func TestOpen(t *testing.T) {
 		}
 		st.Close()
 	}
-	if _, err := Open(ctx, Config{Kind: "etcd"}); err == nil || !strings.Contains(err.Error(), `"etcd"`) {
+	if _, err := Open(ctx, Config{Kind: "mongo"}); err == nil || !strings.Contains(err.Error(), `"mongo"`) {
 		t.Errorf("unknown kind: %v", err)
 	}
 }
@@ -89,6 +90,12 @@ func TestElectorFollowsTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rs.Close()
+	etcd := testserver.StartEtcd(t, testserver.EtcdConfig{Members: 1})
+	es, err := Open(ctx, Config{Kind: "etcd", Etcd: etcdstore.Options{Endpoints: etcd.Endpoints()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
 
 	for _, tc := range []struct {
 		name string
@@ -99,6 +106,7 @@ func TestElectorFollowsTheStore(t *testing.T) {
 		{"postgres by pool", byPool, "postgres"},
 		{"postgres by a pool edited in code", byEdited, "postgres"},
 		{"redis", rs, "redis"},
+		{"etcd", es, "etcd"},
 		{"memory", memstore.New(memstore.Options{}), "slot store"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

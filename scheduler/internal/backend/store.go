@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/etcdstore"
 	"github.com/slotcron/slotcron/slotstore/memstore"
 	"github.com/slotcron/slotcron/slotstore/pgstore"
 	"github.com/slotcron/slotcron/slotstore/redisstore"
@@ -26,11 +27,13 @@ import (
 
 // Config is the store block of the configuration, checked.
 type Config struct {
-	// Kind is sqlite (the default, when empty), memory, redis or postgres.
+	// Kind is sqlite (the default, when empty), memory, redis, postgres or
+	// etcd.
 	Kind     string
 	SQLite   sqlitestore.Options
 	Redis    redisstore.Options
 	Postgres pgstore.Options
+	Etcd     etcdstore.Options
 }
 
 // KindName is the kind's name as logs show it.
@@ -66,6 +69,12 @@ func Open(ctx context.Context, c Config) (slotstore.Store, error) {
 		s, err := pgstore.New(ctx, c.Postgres)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres store: %w", err) // pgstore redacts the DSN
+		}
+		return s, nil
+	case "etcd":
+		s, err := etcdstore.Open(ctx, c.Etcd)
+		if err != nil {
+			return nil, fmt.Errorf("open etcd store: %w", err) // etcdstore never shows the password
 		}
 		return s, nil
 	}
