@@ -37,15 +37,17 @@ check: ## gofmt, go vet and staticcheck (fetched by the go command at the pinned
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
 
-CHAOS_STORES   ?= sqlite,redis,postgres
+CHAOS_STORES   ?= sqlite,redis,postgres,etcd
 CHAOS_DURATION ?= 3m
 CHAOS_SEED     ?= 0
+CHAOS_REPLICAS ?= 4
 CHAOS_DIR      ?=
 
 .PHONY: chaos
-chaos: setup ## kill, freeze, cut and clock faults on real replicas, then the checker (CHAOS_DURATION=10m CHAOS_SEED=N CHAOS_STORES=redis)
+chaos: setup ## kill, freeze, cut and clock faults on real replicas, then the checker (CHAOS_DURATION=10m CHAOS_SEED=N CHAOS_STORES=redis CHAOS_REPLICAS=3)
 	$(GO) test ./internal/chaos -run 'TestChaos$$' -count=1 -timeout 0 -v -args \
-		-chaos.stores=$(CHAOS_STORES) -chaos.seed=$(CHAOS_SEED) -chaos.duration=$(CHAOS_DURATION) -chaos.dir=$(abspath $(CHAOS_DIR))
+		-chaos.stores=$(CHAOS_STORES) -chaos.seed=$(CHAOS_SEED) -chaos.duration=$(CHAOS_DURATION) \
+		-chaos.replicas=$(CHAOS_REPLICAS) -chaos.dir=$(abspath $(CHAOS_DIR))
 
 BENCH_ARGS ?= -rounds 1 -sizes 1000 -window 20s -warmup 3s -drain 10s -arb-duration 5s -redis-benchmark-n 100000
 

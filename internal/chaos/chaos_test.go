@@ -22,12 +22,12 @@ func TestMain(m *testing.M) {
 }
 
 var (
-	flagStores   = flag.String("chaos.stores", "", "comma-separated stores for TestChaos (sqlite, redis, postgres); empty skips it")
+	flagStores   = flag.String("chaos.stores", "", "comma-separated stores for TestChaos (sqlite, redis, postgres, etcd); empty skips it")
 	flagSeed     = flag.Uint64("chaos.seed", 0, "seed of the fault schedule; 0 picks one from the clock")
 	flagDuration = flag.Duration("chaos.duration", 3*time.Minute, "how long TestChaos injects faults per store")
 	flagReplicas = flag.Int("chaos.replicas", 4, "replicas per store")
 	flagDir      = flag.String("chaos.dir", "", "keep the session's files (logs, configs) in this directory, which must be empty")
-	flagLease    = flag.Duration("chaos.lease", 2*time.Second, "every job's lease")
+	flagLease    = flag.Duration("chaos.lease", 0, "every job's lease; 0 means the store's default (2s; 4s on etcd)")
 	flagEvery    = flag.Duration("chaos.every", 4*time.Second, "mean time between two faults")
 )
 

@@ -58,6 +58,9 @@ func (s *session) check() *Report {
 	s.mu.Unlock()
 	for _, f := range faults {
 		rep.Faults[f.Kind]++
+		if f.etcdMember() {
+			rep.MemberFaults = append(rep.MemberFaults, f)
+		}
 	}
 	tables := map[string]map[slotKey][]row{}
 	for _, t := range []string{"starts", "effect_once", "effect_fenced", "effect_plain"} {
@@ -88,7 +91,8 @@ func (s *session) check() *Report {
 		for k, rs := range tables[t] {
 			if len(rs) > 1 {
 				rep.Duplicates[style]++
-				rep.Dups = append(rep.Dups, fmt.Sprintf("%s: %d %s effects (fences %v)", k, len(rs), style, fences(rs)))
+				near := nearestFault(faults, k.slot, s.o.Deadline+3*s.o.Lease)
+				rep.Dups = append(rep.Dups, fmt.Sprintf("%s: %d %s effects (fences %v); nearest fault %s", k, len(rs), style, fences(rs), near))
 			}
 		}
 	}
@@ -194,7 +198,7 @@ func (s *session) classify(k slotKey, period time.Duration, faults []Fault, line
 				return ln.replica == st.replica && ln.Job == k.job && ln.Slot == slot && ln.Fence == st.Fence &&
 					endMsgs[ln.Msg] && ln.Time.Before(t)
 			}) || slices.ContainsFunc(faults, func(f Fault) bool {
-				return f.Replica == st.replica && (f.Kind == FaultKill || f.Kind == FaultEffectKill) &&
+				return f.Replica == st.replica && f.kill() &&
 					!f.At.Before(st.Time) && f.At.Add(s.o.Lease).Before(t)
 			})
 			if !ended {
@@ -203,16 +207,9 @@ func (s *session) classify(k slotKey, period time.Duration, faults []Fault, line
 		}
 		return false
 	}
-	best := time.Duration(1<<63 - 1)
+	l.Fault = nearestFault(faults, k.slot, around)
 	for _, f := range faults {
-		d := f.At.Sub(k.slot).Abs()
-		if f.Until.After(k.slot) && f.At.Before(k.slot) {
-			d = 0
-		}
-		if d <= around && d < best {
-			best = d
-			l.Fault = fmt.Sprintf("%s %s at %+.1fs", f.Kind, f.Replica, f.At.Sub(k.slot).Seconds())
-		}
+		d := faultDistance(f, k.slot)
 		// The store itself, or the holder's connection to it.
 		faulted := f.storeFault() || (f.Replica == holder &&
 			(f.Kind == FaultCut || f.Kind == FaultBlackhole || f.Kind == FaultDelay))
@@ -247,6 +244,27 @@ func (s *session) classify(k slotKey, period time.Duration, faults []Fault, line
 	return l
 }
 
+// faultDistance is how far f was from a slot: 0 when it lasted across it.
+func faultDistance(f Fault, slot time.Time) time.Duration {
+	if f.Until.After(slot) && f.At.Before(slot) {
+		return 0
+	}
+	return f.At.Sub(slot).Abs()
+}
+
+// nearestFault names the fault nearest to a slot, within around of it, or
+// "" when there is none.
+func nearestFault(faults []Fault, slot time.Time, around time.Duration) string {
+	best, out := time.Duration(1<<63-1), ""
+	for _, f := range faults {
+		if d := faultDistance(f, slot); d <= around && d < best {
+			best = d
+			out = fmt.Sprintf("%s %s at %+.1fs", f.Kind, f.who(), f.At.Sub(slot).Seconds())
+		}
+	}
+	return out
+}
+
 // takeovers measures, for each holder taken out mid-run, how long until
 // another replica started its slot, against the lease it had left. On
 // SQLite a replica frozen while it held the file's write lock blocks every
@@ -272,7 +290,7 @@ func (s *session) takeovers(probes []*probe, starts map[slotKey][]row, faults []
 			continue
 		}
 		killed := slices.ContainsFunc(faults, func(f Fault) bool {
-			if f.Replica != ln.replica || (f.Kind != FaultKill && f.Kind != FaultEffectKill) ||
+			if f.Replica != ln.replica || !f.kill() ||
 				f.At.Before(ln.Time) || f.At.After(ln.Time.Add(s.o.Lease)) {
 				return false
 			}
@@ -310,7 +328,9 @@ func (s *session) takeovers(probes []*probe, starts map[slotKey][]row, faults []
 			out = append(out, t)
 			break
 		}
-		killed := strings.HasPrefix(p.fault, FaultKill+" ") || strings.HasPrefix(p.fault, FaultEffectKill+" ")
+		killed := slices.ContainsFunc([]string{FaultKill, FaultEffectKill, FaultRunKill}, func(kind string) bool {
+			return strings.HasPrefix(p.fault, kind+" ")
+		})
 		if found || !killed {
 			continue // a frozen holder may resume in time and finish its slot
 		}
@@ -407,7 +427,7 @@ func (s *session) lateEffects(ctx context.Context, starts map[slotKey][]row, fau
 			}
 			frozen := false
 			for _, f := range faults {
-				stop := f.Kind == FaultStop || f.Kind == FaultEffectStop || f.Kind == FaultTxStop
+				stop := f.Kind == FaultStop || f.Kind == FaultEffectStop || f.Kind == FaultTxStop || f.Kind == FaultRunStop
 				if stop && f.Replica == l.replica && f.At.Before(l.checked) && f.Until.After(mine) {
 					frozen = true
 				}

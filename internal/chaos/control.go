@@ -12,13 +12,17 @@ import (
 
 // A control directory carries the harness's requests to its replicas: a
 // fault a replica's job inflicts on itself at a point only the job knows
-// (right after its effect committed; inside a CompleteTx transaction), and
-// the offset of a replica's clock. Each request is one small file, written
-// whole by rename, so a replica never reads half of one.
+// (after its work and before its effect; right after its effect committed;
+// inside a CompleteTx transaction), and the offset of a replica's clock.
+// Each request is one small file, written whole by rename, so a replica
+// never reads half of one.
 type control struct{ dir string }
 
 // Points at which a job can be asked to fault itself.
 const (
+	// pointBeforeEffect: the job's work is done (for work that honours
+	// its context, before its last look at it), no effect written yet.
+	pointBeforeEffect = "before-effect"
 	// pointAfterEffect: the job's effects are committed, its slot not yet
 	// recorded finished.
 	pointAfterEffect = "after-effect"

@@ -24,6 +24,12 @@ const (
 	FaultRedisRestart = "redis-restart" // Redis without persistence restarted: empty
 	FaultRedisFlush   = "redis-flush"   // FLUSHALL
 	FaultPGCrash      = "pg-crash"      // Postgres immediate shutdown and restart
+	// etcd: a holder is taken out before its effect, never after it, and
+	// the cluster's members fail beside the replicas (etcd.go).
+	FaultRunKill        = "run-kill"         // the holder killed at its point before effect
+	FaultRunStop        = "run-stop"         // ... or frozen there until its successor wrote the effect
+	FaultEtcdLeaderKill = "etcd-leader-kill" // SIGKILL of the member leading then; restarted 1-3 s later
+	FaultEtcdFreeze     = "etcd-freeze"      // SIGSTOP of one member for 10 s
 )
 
 // Fault is one fault the harness inflicted.
@@ -32,11 +38,30 @@ type Fault struct {
 	Replica string    // empty for a fault of the store
 	At      time.Time // when it began
 	Until   time.Time // when it ended; At for an instant one
-	Detail  string
+	Detail  string    // the delay, the clock's offset, the etcd member
 }
 
-// storeFault reports whether f took the store away from every replica.
-func (f Fault) storeFault() bool { return f.Replica == "" }
+// storeFault reports whether f took the store away from every replica. A
+// fault of one etcd member does not: a quorum of the cluster stands
+// through it, and the replicas' clients fail over to the others.
+func (f Fault) storeFault() bool { return f.Replica == "" && !f.etcdMember() }
+
+// etcdMember reports whether f is a fault of one member of the etcd
+// cluster.
+func (f Fault) etcdMember() bool { return f.Kind == FaultEtcdLeaderKill || f.Kind == FaultEtcdFreeze }
+
+// kill reports whether f killed its replica's process.
+func (f Fault) kill() bool {
+	return f.Kind == FaultKill || f.Kind == FaultEffectKill || f.Kind == FaultRunKill
+}
+
+// who names what f hit: the replica, or else its detail (the etcd member).
+func (f Fault) who() string {
+	if f.Replica != "" {
+		return f.Replica
+	}
+	return f.Detail
+}
 
 func (s *session) record(f Fault) {
 	if f.Until.IsZero() {
@@ -47,8 +72,17 @@ func (s *session) record(f Fault) {
 	s.mu.Unlock()
 }
 
-// weights are the kinds of fault a store gets, each with its weight.
+// weights are the kinds of fault a store gets, each with its weight. On
+// etcd a holder is taken out only before its effect (run-kill, run-stop),
+// and kill and stop take out only replicas that hold nothing: a holder
+// killed or frozen after its effect committed and before its slot was
+// recorded finished is re-executed, which the stale-only fence check
+// lets through, and the session holds that style to no duplicate there.
+// Its replicas reach the cluster's members directly, through no proxy.
 func (s *session) weights() map[string]int {
+	if s.o.Store == StoreEtcd {
+		return map[string]int{FaultKill: 3, FaultStop: 2, FaultRunKill: 3, FaultRunStop: 2, FaultClock: 1}
+	}
 	w := map[string]int{FaultKill: 4, FaultStop: 2, FaultEffectKill: 2, FaultEffectStop: 1, FaultClock: 1}
 	if s.o.Store != StoreSQLite {
 		w[FaultCut], w[FaultBlackhole], w[FaultDelay] = 1, 1, 1
@@ -96,7 +130,7 @@ func (s *session) draw(w map[string]int) draw {
 	lease := s.o.Lease
 	d := draw{kind: s.pick(w), pick: s.intn(1 << 20), holder: s.intn(5) > 0}
 	switch d.kind {
-	case FaultStop, FaultEffectStop:
+	case FaultStop, FaultEffectStop, FaultRunStop:
 		d.hold = s.between(lease/2, 3*lease)
 	case FaultTxStop:
 		d.hold = s.between(3*lease/2, 3*lease) // past the lease, so the frozen transaction ends for its successor
@@ -115,10 +149,14 @@ func (s *session) draw(w map[string]int) draw {
 // injectFaults inflicts faults for d, one every o.Every on average.
 // Faults of the store happen here, one at a time; faults of a replica
 // run on their own, at most two replicas at once, so two stay healthy.
+// On etcd the cluster's members fail on their own cadence beside them.
 func (s *session) injectFaults(d time.Duration) {
 	var running sync.WaitGroup
 	quit := make(chan struct{})
 	end := time.Now().Add(d)
+	if s.o.Store == StoreEtcd {
+		running.Go(func() { s.etcdFaults(time.Now(), d) })
+	}
 	w := s.weights()
 	for time.Now().Before(end) {
 		time.Sleep(s.between(s.o.Every/2, s.o.Every*3/2))
@@ -158,14 +196,17 @@ func (s *session) injectFaults(d time.Duration) {
 
 // target picks a healthy replica for a fault and marks it busy, or returns
 // nil when that would leave fewer than two healthy. A kill prefers a
-// replica holding a slot mid-run.
+// replica holding a slot mid-run; on etcd a kill or a stop takes only a
+// replica that holds nothing.
 func (s *session) target(dr draw) *member {
-	var healthy, holders []*member
+	var healthy, holders, idle []*member
 	for _, m := range s.members {
 		if m.healthy() {
 			healthy = append(healthy, m)
 			if len(m.holding()) > 0 {
 				holders = append(holders, m)
+			} else {
+				idle = append(idle, m)
 			}
 		}
 	}
@@ -173,8 +214,14 @@ func (s *session) target(dr draw) *member {
 		return nil
 	}
 	pool := healthy
-	if dr.kind == FaultKill && len(holders) > 0 && dr.holder {
+	switch {
+	case s.o.Store == StoreEtcd && (dr.kind == FaultKill || dr.kind == FaultStop):
+		pool = idle
+	case dr.kind == FaultKill && len(holders) > 0 && dr.holder:
 		pool = holders
+	}
+	if len(pool) == 0 {
+		return nil
 	}
 	m := pool[dr.pick%len(pool)]
 	if !m.claim() {
@@ -197,6 +244,12 @@ func (s *session) inflict(dr draw, m *member, quit <-chan struct{}) {
 	f := Fault{Kind: kind, Replica: m.name, At: time.Now()}
 	switch kind {
 	case FaultKill:
+		if s.o.Store == StoreEtcd {
+			if !s.frozenIdle(m) {
+				return
+			}
+			f.At = time.Now()
+		}
 		held := m.holding()
 		if !m.signal(syscall.SIGKILL) {
 			return
@@ -207,11 +260,38 @@ func (s *session) inflict(dr draw, m *member, quit <-chan struct{}) {
 		return // the monitor restarts it; start marks it no longer busy
 	case FaultStop:
 		held := m.holding()
-		if !m.signal(syscall.SIGSTOP) {
+		if s.o.Store == StoreEtcd {
+			if !s.frozenIdle(m) {
+				return
+			}
+		} else if !m.signal(syscall.SIGSTOP) {
 			return
 		}
 		s.probe(kind, m.name, f.At, held)
 		hold(dr.hold, quit)
+		m.signal(syscall.SIGCONT)
+	case FaultRunKill, FaultRunStop:
+		if !s.armed(kind, m, quit) {
+			return
+		}
+		held, ok := s.noEffectPending(m)
+		if !ok {
+			m.signal(syscall.SIGCONT)
+			return
+		}
+		f.At = time.Now()
+		if kind == FaultRunKill {
+			if !m.signal(syscall.SIGKILL) {
+				return
+			}
+			s.record(f)
+			s.probe(kind, m.name, f.At, held)
+			m.wait(10 * time.Second)
+			return // the monitor restarts it; start marks it no longer busy
+		}
+		s.probe(kind, m.name, f.At, held)
+		hold(dr.hold, quit)
+		s.awaitSuccessors(m, held, f.At)
 		m.signal(syscall.SIGCONT)
 	case FaultEffectKill, FaultEffectStop, FaultTxStop:
 		if !s.armed(kind, m, quit) {
@@ -262,6 +342,10 @@ func (s *session) armed(kind string, m *member, quit <-chan struct{}) bool {
 		act = actStop
 	case FaultTxStop:
 		point, act = pointInTx, actStop
+	case FaultRunKill, FaultRunStop:
+		// Frozen first, killed after by the harness, once it has seen
+		// that no other run of the process has an effect pending.
+		point, act = pointBeforeEffect, actStop
 	}
 	m.mu.Lock()
 	m.armed = act

@@ -50,7 +50,7 @@ type runRef struct {
 type member struct {
 	name   string
 	config string
-	proxy  *testserver.Proxy // between it and the store; nil on SQLite
+	proxy  *testserver.Proxy // between it and the store; nil on SQLite and etcd
 	log    *os.File
 	// restarts draws the pause before each restart; only the goroutine
 	// that saw the process end uses it.

@@ -76,9 +76,10 @@ type workParams struct {
 	HonourCtx bool `yaml:"honour_ctx"`
 }
 
-// work records its start unfenced, works, then writes its effect three
-// ways: through the once-per-slot helper, through the stale-only fence
-// check, and unfenced. Then it takes a fault armed for after-effect.
+// work records its start unfenced, works, takes a fault armed for
+// before-effect, then writes its effect three ways: through the
+// once-per-slot helper, through the stale-only fence check, and unfenced.
+// Then it takes a fault armed for after-effect.
 func (r *replica) work(ctx context.Context, run jobs.Run) error {
 	var p workParams
 	if err := run.Params(&p); err != nil {
@@ -105,6 +106,9 @@ func (r *replica) work(ctx context.Context, run jobs.Run) error {
 		}
 		<-time.After(spread(run, p.Min, p.Max))
 	}
+	// Frozen here past its lease, work that honours its context should
+	// find it cancelled when it resumes, and write nothing.
+	r.fault(pointBeforeEffect)
 	// The last look at the context before the effect: the checker holds
 	// it against the successor's start (guarantee 5).
 	var checked time.Time

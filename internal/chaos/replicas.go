@@ -26,8 +26,8 @@ func (s *session) startReplicas() {
 	for i := range s.o.Replicas {
 		m := &member{name: fmt.Sprintf("r%d", i+1), config: filepath.Join(s.dir, fmt.Sprintf("r%d.yaml", i+1)),
 			restarts: rand.New(rand.NewPCG(s.o.Seed, uint64(i+1)))}
-		if s.o.Store != StoreSQLite {
-			m.proxy = testserver.StartProxy(s.t, s.storeAddr())
+		if addr := s.storeAddr(); addr != "" {
+			m.proxy = testserver.StartProxy(s.t, addr)
 		}
 		f, err := os.Create(filepath.Join(s.dir, m.name+".log"))
 		if err != nil {

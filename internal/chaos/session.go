@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/slotcron/slotcron/fence"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/etcdstore"
 	"github.com/slotcron/slotcron/slotstore/pgstore"
 	"github.com/slotcron/slotcron/slotstore/redisstore"
 	"github.com/slotcron/slotcron/slotstore/sqlitestore"
@@ -26,15 +28,22 @@ const (
 	StoreSQLite   = "sqlite"
 	StoreRedis    = "redis"
 	StorePostgres = "postgres"
+	StoreEtcd     = "etcd"
 )
 
 // Options configure a session. Zero values mean the defaults.
 type Options struct {
-	Store    string        // StoreSQLite, StoreRedis or StorePostgres; required
+	Store    string        // StoreSQLite, StoreRedis, StorePostgres or StoreEtcd; required
 	Seed     uint64        // seeds every random choice of the fault schedule
 	Duration time.Duration // how long faults are injected; default 1m
 	Replicas int           // 3 to 5; default 4
-	Lease    time.Duration // every job's lease; default 2s
+	// Lease is every job's lease; default 2s, and 4s on etcd, whose
+	// leader elections stall writes for up to two election timeouts plus
+	// a request's timeout (a proposal lost with the dead leader): with 2 s
+	// (a trust window of 1.8 s from the last renewal sent) a run that
+	// finishes just after the leader dies cannot record it in time, and is
+	// run again.
+	Lease    time.Duration
 	Deadline time.Duration // every job's starting_deadline; default 5s
 	Every    time.Duration // mean time between two faults; default 4s
 	// LatencyBound fails a session whose takeovers p99 come later than
@@ -55,9 +64,9 @@ type Options struct {
 
 func (o *Options) setDefaults() error {
 	switch o.Store {
-	case StoreSQLite, StoreRedis, StorePostgres:
+	case StoreSQLite, StoreRedis, StorePostgres, StoreEtcd:
 	default:
-		return fmt.Errorf("chaos: store %q: want %s, %s or %s", o.Store, StoreSQLite, StoreRedis, StorePostgres)
+		return fmt.Errorf("chaos: store %q: want %s, %s, %s or %s", o.Store, StoreSQLite, StoreRedis, StorePostgres, StoreEtcd)
 	}
 	if len(o.Program) == 0 {
 		return fmt.Errorf("chaos: no replica program")
@@ -68,6 +77,9 @@ func (o *Options) setDefaults() error {
 		}
 	}
 	def(&o.Duration, time.Minute)
+	if o.Store == StoreEtcd {
+		def(&o.Lease, 4*time.Second)
+	}
 	def(&o.Lease, 2*time.Second)
 	def(&o.Deadline, 5*time.Second)
 	def(&o.Every, 4*time.Second)
@@ -99,6 +111,7 @@ type session struct {
 	storeDSN   string          // Postgres only
 	redis      *testserver.Redis
 	pg         *testserver.Postgres
+	etcd       *testserver.EtcdCluster
 
 	members []*member
 
@@ -208,6 +221,10 @@ func (s *session) startServers() {
 		s.pg = testserver.StartPostgres(s.t)
 		s.storeDSN = s.pg.DSN()
 		st, err = pgstore.New(ctx, pgstore.Options{DSN: s.storeDSN})
+	case StoreEtcd:
+		// The default prefix, as the replicas' configs use.
+		s.etcd = testserver.StartEtcd(s.t, testserver.EtcdConfig{})
+		st, err = etcdstore.Open(ctx, etcdstore.Options{Endpoints: s.etcd.Endpoints()})
 	}
 	if err != nil {
 		s.t.Fatalf("chaos: open the %s store: %v", s.o.Store, err)
@@ -260,6 +277,13 @@ func (s *session) writeConfig(m *member) {
 	case StorePostgres:
 		dsn = strings.Replace(s.storeDSN, fmt.Sprintf(":%d/", s.pg.Port()), ":"+proxyPort(m.proxy)+"/", 1)
 		store = fmt.Sprintf("{kind: postgres, postgres: {dsn: %q}}", dsn)
+	case StoreEtcd:
+		// Every member, directly: the client fails over between them.
+		var eps []string
+		for _, e := range s.etcd.Endpoints() {
+			eps = append(eps, strconv.Quote(e))
+		}
+		store = fmt.Sprintf("{kind: etcd, etcd: {endpoints: [%s]}}", strings.Join(eps, ", "))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "replica: ${%s}\nstore: %s\nlog: {format: json, level: debug}\nshutdown_grace: 3s\n", envReplica, store)
@@ -282,7 +306,9 @@ func proxyPort(p *testserver.Proxy) string {
 	return addr[strings.LastIndexByte(addr, ':')+1:]
 }
 
-// storeAddr is the address the proxies forward to.
+// storeAddr is the address the proxies forward to, or "" for a store the
+// replicas reach with no proxy (a SQLite file; etcd, whose client talks to
+// every member).
 func (s *session) storeAddr() string {
 	switch s.o.Store {
 	case StoreRedis:
