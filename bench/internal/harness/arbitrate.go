@@ -22,6 +22,7 @@ type arbitration struct {
 	perSec  float64 // slots (rows, SETs) decided per second
 	decided int64
 	bad     string // a broken exactly-once, if any
+	checked bool   // every slot (key) decided was checked to be won exactly once
 	loadB   string
 	loadA   string
 }
@@ -31,10 +32,13 @@ type arbitration struct {
 // jobs per batch) through the slotstore API for o.ArbDuration, and counts
 // the slots won: each exactly once.
 func (e *env) arbitrate(ctx context.Context, o *Options, kind storeKind) (a arbitration) {
-	a = arbitration{name: "slotcron/" + string(kind), loadB: loadAvg()}
+	a = arbitration{name: "slotcron/" + string(kind), checked: true, loadB: loadAvg()}
 	defer func() { a.loadA = loadAvg() }()
 	e.seq++
 	ns := fmt.Sprintf("sa%d_%d", time.Now().Unix()%100000, e.seq)
+	if kind == kindEtcd {
+		defer e.etcdDrop(ns + "/") // after the stores close
+	}
 	var stores []slotstore.Store
 	defer func() {
 		for _, s := range stores {
@@ -104,8 +108,16 @@ func (e *env) arbitrate(ctx context.Context, o *Options, kind storeKind) (a arbi
 			return a
 		}
 	}
-	// Every batch all clients finished must have exactly ArbBatch wins;
-	// a batch only some finished, at most that.
+	a.decided, a.bad = tally(wins, o.ArbBatch)
+	a.perSec = float64(a.decided) / elapsed.Seconds()
+	return a
+}
+
+// tally sums wins, each client's wins per batch of size slots, and checks
+// them: every batch all clients finished must have exactly size wins, a
+// batch only some finished at most that. bad describes the last batch
+// that broke this, or is empty.
+func tally(wins [][]int, size int) (decided int64, bad string) {
 	all := len(wins[0])
 	most := 0
 	for _, w := range wins {
@@ -118,13 +130,12 @@ func (e *env) arbitrate(ctx context.Context, o *Options, kind storeKind) (a arbi
 				n += w[b]
 			}
 		}
-		a.decided += int64(n)
-		if n > o.ArbBatch || (b < all && n != o.ArbBatch) {
-			a.bad = fmt.Sprintf("batch %d: %d wins of %d slots", b, n, o.ArbBatch)
+		decided += int64(n)
+		if n > size || (b < all && n != size) {
+			bad = fmt.Sprintf("batch %d: %d wins of %d", b, n, size)
 		}
 	}
-	a.perSec = float64(a.decided) / elapsed.Seconds()
-	return a
+	return decided, bad
 }
 
 var setRate = regexp.MustCompile(`SET: ([0-9.]+) requests per second`)

@@ -20,8 +20,11 @@ func contestants(o *Options) []contestant {
 	var cs []contestant
 	for _, s := range o.Stores {
 		c := contestant{name: "slotcron/" + s, kind: storeKind(s), replicas: 1}
-		if s == "redis3" {
+		switch s {
+		case "redis3":
 			c = contestant{name: "slotcron/redis×3", kind: kindRedis, replicas: 3}
+		case "etcd3":
+			c = contestant{name: "slotcron/etcd×3", kind: kindEtcd, replicas: 3}
 		}
 		cs = append(cs, c)
 	}
@@ -42,10 +45,11 @@ type measurement struct {
 	cpu     time.Duration // process CPU in the window
 	mallocs uint64        // heap allocations in the window
 	starts  int64         // starts of any slot in the window
-	// Store round trips and the starts they served (Redis: in the
+	// Store round trips and the starts they served (Redis, etcd: in the
 	// window; Postgres: from before start-up to after shutdown).
 	trips, tripStarts int64
-	scripts           int64 // Redis: script calls among the trips
+	scripts           int64      // Redis: script calls among the trips
+	etcd              etcdCounts // etcd: the trips by method, and raft proposals
 	warnings          int64
 	stop              time.Duration // slotcron: from cancel to every Run returned
 }
@@ -105,8 +109,12 @@ func (e *env) measure(ctx context.Context, o *Options, c contestant, w workload)
 	sleepUntil(t0)
 	p0, n0 := takeProbe(), rec.total.Load()
 	var r0 redisCounts
-	if c.kind == kindRedis {
+	var ec0 etcdCounts
+	switch c.kind {
+	case kindRedis:
 		r0, m.err = e.redisCommands(ctx)
+	case kindEtcd:
+		ec0, m.err = e.etcdRequests(ctx)
 	}
 	sleepUntil(t1)
 	p1, n1 := takeProbe(), rec.total.Load()
@@ -115,6 +123,12 @@ func (e *env) measure(ctx context.Context, o *Options, c contestant, w workload)
 		r1, m.err = e.redisCommands(ctx)
 		m.trips, m.tripStarts = r1.commands-r0.commands-1, n1-n0 // less the first INFO
 		m.scripts = r1.scripts - r0.scripts
+	}
+	if c.kind == kindEtcd && m.err == nil {
+		var ec1 etcdCounts
+		ec1, m.err = e.etcdRequests(ctx)
+		m.etcd = ec1.minus(ec0)
+		m.trips, m.tripStarts = m.etcd.requests, n1-n0
 	}
 	m.cpu, m.mallocs, m.starts = p1.cpu-p0.cpu, p1.mallocs-p0.mallocs, n1-n0
 
@@ -183,7 +197,7 @@ func plan(o *Options) []struct {
 		add(workload{jobs: 1000, everySecond: true}, func(c contestant) bool { return c.peer || c.kind == kindMemory })
 	}
 	if o.has(secRoundTrips) {
-		remote := func(c contestant) bool { return c.kind == kindRedis || c.kind == kindPostgres }
+		remote := func(c contestant) bool { return c.kind == kindRedis || c.kind == kindPostgres || c.kind == kindEtcd }
 		add(workload{jobs: o.RTJobs}, remote)
 		add(workload{jobs: 1000, everySecond: true}, remote)
 	}

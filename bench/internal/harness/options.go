@@ -44,7 +44,7 @@ const (
 var allSections = []string{secDispatch, secConstruct, secCPU, secRoundTrips, secArbitration}
 
 // slotcron contestants, by the -stores names.
-var allStores = []string{"memory", "sqlite", "redis", "redis3", "postgres"}
+var allStores = []string{"memory", "sqlite", "redis", "redis3", "postgres", "etcd", "etcd3"}
 var allPeers = []string{"robfig", "gocron", "timer"}
 
 // Parse reads the flags in args.
@@ -59,7 +59,7 @@ func Parse(args []string) (*Options, error) {
 	sizes := fs.String("sizes", "1000,10000,100000", "job counts of the spread workload (job i at second i%60 of every minute)")
 	fs.IntVar(&o.EveryJobs, "every-jobs", 1000, "job count of the every-second workload; 0 leaves it out of dispatch")
 	fs.IntVar(&o.RTJobs, "rt-jobs", 1000, "job count of the spread workload in the round-trips section")
-	stores := fs.String("stores", strings.Join(allStores, ","), "slotcron stores: "+strings.Join(allStores, ",")+" (redis3: three replicas)")
+	stores := fs.String("stores", strings.Join(allStores, ","), "slotcron stores: "+strings.Join(allStores, ",")+" (redis3, etcd3: three replicas)")
 	peers := fs.String("peers", strings.Join(allPeers, ","), "peers: "+strings.Join(allPeers, ","))
 	fs.IntVar(&o.ConstructJobs, "construct-jobs", 100000, "jobs registered in the construction section")
 	fs.DurationVar(&o.ArbDuration, "arb-duration", 10*time.Second, "length of each arbitration measurement")

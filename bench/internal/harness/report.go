@@ -49,6 +49,7 @@ type pooled struct {
 	starts             int64
 	trips, tripStarts  int64
 	scripts            int64
+	etcd               etcdCounts
 	warnings           int64
 	stop               time.Duration // the longest
 	loads              []string
@@ -88,6 +89,7 @@ func pool(res *results, w workload) []*pooled {
 		p.trips += m.trips
 		p.tripStarts += m.tripStarts
 		p.scripts += m.scripts
+		p.etcd = p.etcd.plus(m.etcd)
 		p.warnings += m.warnings
 		p.stop = max(p.stop, m.stop)
 	}
@@ -203,9 +205,16 @@ func cpuRows(res *results) []row {
 
 func tripRows(o *Options, res *results) []row {
 	var rows []row
+	remote := func(p *pooled) bool {
+		return p.c.kind == kindRedis || p.c.kind == kindPostgres || p.c.kind == kindEtcd
+	}
+	perSlot := func(p *pooled) float64 {
+		return float64(p.trips) / float64(p.tripStarts) / float64(p.c.replicas)
+	}
 	for _, w := range []workload{{jobs: o.RTJobs}, {jobs: 1000, everySecond: true}} {
-		for _, p := range pool(res, w) {
-			if p.c.kind != kindRedis && p.c.kind != kindPostgres {
+		ps := pool(res, w)
+		for _, p := range ps {
+			if !remote(p) {
 				continue
 			}
 			r := row{section: "4 round trips", workload: w.String(), who: p.c.name, figure: "store round trips per slot per replica",
@@ -218,11 +227,32 @@ func tripRows(o *Options, res *results) []row {
 			default:
 				per := func(n int64) string { return num(float64(n) / float64(p.tripStarts) / float64(p.c.replicas)) }
 				r.value = per(p.trips)
-				if p.c.kind == kindRedis {
+				// Against the other stores with as many replicas: their
+				// units differ (commands, transactions, requests).
+				var vs []string
+				for _, q := range ps {
+					if q != p && remote(q) && q.okay && q.tripStarts > 0 && q.c.replicas == p.c.replicas {
+						vs = append(vs, q.c.name+" "+ratio(perSlot(p), perSlot(q)))
+					}
+				}
+				if len(vs) > 0 {
+					r.vs = strings.Join(vs, " · ")
+				}
+				switch p.c.kind {
+				case kindRedis:
 					r.figure = "Redis commands per slot per replica (scripts' inner commands included)"
 					r.notes = fmt.Sprintf("%d commands (INFO total_commands_processed) / %d starts in the window / %d replicas; of them %s script calls (EVALSHA…) per slot per replica, %s other top-level or inner commands",
 						p.trips, p.tripStarts, p.c.replicas, per(p.scripts), per(p.trips-p.scripts))
-				} else {
+				case kindEtcd:
+					d := p.etcd
+					r.figure = "etcd gRPC requests per slot per replica"
+					r.notes = fmt.Sprintf("%d requests (grpc_server_msg_received_total of the 3 members: unary calls and stream messages) / %d starts in the window / %d replicas; per slot per replica: Txn %s · Range %s · Put/Delete %s · Lease %s · Watch %s · other %s; raft proposals committed (writes) %s",
+						p.trips, p.tripStarts, p.c.replicas, per(d.txn), per(d.rng), per(d.put), per(d.lease), per(d.watch),
+						per(d.requests-d.txn-d.rng-d.put-d.lease-d.watch), per(d.proposals))
+					if d.leaderChanges > 0 {
+						r.notes += fmt.Sprintf(" · %d leader changes in the window", d.leaderChanges)
+					}
+				default:
 					r.figure = "Postgres transactions per slot per replica"
 					r.notes = fmt.Sprintf("%d transactions (pg_stat_database xact_commit+xact_rollback, start-up to shutdown) / %d starts / %d replicas", p.trips, p.tripStarts, p.c.replicas)
 				}
@@ -335,13 +365,16 @@ func arbRows(res *results) []row {
 	baseline := map[string]string{
 		"slotcron/redis":    "redis-benchmark SET -c 50",
 		"slotcron/postgres": "postgres INSERT … ON CONFLICT DO NOTHING",
+		"slotcron/etcd":     etcdTxnName,
 	}
 	var rows []row
 	for _, name := range names {
 		as := by[name]
 		var loads, bad []string
 		var decided int64
+		checked := false
 		for _, a := range as {
+			checked = checked || a.checked
 			loads = append(loads, a.loadB+"→"+a.loadA)
 			decided += a.decided
 			if a.bad != "" {
@@ -354,6 +387,9 @@ func arbRows(res *results) []row {
 			r.workload, r.figure = "50 clients", "SET per second (median of rounds)"
 		} else if strings.HasPrefix(name, "postgres") {
 			r.workload, r.figure = "3 clients, same batches of rows", "rows decided per second, 1 statement a batch (median of rounds)"
+		} else if name == etcdTxnName {
+			r.workload = "3 clients, same batches of keys"
+			r.figure = fmt.Sprintf("keys decided per second, 1 Txn per %d keys, all or none (median of rounds)", etcdTxnKeys)
 		}
 		v, err := rate(name)
 		if err != nil {
@@ -362,17 +398,33 @@ func arbRows(res *results) []row {
 			continue
 		}
 		r.value = num(v)
+		var vs []string
 		if base, ok := baseline[name]; ok {
 			if bv, err := rate(base); err == nil && bv > 0 {
-				r.vs = base + " " + ratio(v, bv)
+				vs = append(vs, base+" "+ratio(v, bv))
+			}
+			// The stores on a server, against each other.
+			for _, other := range names {
+				if _, remote := baseline[other]; remote && other != name {
+					if ov, err := rate(other); err == nil && ov > 0 {
+						vs = append(vs, other+" "+ratio(v, ov))
+					}
+				}
 			}
 		}
+		if len(vs) > 0 {
+			r.vs = strings.Join(vs, " · ")
+		}
 		r.notes = fmt.Sprintf("%d decided in all rounds", decided)
-		if strings.HasPrefix(name, "slotcron/") {
+		if checked {
+			what := "slot"
+			if name == etcdTxnName {
+				what = "key"
+			}
 			if len(bad) > 0 {
 				r.notes += " · EXACTLY-ONCE BROKEN: " + strings.Join(bad, "; ")
 			} else {
-				r.notes += " · every slot won exactly once"
+				r.notes += " · every " + what + " won exactly once"
 			}
 		}
 		rows = append(rows, r)

@@ -51,7 +51,7 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 		}
 		if o.has(secArbitration) {
 			for _, s := range o.Stores {
-				if s == "redis3" {
+				if s == "redis3" || s == "etcd3" {
 					continue
 				}
 				fmt.Fprintf(os.Stderr, "slotbench: arbitration %s\n", s)
@@ -61,6 +61,8 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 					res.arbitration = append(res.arbitration, e.redisBenchmark(ctx, o))
 				case kindPostgres:
 					res.arbitration = append(res.arbitration, e.pgInsert(ctx, o))
+				case kindEtcd:
+					res.arbitration = append(res.arbitration, e.etcdTxn(ctx, o))
 				}
 			}
 		}

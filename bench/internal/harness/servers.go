@@ -10,12 +10,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/slotcron/slotcron/internal/testserver"
 )
 
 // env owns what a run starts: a temporary directory, a private
-// redis-server and a private postgres, each started on first use.
+// redis-server, a private postgres and a private 3-member etcd cluster,
+// each started on first use.
 type env struct {
 	dir string
 	t   *tb
@@ -27,6 +29,10 @@ type env struct {
 	pg    *testserver.Postgres
 	pgErr error
 	dsn   string // of the bench database
+
+	etcd    *testserver.EtcdCluster
+	etcdErr error
+	etcdc   *clientv3.Client // deletes and compacts between measurements
 
 	seq          int           // names fresh stores
 	lastWarnings int64         // warnings the last slotcron measurement logged
@@ -44,6 +50,9 @@ func newEnv() (*env, error) {
 func (e *env) close() {
 	if e.rdb != nil {
 		e.rdb.Close()
+	}
+	if e.etcdc != nil {
+		e.etcdc.Close()
 	}
 	e.t.close()
 	os.RemoveAll(e.dir)
@@ -167,6 +176,9 @@ func (e *env) versions() string {
 			}
 			c.Close(context.Background())
 		}
+	}
+	if v := e.etcdVersion(); v != "" {
+		parts = append(parts, v)
 	}
 	return strings.Join(parts, ", ")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler"
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/etcdstore"
 	"github.com/slotcron/slotcron/slotstore/memstore"
 	"github.com/slotcron/slotcron/slotstore/pgstore"
 	"github.com/slotcron/slotcron/slotstore/redisstore"
@@ -105,11 +106,12 @@ const (
 	kindSQLite   storeKind = "sqlite"
 	kindRedis    storeKind = "redis"
 	kindPostgres storeKind = "postgres"
+	kindEtcd     storeKind = "etcd"
 )
 
 // openStore opens one client of a fresh store for one measurement: ns
-// names it (a Redis key prefix, a Postgres schema, an SQLite file), so
-// measurements never see each other's markers.
+// names it (a Redis or etcd key prefix, a Postgres schema, an SQLite
+// file), so measurements never see each other's markers.
 func (e *env) openStore(ctx context.Context, kind storeKind, ns string) (slotstore.Store, scheduler.StoreConfig, error) {
 	switch kind {
 	case kindMemory:
@@ -132,6 +134,17 @@ func (e *env) openStore(ctx context.Context, kind storeKind, ns string) (slotsto
 		}
 		s, err := pgstore.New(ctx, pgstore.Options{DSN: dsn, Schema: ns})
 		return s, scheduler.StoreConfig{Kind: "postgres", Postgres: pgstore.Options{DSN: dsn, Schema: ns}}, err
+	case kindEtcd:
+		eps, err := e.etcdEndpoints()
+		if err != nil {
+			return nil, scheduler.StoreConfig{}, err
+		}
+		o := etcdstore.Options{Endpoints: eps, Prefix: ns + "/"}
+		s, err := etcdstore.Open(ctx, o)
+		if err != nil { // a nil *Store in the interface would not be nil
+			return nil, scheduler.StoreConfig{}, err
+		}
+		return s, scheduler.StoreConfig{Kind: "etcd", Etcd: o}, nil
 	}
 	return nil, scheduler.StoreConfig{}, fmt.Errorf("unknown store %q", kind)
 }
@@ -146,6 +159,9 @@ func (e *env) startSlotcron(ctx context.Context, kind storeKind, replicas int, w
 	closeAll := func() {
 		for _, s := range stores {
 			s.Close()
+		}
+		if kind == kindEtcd {
+			e.etcdDrop(ns + "/")
 		}
 	}
 	var shared slotstore.Store
