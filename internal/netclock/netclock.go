@@ -13,12 +13,14 @@
 package netclock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
@@ -59,7 +61,14 @@ type Clock struct {
 	synced bool
 	spread time.Duration // how far off the measurement may be, either way
 	last   time.Time     // the latest time Now returned
+	lastAt time.Time     // this process's clock then, with its monotonic reading
 }
+
+// slew is how much slower than this process's monotonic clock Now runs
+// while a measurement has placed the server behind the time Now last
+// returned: Now neither goes back nor stands still, and catches up with
+// the server at a tenth of real time.
+const slew = 0.9
 
 // Age is how long ago the last measurement was made, and false before the
 // first.
@@ -92,19 +101,24 @@ func New(o Options) (*Clock, error) {
 
 // Now is the server's time now: the time of the last measurement plus the
 // monotonic time since. Before the first Sync it is time.Now. It never
-// goes back: a measurement that places the server a little behind the
-// last makes Now stand still until the server's time catches up.
+// goes back, nor stands still: when a measurement places the server behind
+// the time Now last returned, Now runs at nine tenths of real time until
+// the server's time catches up with it.
 func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.synced {
 		return time.Now()
 	}
-	now := c.base.Add(time.Since(c.at))
-	if now.Before(c.last) {
-		return c.last
+	local := time.Now()
+	now := c.base.Add(local.Sub(c.at))
+	if !c.lastAt.IsZero() {
+		floor := c.last.Add(time.Duration(slew * float64(local.Sub(c.lastAt))))
+		if now.Before(floor) {
+			now = floor
+		}
 	}
-	c.last = now
+	c.last, c.lastAt = now, local
 	return now
 }
 
@@ -121,29 +135,57 @@ func (c *Clock) Offset() (offset, spread time.Duration, ok bool) {
 	return c.base.Add(now.Sub(c.at)).Sub(now.Round(0)), c.spread, true
 }
 
-// Sync measures the server's time: it probes one server until its Date
-// header turns to the next second, about a second of probes, and places
-// that boundary between the last probe sent before it and the first reply
-// after it. It tries the URLs in turn until one gives a measurement.
+// Sync measures the servers' time: it probes each server, all at once,
+// until its Date header turns to the next second, about a second of
+// probes, and places that boundary between the last probe sent before it
+// and the first reply after it. Of the servers that give a measurement it
+// takes the median (the lower of the middle two for an even count), so
+// one server whose clock is off does not move the clock, and every Clock
+// of the same servers, in whatever order, takes the same; it logs a
+// warning when the servers disagree by more than a second.
 func (c *Clock) Sync(ctx context.Context) error {
+	type result struct {
+		url      string
+		base, at time.Time
+		spread   time.Duration
+		err      error
+	}
+	results := make([]result, len(c.o.URLs))
+	var wg sync.WaitGroup
+	for i, url := range c.o.URLs {
+		wg.Go(func() {
+			r := result{url: url}
+			r.base, r.at, r.spread, r.err = c.measure(ctx, url)
+			results[i] = r
+		})
+	}
+	wg.Wait()
+	c.o.Client.CloseIdleConnections() // nothing outlives a measurement
+	var ok []result
 	var errs []error
-	for _, url := range c.o.URLs {
-		base, at, spread, err := c.measure(ctx, url)
-		if err != nil {
-			errs = append(errs, err)
-			if ctx.Err() != nil {
-				break
-			}
+	for _, r := range results {
+		if r.err != nil {
+			errs = append(errs, r.err)
 			continue
 		}
-		c.mu.Lock()
-		c.base, c.at, c.spread, c.synced = base, at, spread, true
-		c.mu.Unlock()
-		off, _, _ := c.Offset()
-		c.o.Logger.Debug("store clock measured", "server", url, "offset", off, "spread", spread)
-		return nil
+		ok = append(ok, r)
 	}
-	return fmt.Errorf("netclock: read the time of %v: %w", c.o.URLs, errors.Join(errs...))
+	if len(ok) == 0 {
+		return fmt.Errorf("netclock: read the time of %v: %w", c.o.URLs, errors.Join(errs...))
+	}
+	// A measurement's offset is the server's time less this host's then.
+	offset := func(r result) time.Duration { return r.base.Sub(r.at.Round(0)) }
+	slices.SortFunc(ok, func(a, b result) int { return cmp.Compare(offset(a), offset(b)) })
+	m := ok[(len(ok)-1)/2]
+	if d := offset(ok[len(ok)-1]) - offset(ok[0]); d > time.Second {
+		c.o.Logger.Warn("the store's servers disagree on the time", "by", d, "ahead", ok[len(ok)-1].url, "behind", ok[0].url)
+	}
+	c.mu.Lock()
+	c.base, c.at, c.spread, c.synced = m.base, m.at, m.spread, true
+	c.mu.Unlock()
+	off, _, _ := c.Offset()
+	c.o.Logger.Debug("store clock measured", "server", m.url, "offset", off, "spread", m.spread, "servers", len(ok))
+	return nil
 }
 
 // Run measures again every Resync until ctx ends; a failed measurement

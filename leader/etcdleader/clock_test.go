@@ -65,3 +65,34 @@ func TestElectorsJudgeByTheirClock(t *testing.T) {
 		}
 	}
 }
+
+// A term's fence is Options.FenceBase plus the revision that created its
+// key, and Renew and Release find the term by it.
+func TestFenceBase(t *testing.T) {
+	c := newClient(t, cluster(t).Endpoints()...)
+	const base = int64(1) << 50
+	e, err := etcdleader.New(c, etcdleader.Options{Prefix: newPrefix(), FenceBase: base, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fences []int64
+	for range 2 {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		p := leader.Params{Name: "base", Replica: "a", Lease: time.Second, Cooldown: time.Millisecond}
+		err := e.Lead(ctx, p, func(ctx context.Context, term leader.Term) {
+			fences = append(fences, term.Fence)
+			time.Sleep(800 * time.Millisecond) // renewed at least once by its fence
+			cancel()                           // released by its fence on the way out
+		})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(fences) != 2 || fences[0] <= base || fences[1] <= fences[0] {
+		t.Errorf("fences %v, want above %d and growing", fences, base)
+	}
+	if _, err := etcdleader.New(c, etcdleader.Options{FenceBase: -1}); err == nil {
+		t.Error("a negative FenceBase was accepted")
+	}
+}

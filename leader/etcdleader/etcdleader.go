@@ -55,6 +55,13 @@ type Options struct {
 	// gives the etcd store's (etcdstore.Store.Now, the members' time), so
 	// the replicas' own clocks do not matter.
 	Clock func() time.Time
+	// FenceBase is added to the revision that created a term's key to make
+	// its fence. The scheduler gives the etcd store's
+	// (etcdstore.Store.FenceBase: the store's clock in microseconds when
+	// the prefix's keys began), so that the terms of a cluster that replaced
+	// another, its revisions starting near 1 again, are fenced above every
+	// term before. Zero means the revision alone. It must not be negative.
+	FenceBase int64
 	// Logger receives the elector's lines. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -104,7 +111,10 @@ func newBackend(c *clientv3.Client, o Options) (*backend, error) {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	return &backend{c: c, prefix: o.Prefix, ttl: int64(o.SessionTTL / time.Second), skew: o.ClockSkew, now: o.Clock,
+	if o.FenceBase < 0 {
+		return nil, fmt.Errorf("etcdleader: Options.FenceBase %d is negative", o.FenceBase)
+	}
+	return &backend{c: c, prefix: o.Prefix, ttl: int64(o.SessionTTL / time.Second), skew: o.ClockSkew, now: o.Clock, fenceBase: o.FenceBase,
 		log: o.Logger}, nil
 }
 
@@ -119,7 +129,9 @@ type backend struct {
 	ttl    int64 // seconds
 	skew   time.Duration
 	now    func() time.Time // Options.Clock
-	log    *slog.Logger
+	// fenceBase is Options.FenceBase.
+	fenceBase int64
+	log       *slog.Logger
 
 	mu    sync.Mutex
 	lease *sessionLease // nil when no campaign has a session open

@@ -63,7 +63,7 @@ func (s *session) Acquire(ctx context.Context, lease time.Duration) (driver.Atte
 			return driver.Attempt{}, s.fail("acquire", err)
 		}
 		if resp.Succeeded {
-			return driver.Attempt{Won: true, Fence: resp.Header.Revision}, nil
+			return driver.Attempt{Won: true, Fence: s.d.fenceBase + resp.Header.Revision}, nil
 		}
 		s.seen = resp.Header.Revision
 		kvs := resp.Responses[0].GetResponseRange().GetKvs()
@@ -115,9 +115,10 @@ func (s *session) endTerm(ctx context.Context, key string, kvs []*mvccpb.KeyValu
 // lease), or whose etcd lease this process lost, is lost.
 func (s *session) Renew(ctx context.Context, fence int64, lease time.Duration) error {
 	v := termValue{until: s.d.now().Add(lease), holder: s.holder}.encode()
+	rev := fence - s.d.fenceBase
 	resp, err := s.txn(ctx, hedgeAfter(lease), true, func(t clientv3.Txn) clientv3.Txn {
-		return t.If(clientv3.Compare(clientv3.CreateRevision(s.keys.term), "=", fence),
-			clientv3.Compare(clientv3.CreateRevision(s.keys.holder), "=", fence),
+		return t.If(clientv3.Compare(clientv3.CreateRevision(s.keys.term), "=", rev),
+			clientv3.Compare(clientv3.CreateRevision(s.keys.holder), "=", rev),
 			clientv3.Compare(clientv3.Value(s.keys.term), "<", v)).
 			Then(clientv3.OpPut(s.keys.term, v)).
 			Else(clientv3.OpGet(s.keys.term), clientv3.OpGet(s.keys.holder))
@@ -130,7 +131,7 @@ func (s *session) Renew(ctx context.Context, fence int64, lease time.Duration) e
 	case resp.Succeeded:
 		return nil
 	}
-	if created(resp, 0) == fence && created(resp, 1) == fence {
+	if created(resp, 0) == rev && created(resp, 1) == rev {
 		return nil // held, its lease already ends later (the wall clock stepped back)
 	}
 	return fmt.Errorf("etcdleader: renew %s fence %d: %w", s.name, fence, leader.ErrLeaseLost)
@@ -150,7 +151,7 @@ func created(resp *clientv3.TxnResponse, i int) int64 {
 // is still the one the term created, which wakes the waiting followers.
 func (s *session) Release(ctx context.Context, fence int64) error {
 	_, err := s.txn(ctx, s.hedge, false, func(t clientv3.Txn) clientv3.Txn {
-		return t.If(clientv3.Compare(clientv3.CreateRevision(s.keys.term), "=", fence)).
+		return t.If(clientv3.Compare(clientv3.CreateRevision(s.keys.term), "=", fence-s.d.fenceBase)).
 			Then(clientv3.OpDelete(s.keys.term), clientv3.OpDelete(s.keys.holder))
 	})
 	if err != nil {

@@ -27,7 +27,11 @@ func (s *Store) checkCluster(ctx context.Context) error {
 			return err
 		}
 		id := fmt.Sprintf("%x", resp.Header.ClusterId)
-		rec, _ := json.Marshal(clusterValue{ID: id})
+		// A new record's fence base: the store's clock in microseconds,
+		// above every fence (an older base plus fewer revisions than
+		// microseconds have passed since) issued before it.
+		base := s.now().UnixMicro()
+		rec, _ := json.Marshal(clusterValue{ID: id, FenceBase: base})
 		var cmps []clientv3.Cmp
 		var then []clientv3.Op
 		if len(resp.Kvs) == 0 {
@@ -36,6 +40,7 @@ func (s *Store) checkCluster(ctx context.Context) error {
 		} else {
 			var v clusterValue
 			if err := json.Unmarshal(resp.Kvs[0].Value, &v); err == nil && v.ID == id {
+				s.fenceBase = v.FenceBase
 				return nil
 			}
 			cmps = []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", resp.Kvs[0].ModRevision)}
@@ -48,6 +53,7 @@ func (s *Store) checkCluster(ctx context.Context) error {
 			return fmt.Errorf("etcdstore: record the cluster: %w", err)
 		}
 		if tr.Succeeded {
+			s.fenceBase = base
 			return nil
 		}
 	}

@@ -76,14 +76,22 @@
 // # Fences are revisions
 //
 // A winning claim's fence is the revision of the transaction that commits
-// it: etcd's revisions grow with every write across the whole cluster, are
-// never reused after a leader change or a member's restart, and survive
-// the loss of any minority of members, so fences grow per job in claim
-// order. A value cannot hold the revision it is written at, so a won
-// marker is written with no fence, meaning "the fence is this key's
-// ModRevision", and the next write of the marker (a renewal, a finish, a
-// takeover) writes the fence out. One transaction has one revision, so no
-// transaction commits two claims of one job that take a fence.
+// it, plus the prefix's fence base: etcd's revisions grow with every write
+// across the whole cluster, are never reused after a leader change or a
+// member's restart, and survive the loss of any minority of members, so
+// fences grow per job in claim order. The fence base is the store's clock
+// in microseconds when the prefix's cluster record was written (the first
+// store to open on the prefix in this cluster writes it): a cluster that
+// replaces another, restored from a snapshot or new and empty, its
+// revisions starting again from where the snapshot or 1 left them, gets a
+// new record and a new base, above every fence issued before (revisions
+// grow far slower than one a microsecond). A value cannot hold the
+// revision it is written at, so a won marker is written with no fence,
+// meaning "the fence is the base plus this key's ModRevision", and the
+// next write of the marker (a renewal, a finish, a takeover) writes the
+// fence out. One transaction has one revision, so no transaction commits
+// two claims of one job that take a fence. The elector of package
+// leader/etcdleader adds the same base to its terms' revisions.
 //
 // # Transactions
 //
@@ -188,16 +196,12 @@
 // on (it checks at Open only). After such a restore, delete the keys under
 // <prefix>gen/ by hand before the replicas start.
 //
-// A restore also takes revisions back to the snapshot's, and a fence is a
-// revision: fences issued after the snapshot would be issued again. Restore
-// with etcdutl snapshot restore --bump-revision, by more revisions than
-// the cluster wrote since the snapshot, and --mark-compacted; then fences
-// keep growing. Likewise, replacing the cluster by a new, empty one starts
-// revisions near 1, below the fences issued before: the generations begin
-// anew (the keys are gone), but fences grow again only once the new
-// cluster's revision passes the old one's. Move a deployment to a new
-// cluster by restoring a snapshot of the old one with --bump-revision, not
-// by starting empty.
+// A restore also takes revisions back to the snapshot's; a restore the
+// store detects (a new cluster ID) gets a new fence base, so fences keep
+// growing. After one it does not detect, restore with etcdutl snapshot
+// restore --bump-revision, by more revisions than the cluster wrote since
+// the snapshot, and --mark-compacted, or delete the cluster record under
+// the prefix (with the generations) before the replicas start.
 //
 // # Limits
 //

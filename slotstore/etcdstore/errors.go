@@ -29,11 +29,14 @@ var ErrTooLarge = errors.New("etcdstore: request too large for one etcd transact
 // after Close; the plain error when etcd surely did not apply it;
 // otherwise an error wrapping slotstore.ErrOutcomeUnknown.
 func (s *Store) fail(op string, err error) error {
-	if s.closed.Load() {
+	switch {
+	case notApplied(err) && s.closed.Load():
 		return fmt.Errorf("etcdstore: %s: %w: %w", op, slotstore.ErrClosed, err)
-	}
-	if notApplied(err) {
+	case notApplied(err):
 		return fmt.Errorf("etcdstore: %s: %w", op, err)
+	case s.closed.Load():
+		// Closed while the request was out: it may have been applied.
+		return rules.OutcomeUnknown("etcdstore "+op, fmt.Errorf("%w: %w", slotstore.ErrClosed, err))
 	}
 	return rules.OutcomeUnknown("etcdstore "+op, err)
 }

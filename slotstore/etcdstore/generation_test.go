@@ -101,8 +101,13 @@ func TestRestoredElsewhere(t *testing.T) {
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("cluster record: %v, %v", resp, err)
 	}
-	if want := fmt.Sprintf(`{"id":"%x"}`, resp.Header.ClusterId); string(resp.Kvs[0].Value) != want {
-		t.Errorf("cluster record %s, want %s", resp.Kvs[0].Value, want)
+	var rec struct {
+		ID        string `json:"id"`
+		FenceBase int64  `json:"fence_base"`
+	}
+	if err := json.Unmarshal(resp.Kvs[0].Value, &rec); err != nil || rec.ID != fmt.Sprintf("%x", resp.Header.ClusterId) ||
+		rec.FenceBase < time.Now().Add(-time.Minute).UnixMicro() {
+		t.Errorf("cluster record %s (%v), want this cluster's ID and a fence base of the store's clock", resp.Kvs[0].Value, err)
 	}
 	openWith(t, etcdstore.Options{Prefix: prefix})
 	if g2, err := s.Enroll(ctx, slotstore.EnrollParams{Jobs: []string{"j"}}); err != nil || !g2[0].Born.Equal(g[0].Born) {

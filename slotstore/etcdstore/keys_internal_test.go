@@ -83,7 +83,7 @@ func TestMarkerFence(t *testing.T) {
 	if strings.Contains(string(v), "fence") {
 		t.Errorf("won marker %s holds a fence", v)
 	}
-	got, err := decodeMarker(v, 42)
+	got, err := decodeMarker(v, 42, 0)
 	if err != nil || got.Fence != 42 {
 		t.Fatalf("decoded fence %d, %v; want the ModRevision 42", got.Fence, err)
 	}
@@ -91,11 +91,11 @@ func TestMarkerFence(t *testing.T) {
 		t.Errorf("claimed at %v, want %v in UTC", got.ClaimedAt, m.ClaimedAt)
 	}
 	got.State = slotstore.StateDone
-	if again, _ := decodeMarker(encodeMarker(got), 99); again.Fence != 42 {
+	if again, _ := decodeMarker(encodeMarker(got), 99, 0); again.Fence != 42 {
 		t.Errorf("fence written out: %d, want 42", again.Fence)
 	}
 	skipped := slotstore.Marker{Job: "j", Slot: m.Slot, State: slotstore.StateSkipped, Reason: "missed"}
-	if sk, _ := decodeMarker(encodeMarker(skipped), 7); sk.Fence != 0 {
+	if sk, _ := decodeMarker(encodeMarker(skipped), 7, 0); sk.Fence != 0 {
 		t.Errorf("skipped marker's fence %d, want 0", sk.Fence)
 	}
 }

@@ -133,7 +133,7 @@ func (s *Store) mutate(ctx context.Context, op string, ref slotstore.Ref,
 			s.cache.drop(s.cache.markers, mk)
 			return lost(op)
 		}
-		m, err := decodeMarker(cur.value, cur.mod)
+		m, err := decodeMarker(cur.value, cur.mod, s.fenceBase)
 		if err != nil {
 			return s.failRead(op, fmt.Errorf("%w (key %q)", err, mk))
 		}
@@ -146,6 +146,12 @@ func (s *Store) mutate(ctx context.Context, op string, ref slotstore.Ref,
 			s.cache.drop(s.cache.markers, mk)
 			if errors.Is(verdict, errSettled) {
 				return nil
+			}
+			if resent && errors.Is(verdict, slotstore.ErrLeaseLost) {
+				// The slot moved on, perhaps after the request sent before
+				// landed (a release, then another's claim): whether this
+				// call changed it cannot be told.
+				return rules.OutcomeUnknown("etcdstore "+op, errors.New("a request went unanswered and the slot has since moved on"))
 			}
 			return fmt.Errorf("etcdstore: %s: %w", op, verdict)
 		}
@@ -172,6 +178,9 @@ func (s *Store) mutate(ctx context.Context, op string, ref slotstore.Ref,
 				resent = true
 				pause(ctx, retryWait(0))
 				continue
+			}
+			if resent {
+				return rules.OutcomeUnknown("etcdstore "+op, err) // the request sent before may have landed
 			}
 			return s.fail(op, err)
 		}

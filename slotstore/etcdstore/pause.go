@@ -28,8 +28,9 @@ import (
 // pauseCache is the copy of the pauses.
 type pauseCache struct {
 	mu    sync.Mutex
-	live  bool  // the watch follows the keys
-	rev   int64 // the revision the copy reflects
+	live  bool      // the watch follows the keys
+	rev   int64     // the revision the copy reflects
+	heard time.Time // when the watch last answered (events or progress)
 	notes map[string]slotstore.PauseNote
 	// wrote is the revision of this store's last SetPause.
 	wrote atomic.Int64
@@ -42,7 +43,7 @@ func (c *pauseCache) init() { c.notes = map[string]slotstore.PauseNote{} }
 func (c *pauseCache) snapshot(rev int64) (slotstore.Pauses, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.live || c.rev < rev {
+	if !c.live || c.rev < rev || time.Since(c.heard) > pauseSilence {
 		return slotstore.Pauses{}, false
 	}
 	return pausesOf(c.notes), true
@@ -131,6 +132,16 @@ func (s *Store) notePause(notes map[string]slotstore.PauseNote, kv *mvccpb.KeyVa
 	notes[job] = slotstore.PauseNote{By: v.By, Reason: v.Reason, At: utc(v.At)}
 }
 
+// The watch of the pauses asks its member for a progress report every
+// pauseProgress; a copy whose watch has not answered for pauseSilence (its
+// member frozen or cut off, which the client's watch, reconnecting
+// quietly, does not report) is not trusted: Pauses reads the keys instead,
+// and the watch starts again on the member requests go to.
+const (
+	pauseProgress = 300 * time.Millisecond
+	pauseSilence  = time.Second
+)
+
 // watchPauses keeps the copy of the pauses until the store closes: it
 // reads them, then follows their changes from the revision read, and
 // starts again when the watch ends (a member lost its leader or went
@@ -151,20 +162,45 @@ func (s *Store) followPauses() {
 		return
 	}
 	c.mu.Lock()
-	c.notes, c.rev, c.live = notes, rev, true
+	c.notes, c.rev, c.live, c.heard = notes, rev, true, time.Now()
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
 		c.live = false
 		c.mu.Unlock()
 	}()
+	wc := s.client
+	if s.members != nil {
+		_, wc = s.members.pick()
+	}
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(s.bg))
 	defer cancel()
-	for wr := range s.client.Watch(wctx, s.k.pauses(), clientv3.WithPrefix(), clientv3.WithRev(rev+1)) {
+	ch := wc.Watch(wctx, s.k.pauses(), clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+	tick := time.NewTicker(pauseProgress)
+	defer tick.Stop()
+	for {
+		var wr clientv3.WatchResponse
+		select {
+		case <-tick.C:
+			c.mu.Lock()
+			silent := time.Since(c.heard) > pauseSilence
+			c.mu.Unlock()
+			if silent {
+				return // start again, on the member requests go to now
+			}
+			_ = wc.RequestProgress(wctx)
+			continue
+		case r, ok := <-ch:
+			if !ok {
+				return
+			}
+			wr = r
+		}
 		if wr.Err() != nil || wr.Canceled {
 			return
 		}
 		c.mu.Lock()
+		c.heard = time.Now()
 		for _, ev := range wr.Events {
 			if ev.Type == clientv3.EventTypeDelete {
 				if job, ok := s.k.pauseJob(string(ev.Kv.Key)); ok {

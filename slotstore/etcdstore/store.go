@@ -43,6 +43,9 @@ type Store struct {
 	reqTTL  time.Duration // Options.RequestTimeout
 	maxOps  int
 	ttl     time.Duration // of the process lease
+	// fenceBase is added to a revision to make a fence (clusterValue),
+	// read from the prefix's cluster record at open.
+	fenceBase int64
 
 	lease   atomic.Int64 // the process lease, a clientv3.LeaseID
 	leaseMu sync.Mutex   // serialises grants of a new lease
@@ -108,7 +111,12 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 // LeaseTTL, MaxTxnOps, Clock); o's connection settings must be empty. Like
 // Open it checks that the cluster answers and grants the process's lease.
 // Close leaves c open. Give c a DialKeepAliveTime, so a member that stops
-// answering is dropped; the store bounds each request itself.
+// answering is dropped; the store bounds each request itself. The members'
+// clock (ClockSource etcd) is read at c's endpoints over plain HTTP, or
+// HTTPS with the system's roots for https:// endpoints: for members whose
+// certificates another CA signed, or that want a client certificate, give
+// o.Clock or ClockSource local, or use Open. Requests all go through c's
+// own balancing (Open's route to one member at a time).
 func New(ctx context.Context, c *clientv3.Client, o Options) (*Store, error) {
 	var conn []string
 	if len(o.Endpoints) > 0 {
@@ -147,9 +155,6 @@ func open(ctx context.Context, c *clientv3.Client, o Options, where string, tc *
 	s.pauses.init()
 	dctx, cancel := context.WithTimeout(ctx, o.DialTimeout)
 	defer cancel()
-	if err := s.checkCluster(dctx); err != nil {
-		return nil, fmt.Errorf("etcdstore: connect to %s: %w", where, err)
-	}
 	var clock *netclock.Clock
 	if s.now == nil {
 		var err error
@@ -158,6 +163,9 @@ func open(ctx context.Context, c *clientv3.Client, o Options, where string, tc *
 			return nil, fmt.Errorf("etcdstore: %w (set clock: local to use this process's clock instead)", err)
 		}
 		s.now = clock.Now
+	}
+	if err := s.checkCluster(dctx); err != nil {
+		return nil, fmt.Errorf("etcdstore: connect to %s: %w", where, err)
 	}
 	id, err := s.grant(dctx)
 	if err != nil {
@@ -191,6 +199,15 @@ var clocks = struct {
 func membersClock(ctx context.Context, endpoints []string, tc *tls.Config, tlsKey string, patience time.Duration) (*netclock.Clock, error) {
 	urls := make([]string, len(endpoints))
 	for i, e := range endpoints {
+		if !strings.Contains(e, "://") {
+			// host:port, as etcd's client takes it too: plain HTTP
+			// unless the members serve TLS.
+			scheme := "http://"
+			if tc != nil {
+				scheme = "https://"
+			}
+			e = scheme + e
+		}
 		urls[i] = strings.TrimSuffix(e, "/") + "/version"
 	}
 	key := strings.Join(urls, ",") + "|" + tlsKey
@@ -215,6 +232,13 @@ func membersClock(ctx context.Context, endpoints []string, tc *tls.Config, tlsKe
 	clocks.m[key] = clock
 	return clock, nil
 }
+
+// FenceBase is what the store adds to a revision to make a fence: its
+// clock in microseconds when the prefix's keys began in this cluster. An
+// elector sharing the prefix adds it to its terms' revisions
+// (etcdleader.Options.FenceBase), so their fences too stay above those of
+// a cluster this one replaced.
+func (s *Store) FenceBase() int64 { return s.fenceBase }
 
 // Now is the store's clock: the members' time (Options.ClockSource), or
 // Options.Clock. Leases, NotBefore and every time the store records are

@@ -61,8 +61,9 @@ func encodeMarker(m slotstore.Marker) []byte {
 }
 
 // decodeMarker reads a marker value whose key has ModRevision mod
-// (pendingFence for a value not yet committed).
-func decodeMarker(b []byte, mod int64) (slotstore.Marker, error) {
+// (pendingFence for a value not yet committed), in a prefix whose fences
+// are base plus a revision (clusterValue.FenceBase).
+func decodeMarker(b []byte, mod, base int64) (slotstore.Marker, error) {
 	var v markerValue
 	if err := json.Unmarshal(b, &v); err != nil {
 		return slotstore.Marker{}, fmt.Errorf("etcdstore: decode marker: %w", err)
@@ -75,13 +76,16 @@ func decodeMarker(b []byte, mod int64) (slotstore.Marker, error) {
 	})
 	if m.Fence == 0 && m.Attempt > 0 {
 		m.Fence = mod
+		if mod != pendingFence {
+			m.Fence = base + mod
+		}
 	}
 	return m, nil
 }
 
 // markerOf decodes the marker kv holds.
-func markerOf(kv *mvccpb.KeyValue) (slotstore.Marker, error) {
-	m, err := decodeMarker(kv.Value, kv.ModRevision)
+func markerOf(kv *mvccpb.KeyValue, base int64) (slotstore.Marker, error) {
+	m, err := decodeMarker(kv.Value, kv.ModRevision, base)
 	if err != nil {
 		return m, fmt.Errorf("%w (key %q)", err, kv.Key)
 	}
@@ -132,13 +136,13 @@ func encodeHolder(fence int64) []byte {
 }
 
 // holderFence returns the fence of the claim kv, a holder key, stands for.
-func holderFence(kv *mvccpb.KeyValue) int64 {
+func holderFence(kv *mvccpb.KeyValue, base int64) int64 {
 	var v holderValue
 	if json.Unmarshal(kv.Value, &v) != nil {
 		return 0
 	}
 	if v.Fence == 0 {
-		return kv.ModRevision
+		return base + kv.ModRevision
 	}
 	return v.Fence
 }
@@ -164,6 +168,12 @@ func decodeGen(b []byte) (time.Time, error) {
 // clusterValue records the etcd cluster the prefix's keys were written in.
 type clusterValue struct {
 	ID string `json:"id"` // the cluster ID, in hex
+	// FenceBase is added to a revision to make a fence: the store's clock
+	// in microseconds when the record was written, so that the fences of a
+	// cluster that replaced another (restored, or new and empty, its
+	// revisions starting near 1 again) are above every fence issued before,
+	// as revisions grow far slower than a microsecond each.
+	FenceBase int64 `json:"fence_base,omitempty"`
 }
 
 // pauseValue is a pause's note.
