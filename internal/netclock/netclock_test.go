@@ -53,7 +53,7 @@ func TestSyncFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := c.Now().Sub(time.Now()); d.Abs() > time.Second {
+	if d := time.Until(c.Now()); d.Abs() > time.Second {
 		t.Errorf("unsynced Now is %v off", d)
 	}
 	if err := c.Sync(t.Context()); err == nil {

@@ -14,7 +14,7 @@ import (
 func TestClockSources(t *testing.T) {
 	for _, src := range []string{"", etcdstore.ClockEtcd, etcdstore.ClockLocal} {
 		s := openWith(t, etcdstore.Options{ClockSource: src})
-		if d := s.Now().Sub(time.Now()); d.Abs() > 100*time.Millisecond {
+		if d := time.Until(s.Now()); d.Abs() > 100*time.Millisecond {
 			t.Errorf("clock %q reads %v from this host's", src, d)
 		}
 	}
