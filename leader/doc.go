@@ -1,7 +1,7 @@
 // Package leader is leader election among replicas, for its users: the
 // Elector interface, its Params, the Term a leader is given, the errors
 // that end a term, and Register for its metrics. A user gets an Elector
-// from a backend (redisleader.New, pgleader.New) and calls Lead; nothing
+// from a backend (redisleader.New, pgleader.New, etcdleader.New) and calls Lead; nothing
 // here is implemented by users.
 //
 // Backend authors implement package leader/driver instead, and check their
@@ -48,7 +48,11 @@
 //  2. Fences only grow. Every term's fence is greater than the fence of
 //     every earlier term of the name, including across a restart of the
 //     store that loses its data: fences are max(last + 1, the store's clock
-//     in microseconds).
+//     in microseconds) (on etcd, the revision that created the term plus
+//     the fence base of the etcd store's cluster record, written anew with
+//     the store's clock when the keys or the cluster were lost; an
+//     etcdleader used without the store has no record, and its fences are
+//     revisions, which begin again on a new cluster).
 //  3. Hand-over is immediate. When fn returns, or Lead's ctx ends and fn
 //     returns, the lease is released at once and a waiting replica takes
 //     over within a round trip or two.

@@ -7,7 +7,8 @@ import (
 
 // Elector elects one leader per name among the replicas that campaign for
 // it. See the package documentation for what leadership guarantees. A
-// backend's constructor returns one (redisleader.New, pgleader.New).
+// backend's constructor returns one (redisleader.New, pgleader.New,
+// etcdleader.New).
 type Elector interface {
 	// Lead campaigns for p.Name until ctx ends and calls fn once for every
 	// term this replica wins, on the calling goroutine, with a context that

@@ -372,20 +372,37 @@ func (s *session) reruns(starts map[slotKey][]row) []string {
 	return out
 }
 
-// fenceOrder lists slots whose attempts did not get growing fences
-// (guarantee 2).
+// fenceOrder lists slots whose attempts did not get growing fences, an
+// attempt started under two claims (two holders of one attempt), and a
+// fence two slots of one job share (guarantee 2: a claim's fence is above
+// every fence of its job).
 func fenceOrder(starts map[slotKey][]row) []string {
 	var out []string
+	owner := map[string]map[int64]slotKey{} // job → fence → the slot that started under it
 	for k, rs := range starts {
 		rs = slices.Clone(rs)
 		slices.SortFunc(rs, func(a, b row) int { return a.attempt - b.attempt })
 		for i := 1; i < len(rs); i++ {
-			if rs[i].attempt > rs[i-1].attempt && rs[i].fence <= rs[i-1].fence {
+			switch {
+			case rs[i].attempt > rs[i-1].attempt && rs[i].fence <= rs[i-1].fence:
 				out = append(out, fmt.Sprintf("%s: attempt %d fence %d after attempt %d fence %d",
 					k, rs[i].attempt, rs[i].fence, rs[i-1].attempt, rs[i-1].fence))
+			case rs[i].attempt == rs[i-1].attempt && rs[i].fence != rs[i-1].fence:
+				out = append(out, fmt.Sprintf("%s: attempt %d started under two claims, fences %d and %d",
+					k, rs[i].attempt, rs[i-1].fence, rs[i].fence))
 			}
 		}
+		if owner[k.job] == nil {
+			owner[k.job] = map[int64]slotKey{}
+		}
+		for _, r := range rs {
+			if o, ok := owner[k.job][r.fence]; ok && !o.slot.Equal(k.slot) {
+				out = append(out, fmt.Sprintf("%s: fence %d, as %s had", k, r.fence, o))
+			}
+			owner[k.job][r.fence] = k
+		}
 	}
+	slices.Sort(out)
 	return out
 }
 

@@ -102,9 +102,17 @@ func (s *session) txn(ctx context.Context, hedge time.Duration, onLease bool, bu
 
 // hedgeAfter is how long a call with lease to spare waits for an answer
 // before it also asks another member: a quarter of the lease, so a
-// renewal can try three members before a term's trust window ends, and
-// never less than 20 ms.
-func hedgeAfter(lease time.Duration) time.Duration { return max(lease/4, 20*time.Millisecond) }
+// renewal can try three members before a term's trust window ends, never
+// less than 20 ms nor more than maxHedge.
+func hedgeAfter(lease time.Duration) time.Duration {
+	return min(max(lease/4, 20*time.Millisecond), maxHedge)
+}
+
+// maxHedge caps hedgeAfter: a healthy member answers in milliseconds, and a
+// proposal lost with a leader that died is never answered, so a hand-over
+// as etcd's leader dies waits at most this long, not a quarter of a long
+// lease, before asking another member.
+const maxHedge = time.Second
 
 // retryable reports whether err leaves a request's outcome unknown or
 // says it was not served, so another attempt may succeed.

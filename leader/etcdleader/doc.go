@@ -82,14 +82,18 @@
 //
 //   - A minority of members lost (killed, cut off, frozen): requests go to
 //     the others. A request a frozen member holds is sent to another after
-//     a quarter of the lease; a watch on it holds up one follower until its
-//     wait ends (each session watches on a gRPC stream of its own); the
-//     lease's keepalive stream moves to another member once gRPC's
-//     keepalive drops the connection, before DefaultSessionTTL runs out
-//     (TestFrozenMember).
+//     a quarter of the lease, at most a second; a watch on it holds up one
+//     follower until its wait ends (each session watches on a gRPC stream
+//     of its own); the lease's keepalive stream moves to another member
+//     once gRPC's keepalive drops the connection (10 s and more), which
+//     DefaultSessionTTL (20 s) outlasts. TestFrozenMember freezes a member
+//     for a second only; the chaos session's 10 s freezes run the store,
+//     not a duty.
 //   - etcd's leader killed: writes wait for the election of the next (the
-//     election timeout, a second by default), which may end the term under
-//     way (ErrNotRenewed) if it outlasts the trust window; terms go on
+//     election timeout, a second by default), and a request in flight to
+//     the dead leader is sent again after at most a second
+//     (TestReleaseAsEtcdsLeaderDiesIsSentAgainSoon), which may end the term
+//     under way (ErrNotRenewed) if it outlasts the trust window; terms go on
 //     after it with fences still growing, and the killed member rejoins
 //     when it restarts (TestFencesAcrossLeaderKill).
 //   - Quorum lost: nobody leads; every term ends with its trust window, and

@@ -2,6 +2,7 @@ package etcdleader
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/metadata"
 
@@ -56,12 +58,22 @@ type Options struct {
 	// the replicas' own clocks do not matter.
 	Clock func() time.Time
 	// FenceBase is added to the revision that created a term's key to make
-	// its fence. The scheduler gives the etcd store's
-	// (etcdstore.Store.FenceBase: the store's clock in microseconds when
-	// the prefix's keys began), so that the terms of a cluster that replaced
-	// another, its revisions starting near 1 again, are fenced above every
-	// term before. Zero means the revision alone. It must not be negative.
+	// its fence, unless the etcd store's cluster record lies under the
+	// prefix: then each term reads the record's base in the transaction
+	// that wins it (the store's clock in microseconds when the prefix's
+	// keys began in this cluster), so that the terms of a cluster that
+	// replaced another, its revisions starting near 1 again, or of a prefix
+	// whose keys were deleted, are fenced above every term before. Zero
+	// means the revision alone: an elector used without the store must then
+	// not outlive its cluster. It must not be negative.
 	FenceBase int64
+	// CheckBase, when set, is called before every Acquire and returns a
+	// fence base the term's fence is at least based on: the scheduler gives
+	// the etcd store's ClusterBase, which reads the cluster record, and
+	// writes it anew when the prefix's keys or the cluster were lost, so a
+	// replica that leads a duty and claims no slot still bases its terms on
+	// a record of the cluster it talks to.
+	CheckBase func(ctx context.Context) (int64, error)
 	// Logger receives the elector's lines. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -114,8 +126,28 @@ func newBackend(c *clientv3.Client, o Options) (*backend, error) {
 	if o.FenceBase < 0 {
 		return nil, fmt.Errorf("etcdleader: Options.FenceBase %d is negative", o.FenceBase)
 	}
-	return &backend{c: c, prefix: o.Prefix, ttl: int64(o.SessionTTL / time.Second), skew: o.ClockSkew, now: o.Clock, fenceBase: o.FenceBase,
+	return &backend{c: c, prefix: o.Prefix, ttl: int64(o.SessionTTL / time.Second), skew: o.ClockSkew, now: o.Clock, fenceBase: o.FenceBase, checkBase: o.CheckBase,
 		log: o.Logger}, nil
+}
+
+// clusterKey is the etcd store's record of the cluster under the prefix,
+// whose fence base a term's fence is based on when it is there
+// (etcdstore's clusterValue).
+const clusterKey = "cluster"
+
+// baseOf is the fence base of kvs, the cluster record as a term's Acquire
+// read it, and at least floor.
+func baseOf(kvs []*mvccpb.KeyValue, floor int64) int64 {
+	if len(kvs) == 0 {
+		return floor
+	}
+	var rec struct {
+		FenceBase int64 `json:"fence_base"`
+	}
+	if json.Unmarshal(kvs[0].Value, &rec) != nil {
+		return floor
+	}
+	return max(rec.FenceBase, floor)
 }
 
 // watches numbers the sessions' watch streams.
@@ -129,8 +161,9 @@ type backend struct {
 	ttl    int64 // seconds
 	skew   time.Duration
 	now    func() time.Time // Options.Clock
-	// fenceBase is Options.FenceBase.
+	// fenceBase and checkBase are Options.FenceBase and CheckBase.
 	fenceBase int64
+	checkBase func(context.Context) (int64, error)
 	log       *slog.Logger
 
 	mu    sync.Mutex
@@ -151,7 +184,14 @@ func (d *backend) Open(ctx context.Context, name, holder string) (driver.Session
 	k := keysOf(d.prefix, name)
 	wctx, unwatch := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
 	wctx = metadata.AppendToOutgoingContext(wctx, "slotcron-watch", strconv.FormatInt(watches.Add(1), 10))
+	// Watch blocks until the watch is set up, on a member that may not
+	// answer: ctx ending cancels it.
+	stop := context.AfterFunc(ctx, unwatch)
 	ch := d.c.Watch(wctx, k.term, clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
+	if !stop() {
+		unwatch()
+		return nil, fmt.Errorf("etcdleader: %s: watch %s: %w", name, k.term, ctx.Err())
+	}
 	select {
 	case resp, ok := <-ch:
 		err := resp.Err()

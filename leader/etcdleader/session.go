@@ -17,11 +17,14 @@ import (
 // session is one campaign's use of etcd: its name's keys, and the
 // elector's etcd lease, which it holds a share of until Close.
 type session struct {
-	d      *backend
-	lease  *sessionLease
-	name   string
-	holder string
-	keys   keys
+	d *backend
+	// termRev and termFence are the revision and the fence of the term the
+	// session won last.
+	termRev, termFence int64
+	lease              *sessionLease
+	name               string
+	holder             string
+	keys               keys
 	// hedge is how long a call waits for an answer before it also asks
 	// another member (hedgeAfter the lease the last Acquire was given).
 	hedge time.Duration
@@ -47,13 +50,22 @@ const acquireRounds = 4
 // key anew and is fenced by a revision no other term had.
 func (s *session) Acquire(ctx context.Context, lease time.Duration) (driver.Attempt, error) {
 	s.hedge = hedgeAfter(lease)
+	floor := s.d.fenceBase
+	if s.d.checkBase != nil {
+		b, err := s.d.checkBase(ctx)
+		if err != nil {
+			return driver.Attempt{}, fmt.Errorf("etcdleader: acquire %s: the fence base: %w", s.name, err)
+		}
+		floor = max(floor, b)
+	}
 	for range acquireRounds {
 		v := termValue{until: s.d.now().Add(lease), holder: s.holder}.encode()
 		resp, err := s.txn(ctx, s.hedge, true, func(t clientv3.Txn) clientv3.Txn {
 			return t.If(clientv3.Compare(clientv3.CreateRevision(s.keys.term), "=", 0),
 				clientv3.Compare(clientv3.CreateRevision(s.keys.holder), "=", 0)).
 				Then(clientv3.OpPut(s.keys.term, v),
-					clientv3.OpPut(s.keys.holder, s.holder, clientv3.WithLease(s.lease.id))).
+					clientv3.OpPut(s.keys.holder, s.holder, clientv3.WithLease(s.lease.id)),
+					clientv3.OpGet(s.d.prefix+clusterKey)).
 				Else(clientv3.OpGet(s.keys.term), clientv3.OpGet(s.keys.holder))
 		})
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
@@ -63,7 +75,9 @@ func (s *session) Acquire(ctx context.Context, lease time.Duration) (driver.Atte
 			return driver.Attempt{}, s.fail("acquire", err)
 		}
 		if resp.Succeeded {
-			return driver.Attempt{Won: true, Fence: s.d.fenceBase + resp.Header.Revision}, nil
+			s.termRev = resp.Header.Revision
+			s.termFence = baseOf(resp.Responses[2].GetResponseRange().GetKvs(), floor) + s.termRev
+			return driver.Attempt{Won: true, Fence: s.termFence}, nil
 		}
 		s.seen = resp.Header.Revision
 		kvs := resp.Responses[0].GetResponseRange().GetKvs()
@@ -115,7 +129,7 @@ func (s *session) endTerm(ctx context.Context, key string, kvs []*mvccpb.KeyValu
 // lease), or whose etcd lease this process lost, is lost.
 func (s *session) Renew(ctx context.Context, fence int64, lease time.Duration) error {
 	v := termValue{until: s.d.now().Add(lease), holder: s.holder}.encode()
-	rev := fence - s.d.fenceBase
+	rev := s.revOf(fence)
 	resp, err := s.txn(ctx, hedgeAfter(lease), true, func(t clientv3.Txn) clientv3.Txn {
 		return t.If(clientv3.Compare(clientv3.CreateRevision(s.keys.term), "=", rev),
 			clientv3.Compare(clientv3.CreateRevision(s.keys.holder), "=", rev),
@@ -137,6 +151,14 @@ func (s *session) Renew(ctx context.Context, fence int64, lease time.Duration) e
 	return fmt.Errorf("etcdleader: renew %s fence %d: %w", s.name, fence, leader.ErrLeaseLost)
 }
 
+// revOf is the revision that created the term fence stands for.
+func (s *session) revOf(fence int64) int64 {
+	if fence == s.termFence {
+		return s.termRev
+	}
+	return fence - s.d.fenceBase
+}
+
 // created is the CreateRevision of the key the i-th Get of resp read, or 0
 // when it was absent.
 func created(resp *clientv3.TxnResponse, i int) int64 {
@@ -151,7 +173,7 @@ func created(resp *clientv3.TxnResponse, i int) int64 {
 // is still the one the term created, which wakes the waiting followers.
 func (s *session) Release(ctx context.Context, fence int64) error {
 	_, err := s.txn(ctx, s.hedge, false, func(t clientv3.Txn) clientv3.Txn {
-		return t.If(clientv3.Compare(clientv3.CreateRevision(s.keys.term), "=", fence-s.d.fenceBase)).
+		return t.If(clientv3.Compare(clientv3.CreateRevision(s.keys.term), "=", s.revOf(fence))).
 			Then(clientv3.OpDelete(s.keys.term), clientv3.OpDelete(s.keys.holder))
 	})
 	if err != nil {

@@ -256,7 +256,7 @@ func (b *batch) fits(st *step) bool {
 	for j := range runs {
 		cmps += 1 + b.runningKeys(j)
 	}
-	max := b.s.maxOps
+	max := b.s.maxOps - 1 // and the cluster record's compare and read
 	return cmps <= max && len(c.writes)+len(st.writes) <= max && deps+len(runs) <= max && bytes <= maxTxnBytes
 }
 
@@ -333,6 +333,11 @@ func (b *batch) commit(done func(i int, rev int64)) error {
 		}
 		els = append(els, clientv3.OpGet(prefix, clientv3.WithPrefix()))
 	}
+	// The cluster record this store's fences are based on is still the
+	// prefix's (clusterValue).
+	crev := b.s.clusterRev.Load()
+	cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(b.s.k.cluster()), "=", crev))
+	els = append(els, clientv3.OpGet(b.s.k.cluster()))
 	resp, err := b.s.commit(b.ctx, b.op, cmps, c.order, c.writes, els)
 	if err != nil {
 		if len(c.writes) == 0 {
@@ -341,7 +346,15 @@ func (b *batch) commit(done func(i int, rev int64)) error {
 		return b.failed(b.s.fail(b.op, err))
 	}
 	rev := resp.Header.Revision
+	b.s.sawRev(rev)
 	if !resp.Succeeded {
+		if kvs := resp.Responses[len(resp.Responses)-1].GetResponseRange().GetKvs(); len(kvs) == 0 || kvs[0].CreateRevision != crev {
+			// The record was written anew: read it (or write it) and
+			// decide again on its base.
+			if err := b.s.checkCluster(b.ctx); err != nil {
+				return b.failed(b.s.failRead(b.op, err))
+			}
+		}
 		for i, k := range depKeys {
 			b.learn(k, resp.Responses[i].GetResponseRange().GetKvs())
 		}

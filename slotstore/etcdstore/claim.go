@@ -38,7 +38,7 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 	}, func(i int, rev int64) {
 		r := &out[i]
 		if r.Marker.Fence == pendingFence {
-			r.Marker.Fence = s.fenceBase + rev
+			r.Marker.Fence = s.fenceBase.Load() + rev
 		}
 		if r.Status == slotstore.Won {
 			r.Claim.Fence = r.Marker.Fence
@@ -102,7 +102,7 @@ func (st *step) marker(mk string) (*slotstore.Marker, bool) {
 	if !e.present {
 		return nil, true
 	}
-	m, err := decodeMarker(e.value, e.mod, st.b.s.fenceBase)
+	m, err := decodeMarker(e.value, e.mod, st.b.s.fenceBase.Load())
 	if err != nil {
 		st.fail(fmt.Errorf("%w (key %q)", err, mk))
 		return nil, false
@@ -184,7 +184,7 @@ func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.C
 		out[i] = res
 	}, func(i int, rev int64) {
 		if out[i].Marker.Fence == pendingFence {
-			out[i].Marker.Fence = s.fenceBase + rev
+			out[i].Marker.Fence = s.fenceBase.Load() + rev
 		}
 	})
 	if err != nil {

@@ -29,8 +29,10 @@ func (s *Store) checkCluster(ctx context.Context) error {
 		id := fmt.Sprintf("%x", resp.Header.ClusterId)
 		// A new record's fence base: the store's clock in microseconds,
 		// above every fence (an older base plus fewer revisions than
-		// microseconds have passed since) issued before it.
-		base := s.now().UnixMicro()
+		// microseconds have passed since) issued before it, and above
+		// every fence this store issued.
+		s.sawRev(resp.Header.Revision)
+		base := max(s.now().UnixMicro(), s.fenceBase.Load()+s.lastRev.Load()+1)
 		rec, _ := json.Marshal(clusterValue{ID: id, FenceBase: base})
 		var cmps []clientv3.Cmp
 		var then []clientv3.Op
@@ -40,7 +42,8 @@ func (s *Store) checkCluster(ctx context.Context) error {
 		} else {
 			var v clusterValue
 			if err := json.Unmarshal(resp.Kvs[0].Value, &v); err == nil && v.ID == id {
-				s.fenceBase = v.FenceBase
+				s.fenceBase.Store(v.FenceBase)
+				s.clusterRev.Store(resp.Kvs[0].CreateRevision)
 				return nil
 			}
 			cmps = []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", resp.Kvs[0].ModRevision)}
@@ -53,9 +56,23 @@ func (s *Store) checkCluster(ctx context.Context) error {
 			return fmt.Errorf("etcdstore: record the cluster: %w", err)
 		}
 		if tr.Succeeded {
-			s.fenceBase = base
+			s.fenceBase.Store(base)
+			s.clusterRev.Store(tr.Header.Revision)
+			if len(resp.Kvs) > 0 {
+				s.clusterRev.Store(resp.Kvs[0].CreateRevision) // rewritten in place
+			}
 			return nil
 		}
 	}
 	return fmt.Errorf("etcdstore: record the cluster: %w", ErrConflict)
+}
+
+// sawRev records that the store has seen revision rev.
+func (s *Store) sawRev(rev int64) {
+	for {
+		old := s.lastRev.Load()
+		if rev <= old || s.lastRev.CompareAndSwap(old, rev) {
+			return
+		}
+	}
 }

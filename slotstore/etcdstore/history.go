@@ -110,7 +110,7 @@ func (s *Store) jobHistory(ctx context.Context, job string, state slotstore.Stat
 		}
 		kvs := resp.Responses[0].GetResponseRange().GetKvs()
 		for _, kv := range kvs {
-			m, err := markerOf(kv, s.fenceBase)
+			m, err := markerOf(kv, s.fenceBase.Load())
 			if err != nil {
 				return nil, s.failRead("history", err)
 			}
@@ -158,7 +158,7 @@ func (s *Store) allHistory(ctx context.Context, state slotstore.State, before ti
 		}
 		for _, r := range resp.Responses {
 			for _, kv := range r.GetResponseRange().GetKvs() {
-				m, err := markerOf(kv, s.fenceBase)
+				m, err := markerOf(kv, s.fenceBase.Load())
 				if err != nil {
 					return nil, s.failRead("history", err)
 				}
@@ -183,7 +183,7 @@ func (s *Store) runningHistory(ctx context.Context, job string) ([]slotstore.Mar
 	}
 	out := make([]slotstore.Marker, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
-		m, err := markerOf(kv, s.fenceBase)
+		m, err := markerOf(kv, s.fenceBase.Load())
 		if err != nil {
 			return nil, s.failRead("history", err)
 		}

@@ -47,7 +47,7 @@ func (s *Store) WatchHolder(ctx context.Context, ref slotstore.Ref) <-chan struc
 func (s *Store) followHolder(ctx context.Context, ref slotstore.Ref) {
 	key := s.k.holder(ref.Job, ref.Slot.UTC().Truncate(time.Second))
 	resp, err := s.get(ctx, "watch holder", key)
-	if err != nil || len(resp.Kvs) == 0 || holderFence(resp.Kvs[0], s.fenceBase) != ref.Fence {
+	if err != nil || len(resp.Kvs) == 0 || holderFence(resp.Kvs[0], s.fenceBase.Load()) != ref.Fence {
 		return
 	}
 	wctx := clientv3.WithRequireLeader(ctx)
@@ -56,7 +56,7 @@ func (s *Store) followHolder(ctx context.Context, ref slotstore.Ref) {
 			return
 		}
 		for _, ev := range wr.Events {
-			if ev.Type == clientv3.EventTypeDelete || holderFence(ev.Kv, s.fenceBase) != ref.Fence {
+			if ev.Type == clientv3.EventTypeDelete || holderFence(ev.Kv, s.fenceBase.Load()) != ref.Fence {
 				return
 			}
 		}

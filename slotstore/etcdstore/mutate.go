@@ -133,7 +133,7 @@ func (s *Store) mutate(ctx context.Context, op string, ref slotstore.Ref,
 			s.cache.drop(s.cache.markers, mk)
 			return lost(op)
 		}
-		m, err := decodeMarker(cur.value, cur.mod, s.fenceBase)
+		m, err := decodeMarker(cur.value, cur.mod, s.fenceBase.Load())
 		if err != nil {
 			return s.failRead(op, fmt.Errorf("%w (key %q)", err, mk))
 		}

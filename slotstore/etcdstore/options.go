@@ -208,6 +208,9 @@ func endpointScheme(e string) (string, error) {
 	if err != nil || u.Host == "" {
 		return "", errors.New("want a URL such as http://host:2379")
 	}
+	if u.Hostname() == "" {
+		return "", errors.New("no host (is its ${VAR} set?)")
+	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return "", fmt.Errorf("scheme %q: want http or https", u.Scheme)
 	}

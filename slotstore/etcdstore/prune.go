@@ -40,7 +40,7 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 			var doomed []slotstore.Marker
 			var mods []int64
 			for _, kv := range resp.Kvs {
-				m, err := markerOf(kv, s.fenceBase)
+				m, err := markerOf(kv, s.fenceBase.Load())
 				if err != nil {
 					return n, s.failRead("prune", err)
 				}

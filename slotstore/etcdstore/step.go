@@ -80,7 +80,7 @@ func (st *step) running(job string) []slotstore.Marker {
 		if value == nil {
 			return
 		}
-		m, err := decodeMarker(value, mod, b.s.fenceBase)
+		m, err := decodeMarker(value, mod, b.s.fenceBase.Load())
 		if err != nil {
 			st.err = fmt.Errorf("%w (key %q)", err, key)
 			return

@@ -22,7 +22,10 @@ var _ slotstore.Store = (*Store)(nil)
 // Keepalive of the client's connections: a member that stops answering
 // (a frozen process, a host gone) is dropped after keepaliveTime idle plus
 // keepaliveTimeout, and calls go to the others. etcd refuses pings more
-// often than every 5 s (its --grpc-keepalive-min-time).
+// often than every 5 s (its --grpc-keepalive-min-time), and gRPC raises
+// any keepalive time below 10 s to 10 s: a frozen member is dropped after
+// 13 s at the soonest, which is why requests go to one member at a time
+// and move on from one that does not answer (members.go).
 const (
 	keepaliveTime    = 6 * time.Second
 	keepaliveTimeout = 3 * time.Second
@@ -44,8 +47,14 @@ type Store struct {
 	maxOps  int
 	ttl     time.Duration // of the process lease
 	// fenceBase is added to a revision to make a fence (clusterValue),
-	// read from the prefix's cluster record at open.
-	fenceBase int64
+	// read from the prefix's cluster record, whose CreateRevision is
+	// clusterRev: every claim transaction compares it, so a record written
+	// anew (the prefix's keys deleted, the cluster replaced) is seen before
+	// a fence is issued on the old base. lastRev is the highest revision
+	// the store has seen.
+	fenceBase  atomic.Int64
+	clusterRev atomic.Int64
+	lastRev    atomic.Int64
 
 	lease   atomic.Int64 // the process lease, a clientv3.LeaseID
 	leaseMu sync.Mutex   // serialises grants of a new lease
@@ -238,7 +247,22 @@ func membersClock(ctx context.Context, endpoints []string, tc *tls.Config, tlsKe
 // elector sharing the prefix adds it to its terms' revisions
 // (etcdleader.Options.FenceBase), so their fences too stay above those of
 // a cluster this one replaced.
-func (s *Store) FenceBase() int64 { return s.fenceBase }
+func (s *Store) FenceBase() int64 { return s.fenceBase.Load() }
+
+// ClusterBase reads the prefix's cluster record, writes it anew (with a
+// new fence base, above every fence issued before) when it is gone or of
+// another cluster, as a claim that finds it so does, and returns the fence
+// base. An elector sharing the prefix calls it before each term
+// (etcdleader.Options.CheckBase).
+func (s *Store) ClusterBase(ctx context.Context) (int64, error) {
+	if err := s.begin(ctx, "check the cluster"); err != nil {
+		return 0, err
+	}
+	if err := s.checkCluster(ctx); err != nil {
+		return 0, err
+	}
+	return s.fenceBase.Load(), nil
+}
 
 // Now is the store's clock: the members' time (Options.ClockSource), or
 // Options.Clock. Leases, NotBefore and every time the store records are

@@ -38,7 +38,8 @@ func Elector(ctx context.Context, st slotstore.Store, log *slog.Logger) (leader.
 		}
 		return el, "postgres", nil
 	case *etcdstore.Store:
-		el, err := etcdleader.New(st.Client(), etcdleader.Options{Prefix: st.Prefix(), Clock: st.Now, FenceBase: st.FenceBase(), Logger: log})
+		el, err := etcdleader.New(st.Client(), etcdleader.Options{Prefix: st.Prefix(), Clock: st.Now, FenceBase: st.FenceBase(),
+			CheckBase: st.ClusterBase, Logger: log})
 		if err != nil {
 			return nil, "", fmt.Errorf("duties: %w", err)
 		}
