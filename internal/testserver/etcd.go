@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // EtcdConfig says how StartEtcd starts a cluster.
@@ -124,6 +126,21 @@ func StopSharedEtcd() {
 	if etcdSharedDir != "" {
 		os.RemoveAll(etcdSharedDir)
 	}
+}
+
+// RunWithSharedEtcd is a TestMain for a package whose tests share
+// SharedEtcd: it runs them, stops the cluster, and then fails the run if a
+// goroutine outlived the tests. It returns the exit code.
+func RunWithSharedEtcd(m *testing.M) int {
+	code := m.Run()
+	StopSharedEtcd()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	return code
 }
 
 // startEtcd starts a cluster of cfg in directories under root, trying

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
 	"github.com/slotcron/slotcron/internal/testserver"
@@ -17,19 +16,10 @@ import (
 	"github.com/slotcron/slotcron/leader/etcdleader"
 )
 
-// TestMain runs the tests, stops the cluster they shared, and then checks
-// that no goroutine outlived its test.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testserver.StopSharedEtcd()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+// TestMain runs the tests on one private 3-member cluster they share
+// (testserver.SharedEtcd), stops it, and then checks that no goroutine
+// outlived them.
+func TestMain(m *testing.M) { os.Exit(testserver.RunWithSharedEtcd(m)) }
 
 // cluster returns the etcd cluster of the package's tests
 // (testserver.SharedEtcd), starting it on first use. Tests sharing it keep

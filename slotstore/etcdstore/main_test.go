@@ -7,26 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/slotstore/etcdstore"
 )
 
-// TestMain shares one private 3-member cluster among the package's tests
-// (testserver.SharedEtcd), stops it after them, and then checks that no
-// goroutine outlived its test.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testserver.StopSharedEtcd()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+// TestMain runs the tests on one private 3-member cluster they share
+// (testserver.SharedEtcd), stops it, and then checks that no goroutine
+// outlived them.
+func TestMain(m *testing.M) { os.Exit(testserver.RunWithSharedEtcd(m)) }
 
 // sharedEtcd returns the cluster the package's tests share, starting it on
 // first use. Tests keep apart by a prefix of their own (freshPrefix); a
