@@ -83,7 +83,16 @@ func transient(err error) bool {
 // whose context still runs: the request's own timeout, or its connection
 // lost. Sent again, it most likely goes to another member.
 func (s *Store) unanswered(ctx context.Context, err error) bool {
-	if ctx.Err() != nil || s.closed.Load() || notApplied(err) {
+	if ctx.Err() != nil || s.closed.Load() {
+		return false
+	}
+	return unansweredRequest(err)
+}
+
+// unansweredRequest reports whether err is one request's timeout, or its
+// connection lost, or a member that could not be reached.
+func unansweredRequest(err error) bool {
+	if notApplied(err) {
 		return false
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {

@@ -273,3 +273,35 @@ func TestFrozenMemberIsPassedOver(t *testing.T) {
 }
 
 func slotKeyOf(ref slotstore.Ref) string { return ref.Job + "@" + ref.Slot.Format(time.RFC3339) }
+
+// TestDeadMemberIsPassedOver: when the member a store sends its requests to
+// is killed, calls whose contexts are shorter than the request timeout
+// (as the engine's can be) still move on to another member: each waits for a
+// connection until its deadline, and the member is passed over after it,
+// whatever the caller's context says. Judged by the caller's context
+// alone, no call would ever leave the dead member.
+func TestDeadMemberIsPassedOver(t *testing.T) {
+	c := sharedEtcd(t)
+	s := open(t)
+	dead := c.Members()[0] // the member a new store sends its requests to
+	dead.Kill()
+	defer func() {
+		if err := dead.Restart(); err != nil {
+			t.Errorf("restart %s: %v", dead.Name(), err)
+		}
+	}()
+	r := slotstore.ClaimRequest{Job: "dead-member", Slot: nextHour(), Lease: time.Minute}
+	for try := range 10 {
+		ctx, cancel := context.WithTimeout(t.Context(), 900*time.Millisecond)
+		res, err := s.Claim(ctx, slotstore.ClaimParams{Replica: "r", Requests: []slotstore.ClaimRequest{r}})
+		cancel()
+		if err == nil {
+			if res[0].Status != slotstore.Won {
+				t.Fatalf("claim: %v", res[0].Status)
+			}
+			return
+		}
+		t.Logf("try %d with %s dead: %v", try, dead.Name(), err)
+	}
+	t.Fatalf("10 claims of 900 ms each failed with %s dead", dead.Name())
+}

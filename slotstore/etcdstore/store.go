@@ -343,7 +343,11 @@ func (s *Store) via(ctx context.Context) (*clientv3.Client, func(error)) {
 	}
 	i, c := s.members.pick()
 	return c, func(err error) {
-		if err != nil && (transient(err) || s.unanswered(ctx, err)) {
+		// Judged whatever the caller's context: a member that is down
+		// keeps a request waiting for a connection until the request's
+		// deadline, and when the caller's is as short, no request would
+		// ever move on from it.
+		if err != nil && !s.closed.Load() && (transient(err) || unansweredRequest(err)) {
 			s.members.failed(i)
 		}
 	}
