@@ -183,12 +183,14 @@ func (s *Store) followPauses() {
 		select {
 		case <-tick.C:
 			c.mu.Lock()
-			silent := time.Since(c.heard) > pauseSilence
+			quiet := time.Since(c.heard)
 			c.mu.Unlock()
-			if silent {
+			if quiet > pauseSilence {
 				return // start again, on the member requests go to now
 			}
-			_ = wc.RequestProgress(wctx)
+			if quiet >= pauseProgress {
+				_ = wc.RequestProgress(wctx) // only a watch that has said nothing lately is asked
+			}
 			continue
 		case r, ok := <-ch:
 			if !ok {
