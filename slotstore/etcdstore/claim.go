@@ -64,6 +64,10 @@ func (s *Store) decideClaim(p slotstore.ClaimParams, r slotstore.ClaimRequest, s
 	if !ok {
 		return slotstore.ClaimResult{}
 	}
+	// The marker may come from the store's cache, put there by a claim
+	// that committed after this step began: judge it by a clock read after
+	// it, or a lease written then looks longer than it is.
+	st.now = s.now()
 	born := st.born(r.Job)
 	var running []slotstore.Marker
 	if rules.ReadsRunning(cur, rules.Effective(r, st.now)) {
@@ -176,6 +180,7 @@ func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.C
 		if !ok {
 			return
 		}
+		st.now = s.now() // after the marker, as in decideClaim
 		m, res, changed := rules.ApplySkip(cur, r, p.Replica, st.now)
 		res.Marker = stored(m)
 		if changed {

@@ -284,7 +284,7 @@ func TestClaimInFlightAtClose(t *testing.T) {
 	}
 	defer s.Close()
 	direct := openWith(t, etcdstore.Options{Prefix: s.Prefix()})
-	slot := nextHour()
+	slot := nextHour().Add(time.Minute) // and the slot before it: both after the job's generation begins
 	won(t, claim(t, s, "r", slotstore.ClaimRequest{Job: "close", Slot: slot.Add(-time.Minute), Lease: time.Minute}))
 	proxy.Delay(300 * time.Millisecond)
 	defer proxy.Restore()
