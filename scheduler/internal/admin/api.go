@@ -31,12 +31,12 @@ func newAPI(e Engine, o Options) *api {
 // store returns the store of the Run in progress, its reads bounded by the
 // shared places, or answers 503.
 func (a *api) store(w http.ResponseWriter) (*boundedStore, bool) {
-	st := a.e.Store()
-	if st == nil {
+	r, ok := a.e.Records()
+	if !ok {
 		httpError(w, http.StatusServiceUnavailable, codeNotRunning, "the scheduler is not running")
 		return nil, false
 	}
-	return &boundedStore{Store: st, a: a}, true
+	return &boundedStore{r: r, a: a}, true
 }
 
 func (a *api) routes(mux *http.ServeMux) {

@@ -2,14 +2,13 @@ package admin
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -125,7 +124,7 @@ func (a *api) cluster(w http.ResponseWriter, r *http.Request) {
 		psErr = a.read(ctx, func() error {
 			t0 := time.Now()
 			var err error
-			ps, err = st.Store.Pauses(ctx)
+			ps, err = st.r.Pauses(ctx)
 			latency = time.Since(t0)
 			return err
 		})
@@ -137,7 +136,7 @@ func (a *api) cluster(w http.ResponseWriter, r *http.Request) {
 
 	b := a.e.Build()
 	v := clusterView{Replica: a.e.Replica(), Version: b.Version, Started: rfc3339(a.e.Started()), Now: rfc3339(a.e.Now()),
-		Store:      storeView{Kind: a.kind(st.Store), OK: psErr == nil, Latency: float64(latency.Microseconds()) / 1000},
+		Store:      storeView{Kind: a.kind(st.r), OK: psErr == nil, Latency: float64(latency.Microseconds()) / 1000},
 		PausedJobs: []string{}, RunningMore: runMore}
 	fail := func(what string, err error) { v.Errors = append(v.Errors, what+": "+err.Error()) }
 	if psErr != nil {
@@ -246,16 +245,9 @@ func (a *api) duties(reps []slotstore.Replica) []dutyView {
 }
 
 // kind names the store: as configured, or by its Go package.
-func (a *api) kind(st slotstore.Store) string {
+func (a *api) kind(r engine.Records) string {
 	if a.storeKind != "" {
 		return a.storeKind
 	}
-	t := reflect.TypeOf(st)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if p := t.PkgPath(); p != "" {
-		return p[strings.LastIndex(p, "/")+1:]
-	}
-	return fmt.Sprintf("%T", st)
+	return r.Kind()
 }

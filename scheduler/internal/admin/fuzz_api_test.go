@@ -179,7 +179,7 @@ func newAPIRig(t *testing.T, setup uint8) *apiRig {
 	})
 	t.Cleanup(rig.stop)
 	// Triggers start their runs on the running engine's loop.
-	for deadline := time.Now().Add(10 * time.Second); e.Store() == nil; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !running(e); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the engine did not start")
 		}

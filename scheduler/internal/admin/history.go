@@ -163,7 +163,7 @@ func (a *api) jobHistory(w http.ResponseWriter, r *http.Request) {
 // readHistory reads one page of job's history: up to limit markers of
 // slots before before (zero: the newest) that f selects, reading at most
 // scanBudget markers when f has parts the store cannot apply.
-func readHistory(ctx context.Context, st slotstore.Store, job string, f historyFilter, before time.Time, limit int) (historyPage, error) {
+func readHistory(ctx context.Context, st reader, job string, f historyFilter, before time.Time, limit int) (historyPage, error) {
 	out := historyPage{Job: job, Slots: []slotView{}}
 	for {
 		// One more than the page holds: it tells whether there is an

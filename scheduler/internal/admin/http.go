@@ -34,7 +34,6 @@ import (
 
 	"github.com/slotcron/slotcron/internal/buildinfo"
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
-	"github.com/slotcron/slotcron/slotstore"
 )
 
 // Engine is what the admin API needs of the engine.
@@ -45,14 +44,13 @@ type Engine interface {
 	// Jobs describes every job; HasJob says whether one exists.
 	Jobs() []engine.JobSpec
 	HasJob(job string) bool
-	// Store is the store of the Run in progress, nil when none.
-	Store() slotstore.Store
+	// Records is the store of the Run in progress, false when none: the
+	// API reads and changes the store only through it.
+	Records() (engine.Records, bool)
 	// StoreCall records whether a call to the store succeeded.
 	StoreCall(err error)
 	// Start claims a manual slot of job and starts its run.
 	Start(ctx context.Context, job string) (engine.Started, error)
-	// PausesChanged makes the Run in progress read the pauses anew.
-	PausesChanged()
 	// Duties describes every duty as this replica sees it.
 	Duties() []engine.DutyStatus
 	// Build describes the binary; Started is when the engine was built.
@@ -119,7 +117,7 @@ func Handler(e Engine, o Options) http.Handler {
 		// One small read on every store, that answers whatever the number
 		// of jobs and markers; not behind the shared places, so readers of
 		// the dashboard never make a replica look unready.
-		_, err := st.Store.Pauses(rctx)
+		_, err := st.r.Pauses(rctx)
 		a.storeCall(rctx, err)
 		if err != nil {
 			http.Error(w, "store unreachable: "+err.Error(), http.StatusServiceUnavailable)

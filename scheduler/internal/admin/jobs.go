@@ -157,7 +157,7 @@ func (a *api) job(w http.ResponseWriter, r *http.Request) {
 // running slots in one read (of only that job when one is given, and of
 // each job when more run than one read takes), each job's history with at
 // most readers reads at a time, all within readTimeout.
-func (a *api) jobViews(ctx context.Context, st slotstore.Store, js []engine.JobSpec, one string) ([]jobView, error) {
+func (a *api) jobViews(ctx context.Context, st reader, js []engine.JobSpec, one string) ([]jobView, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	ps, err := st.Pauses(ctx)

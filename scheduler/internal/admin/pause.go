@@ -74,7 +74,6 @@ func (a *api) pause(paused bool) http.HandlerFunc {
 			httpError(w, http.StatusServiceUnavailable, codeStore, err.Error())
 			return
 		}
-		a.e.PausesChanged() // this replica obeys at its next slot
 		now, err := st.Pauses(ctx)
 		a.storeCall(ctx, err)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -14,26 +15,40 @@ import (
 // connections free.
 const maxReads = 4
 
+// reader is what the API's pages read.
+type reader interface {
+	History(ctx context.Context, p slotstore.HistoryParams) ([]slotstore.Marker, error)
+	Pauses(ctx context.Context) (slotstore.Pauses, error)
+	Replicas(ctx context.Context) ([]slotstore.Replica, error)
+}
+
 // boundedStore is the store as the API's requests read it: each History,
 // Pauses or Replicas call waits for one of the api's shared places first.
-// Other calls (the mutations) go straight to the store.
+// The pause switch (SetPause) goes straight to the engine's records.
 type boundedStore struct {
-	slotstore.Store
+	r engine.Records
 	a *api
 }
 
+var _ reader = (*boundedStore)(nil)
+
+// SetPause pauses or resumes, as engine.Records.SetPause.
+func (s *boundedStore) SetPause(ctx context.Context, p slotstore.PauseParams) error {
+	return s.r.SetPause(ctx, p)
+}
+
 func (s *boundedStore) History(ctx context.Context, p slotstore.HistoryParams) (ms []slotstore.Marker, err error) {
-	err = s.a.read(ctx, func() error { ms, err = s.Store.History(ctx, p); return err })
+	err = s.a.read(ctx, func() error { ms, err = s.r.History(ctx, p); return err })
 	return ms, err
 }
 
 func (s *boundedStore) Pauses(ctx context.Context) (ps slotstore.Pauses, err error) {
-	err = s.a.read(ctx, func() error { ps, err = s.Store.Pauses(ctx); return err })
+	err = s.a.read(ctx, func() error { ps, err = s.r.Pauses(ctx); return err })
 	return ps, err
 }
 
 func (s *boundedStore) Replicas(ctx context.Context) (rs []slotstore.Replica, err error) {
-	err = s.a.read(ctx, func() error { rs, err = s.Store.Replicas(ctx); return err })
+	err = s.a.read(ctx, func() error { rs, err = s.r.Replicas(ctx); return err })
 	return rs, err
 }
 

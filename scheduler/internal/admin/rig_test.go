@@ -92,7 +92,7 @@ func newRig(t *testing.T, c rigConfig) *rig {
 		}
 	})
 	t.Cleanup(r.stop)
-	for deadline := time.Now().Add(10 * time.Second); e.Store() == nil; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !running(e); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the engine did not start")
 		}
@@ -204,4 +204,10 @@ func (r *rig) enroll(t *testing.T, names ...string) time.Time {
 		t.Fatal(err)
 	}
 	return gens[0].Born
+}
+
+// running reports whether e has a Run in progress.
+func running(e *engine.Engine) bool {
+	_, ok := e.Records()
+	return ok
 }

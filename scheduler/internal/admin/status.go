@@ -117,7 +117,7 @@ func failed(m slotstore.Marker) bool {
 // readStatus reads j's status: its statusDepth newest markers and, while
 // a failure streak fills them, older ones up to streakDepth. running are
 // its running markers.
-func readStatus(ctx context.Context, st slotstore.Store, j engine.JobSpec, running []slotstore.Marker, now time.Time) (jobStatus, error) {
+func readStatus(ctx context.Context, st reader, j engine.JobSpec, running []slotstore.Marker, now time.Time) (jobStatus, error) {
 	job := j.Name
 	ms, err := st.History(ctx, slotstore.HistoryParams{Job: job, Limit: statusDepth})
 	if err != nil {
@@ -196,7 +196,7 @@ func health(s jobStatus) string {
 // readRunning reads the markers in state running, of job or, with job
 // empty, of every job, grouped by job; more says there may be more than
 // runningLimit.
-func readRunning(ctx context.Context, st slotstore.Store, job string) (byJob map[string][]slotstore.Marker, all []slotstore.Marker, more bool, err error) {
+func readRunning(ctx context.Context, st reader, job string) (byJob map[string][]slotstore.Marker, all []slotstore.Marker, more bool, err error) {
 	ms, err := st.History(ctx, slotstore.HistoryParams{Job: job, State: slotstore.StateRunning, Limit: runningLimit})
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("read the running slots: %w", err)

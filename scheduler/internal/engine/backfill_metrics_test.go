@@ -69,7 +69,7 @@ func TestStartBackfillEndsWithRun(t *testing.T) {
 		ctx, stop := context.WithCancel(context.Background())
 		ran := make(chan error, 1)
 		go func() { ran <- e.Run(ctx, RunParams{Store: st}) }()
-		for e.Store() == nil {
+		for _, ok := e.Records(); !ok; _, ok = e.Records() {
 			time.Sleep(time.Millisecond)
 		}
 		plan, err := e.StartBackfill(context.Background(), "j", BackfillParams{From: t0, To: time.Now()})

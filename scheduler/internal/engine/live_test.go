@@ -46,17 +46,17 @@ func TestSlowTriggerHoldsUpNoReader(t *testing.T) {
 	ran := make(chan error, 1)
 	go func() { ran <- e.Run(ctx, RunParams{Store: st}) }()
 	defer func() { stop(); <-ran }()
-	for e.Store() == nil {
+	for _, ok := e.Records(); !ok; _, ok = e.Records() {
 		time.Sleep(time.Millisecond)
 	}
 	triggered := make(chan error, 1)
 	go func() { _, _, err := e.Trigger(ctx, "j"); triggered <- err }()
 	<-st.reading // the trigger's claim waits for the pauses, holding the live lock
 
-	read := make(chan slotstore.Store, 1)
+	read := make(chan Records, 1)
 	go func() {
-		e.PausesChanged()
-		read <- e.Store()
+		r, _ := e.Records()
+		read <- r
 	}()
 	guard := time.AfterFunc(30*time.Second, func() { close(st.release) })
 	got := <-read
@@ -64,8 +64,8 @@ func TestSlowTriggerHoldsUpNoReader(t *testing.T) {
 		t.Fatal("the readers waited for the trigger's claim")
 	}
 	close(st.release)
-	if got != st {
-		t.Errorf("Store() = %v during Run, want Run's store", got)
+	if got.st != st {
+		t.Errorf("Records() = %v during Run, want Run's store", got.st)
 	}
 	if err := <-triggered; err != nil {
 		t.Errorf("trigger: %v", err)

@@ -55,23 +55,6 @@ func (e *liveEngine) set(l *loop) {
 	e.mu.Unlock()
 }
 
-// Store returns the store of the Run in progress, or nil. The caller may
-// use it for as long as the Run it came from runs.
-func (e *Engine) Store() slotstore.Store {
-	if l := e.live.cur.Load(); l != nil {
-		return l.st
-	}
-	return nil
-}
-
-// PausesChanged tells the Run in progress that the pauses were changed
-// through this replica: its next slot reads them anew.
-func (e *Engine) PausesChanged() {
-	if l := e.live.cur.Load(); l != nil {
-		l.pauses.stale.Store(true)
-	}
-}
-
 // Started is a manual run started on the live engine.
 type Started struct {
 	Manual
