@@ -3,25 +3,57 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/slotcron/slotcron/scheduler/internal/backend"
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
+	"github.com/slotcron/slotcron/slotstore"
 )
 
 // BackfillParams select the slots of a backfill: the job's scheduled slots
 // from From to To, both included (To is capped where the running replicas'
-// starting windows begin). DryRun plans and runs nothing.
-type BackfillParams = engine.BackfillParams
+// starting windows begin).
+type BackfillParams struct {
+	From, To time.Time
+	// DryRun plans and runs nothing.
+	DryRun bool
+}
 
 // BackfillResult is a backfill's plan and, once run, what each slot did.
-type BackfillResult = engine.BackfillResult
+type BackfillResult struct {
+	Job   string
+	Slots []BackfillSlot
+}
 
-// BackfillSlot is one slot of a backfill: Action BackfillRun or
-// BackfillLeave, the marker's State and Reason when planned, and after a
-// run its Fence and End, or Err saying why it did not run.
-type BackfillSlot = engine.BackfillSlot
+// ToRun counts the slots the plan runs (Action BackfillRun).
+func (r BackfillResult) ToRun() int {
+	n := 0
+	for _, s := range r.Slots {
+		if s.Action == BackfillRun {
+			n++
+		}
+	}
+	return n
+}
 
-// What a backfill does with a slot.
+// BackfillSlot is one slot of a backfill.
+type BackfillSlot struct {
+	Slot time.Time
+	// Action is BackfillRun or BackfillLeave.
+	Action string
+	// State and Reason are the slot's marker's when planned; State is
+	// empty for a slot with no marker.
+	State  slotstore.State
+	Reason string
+	// After a run: Fence and End are the claim's and how its run ended;
+	// Err says why a slot to run was not run (another replica holds it,
+	// the store refused it, the backfill was stopped).
+	Fence int64
+	End   RunEnd
+	Err   string
+}
+
+// What a backfill does with a slot (BackfillSlot.Action).
 const (
 	// BackfillRun: the slot never ran (it has no marker, or was recorded
 	// skipped: missed while no replica ran, left by the catch-up policy, or
@@ -32,6 +64,16 @@ const (
 	// left alone.
 	BackfillLeave = engine.BackfillLeave
 )
+
+// backfillResult is the engine's result as the facade's type.
+func backfillResult(r engine.BackfillResult) BackfillResult {
+	out := BackfillResult{Job: r.Job, Slots: make([]BackfillSlot, len(r.Slots))}
+	for i, s := range r.Slots {
+		out.Slots[i] = BackfillSlot{Slot: s.Slot, Action: s.Action, State: s.State, Reason: s.Reason,
+			Fence: s.Fence, End: RunEnd(s.End), Err: s.Err}
+	}
+	return out
+}
 
 // MaxBackfill bounds the slots one backfill may cover.
 const MaxBackfill = engine.MaxBackfill
@@ -59,7 +101,8 @@ var ErrBackfillRange = engine.ErrBackfillRange
 //
 // Like Trigger, it goes through Run's engine and store while Run runs, and
 // otherwise through the store WithStore gave or the configured one.
-func (s *Scheduler) Backfill(ctx context.Context, job string, p BackfillParams) (BackfillResult, error) {
+func (s *Scheduler) Backfill(ctx context.Context, job string, params BackfillParams) (BackfillResult, error) {
+	p := engine.BackfillParams(params)
 	res, err := s.eng.Backfill(ctx, job, p)
 	if errors.Is(err, engine.ErrNotRunning) {
 		st := s.store
@@ -73,5 +116,5 @@ func (s *Scheduler) Backfill(ctx context.Context, job string, p BackfillParams) 
 		}
 		res, err = s.eng.BackfillOn(ctx, st, job, p)
 	}
-	return res, err
+	return backfillResult(res), err
 }

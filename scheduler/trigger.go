@@ -25,27 +25,27 @@ var ErrNoJob = engine.ErrNoJob
 var ErrNoFreeSlot = engine.ErrNoFreeSlot
 
 // RunEnd says how a run ended, as the runs_total metric counts it.
-type RunEnd = engine.End
+type RunEnd string
 
 // How a run ends.
 const (
 	// EndSucceeded, EndFailed and EndTimedOut are the outcomes the job's
 	// function gave: it returned nil, returned an error (or panicked), or
 	// outlived its timeout.
-	EndSucceeded = engine.EndSucceeded
-	EndFailed    = engine.EndFailed
-	EndTimedOut  = engine.EndTimedOut
+	EndSucceeded RunEnd = RunEnd(engine.EndSucceeded)
+	EndFailed    RunEnd = RunEnd(engine.EndFailed)
+	EndTimedOut  RunEnd = RunEnd(engine.EndTimedOut)
 	// EndLeaseLost: the replica lost the slot's lease during the run (the
 	// job's context was cancelled), or could not record its outcome; the
 	// slot belongs to whoever holds it now.
-	EndLeaseLost = engine.EndLeaseLost
+	EndLeaseLost RunEnd = RunEnd(engine.EndLeaseLost)
 	// EndReleased: shutdown, or a cancelled Trigger, stopped the run and
 	// handed its slot back; another replica takes it over at once.
-	EndReleased = engine.EndReleased
+	EndReleased RunEnd = RunEnd(engine.EndReleased)
 	// EndReplaced: a slot claimed with overlap: replace superseded the run.
-	EndReplaced = engine.EndReplaced
+	EndReplaced RunEnd = RunEnd(engine.EndReplaced)
 	// EndRetrying: the run failed and its slot waits for a retry.
-	EndRetrying = engine.EndRetrying
+	EndRetrying RunEnd = RunEnd(engine.EndRetrying)
 )
 
 // TriggerResult says what a manual trigger did.
@@ -85,5 +85,5 @@ func (s *Scheduler) Trigger(ctx context.Context, job string) (TriggerResult, err
 		}
 		m, end, err = s.eng.TriggerOn(ctx, st, job)
 	}
-	return TriggerResult{Job: m.Job, Slot: m.Slot, Fence: m.Fence, End: end}, err
+	return TriggerResult{Job: m.Job, Slot: m.Slot, Fence: m.Fence, End: RunEnd(end)}, err
 }
