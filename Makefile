@@ -32,10 +32,11 @@ build: ## build the reference binary into bin/scheduler
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: check
-check: ## gofmt, go vet and staticcheck (fetched by the go command at the pinned version)
+check: ## gofmt, go vet, staticcheck, and the shape: Layout, identifier budgets, sizes, admin→engine (tools/check)
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && exit 1)
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
+	cd tools/check && $(GO) vet . && $(GO) run . -root ../..
 
 CHAOS_STORES   ?= sqlite,redis,postgres,etcd
 CHAOS_DURATION ?= 3m

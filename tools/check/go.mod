@@ -1,0 +1,3 @@
+module github.com/slotcron/slotcron/tools/check
+
+go 1.26.0
