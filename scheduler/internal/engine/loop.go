@@ -73,6 +73,9 @@ type loop struct {
 	clockAt, realAt time.Time
 	// spunAt is when the loop last waited out a wake on the processor.
 	spunAt time.Time
+	// noSpin makes the loop wake for due slots on its timer alone, for
+	// BenchmarkDispatchDelay to compare.
+	noSpin bool
 
 	pauses pauseCache // what is paused (pauses.go)
 	memo   claimMemo  // what earlier claims said (result.go)
@@ -229,14 +232,14 @@ func (l *loop) sleep(ctx context.Context) (time.Duration, bool) {
 				return min(wait-pauseLead, maxSleep), false
 			}
 		}
-		if wait > 0 && wait <= wakeEarly && time.Since(l.spunAt) > spinGap {
+		if !l.noSpin && wait > 0 && wait <= wakeEarly && time.Since(l.spunAt) > spinGap {
 			return wait, true
 		}
 	}
 	if wait <= 0 {
 		return 0, false
 	}
-	if wait > wakeEarly && (top.kind == fire || top.kind == retry) {
+	if !l.noSpin && wait > wakeEarly && (top.kind == fire || top.kind == retry) {
 		wait -= wakeEarly
 	}
 	return min(wait, maxSleep), false
