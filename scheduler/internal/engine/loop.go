@@ -30,7 +30,8 @@ type slotKey struct {
 // that run goroutines, triggers and backfills share under its lock, and
 // pauses.stale, which a pause made through this replica sets. The loop
 // waits on the store only for what a wake decides — its claims (claimAll),
-// skips and adoptions, each call bounded by claimTimeout; reads of the
+// skips and adoptions, each call bounded by claimTimeout, and at most
+// pauseWait for a read of the pauses its new slots need; reads of the
 // pauses and scans run on goroutines of their own and hand their answers
 // back on channels (pauses.reads, scans), so every answer is acted on by
 // the goroutine that owns the state it changes.
