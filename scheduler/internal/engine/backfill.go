@@ -320,10 +320,10 @@ func (e *Engine) StartBackfill(ctx context.Context, job string, p BackfillParams
 		e.live.mu.Unlock()
 		return plan, ErrNotRunning
 	}
-	l.runs.Add(1)
+	l.runs.wg.Add(1)
 	e.live.mu.Unlock()
 	go func() {
-		defer l.runs.Done()
+		defer l.runs.wg.Done()
 		// Bound to the Run, not to the request that started it.
 		ctx := l.runCtx
 		e.backfill(ctx, &work, e.onLive, e.runLive)
@@ -412,7 +412,7 @@ func (e *Engine) Backfill(ctx context.Context, job string, p BackfillParams) (Ba
 		case end := <-done:
 			return end, nil
 		case <-ctx.Done():
-			if cancel, ok := l.running(k); ok {
+			if cancel, ok := l.runs.running(k); ok {
 				cancel(ErrShutdown)
 			}
 			return <-done, nil

@@ -1,3 +1,7 @@
+// Start-up and missed slots: enrolling the jobs, each job's first slot and
+// the catch-up of what came due while this replica was down, and the
+// records of slots skipped or missed, with their log lines.
+
 package engine
 
 import (
@@ -13,6 +17,80 @@ import (
 // maxMissedRecords bounds the slots of one job a start-up records as missed,
 // and those it records as not caught up.
 const maxMissedRecords = 1000
+
+// enroll enrolls every job in the store before the first claim, so that
+// the store knows how far back its record of each job goes (Generation), and
+// returns the slot of each job's newest marker, read in the same batches. It
+// retries until the store answers or ctx ends, and reports which.
+func (l *loop) enroll(ctx context.Context) (map[string]time.Time, bool) {
+	names := make([]string, len(l.s.plans))
+	for i, p := range l.s.plans {
+		names[i] = p.name
+	}
+	newest := make(map[string]time.Time)
+	for tries := 1; ; tries++ {
+		for len(names) > 0 {
+			n := min(len(names), maxBatch)
+			ectx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
+			sent := l.s.now()
+			gens, err := l.st.Enroll(ectx, slotstore.EnrollParams{Jobs: names[:n]})
+			cancel()
+			for _, g := range gens {
+				// Begun by this enrolment (give or take the clocks): the
+				// store has just started to record the job, so slots before
+				// it were never run here; skipping them is no news.
+				if g.Born.After(sent.Add(-time.Second)) {
+					l.memo.newJobs[g.Job] = true
+				}
+				if !g.Newest.IsZero() {
+					newest[g.Job] = g.Newest
+				}
+			}
+			l.s.metrics.storeCall(err)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, false
+				}
+				l.s.log.Warn("enrolling the jobs failed; retrying", "err", err, "try", tries)
+				break
+			}
+			names = names[n:]
+		}
+		if len(names) == 0 {
+			return newest, true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case <-time.After(backoff(tries)):
+		}
+	}
+}
+
+// scheduleAll enrolls every job, schedules each (schedule) and records the
+// slots they missed, before the loop serves its heap. It reports false if
+// ctx ended first.
+func (l *loop) scheduleAll(ctx context.Context) bool {
+	newest, ok := l.enroll(ctx)
+	if !ok {
+		return false
+	}
+	now := l.s.now()
+	var skips []slotstore.SkipRequest
+	for i, p := range l.s.plans {
+		if i%1024 == 0 && ctx.Err() != nil {
+			return false
+		}
+		// Sent as they fill a batch: after a long outage every job may
+		// have up to maxMissedRecords of them.
+		if skips = append(skips, l.schedule(p, now, newest[p.name])...); len(skips) >= maxBatch {
+			l.skip(ctx, skips)
+			skips = skips[:0]
+		}
+	}
+	l.skip(ctx, skips)
+	return true
+}
 
 // schedule puts p's first slot after now in the heap and applies catch_up
 // to what came due while this replica was not running:
@@ -268,100 +346,4 @@ func (l *loop) logMissed(recorded []slotstore.SkipRequest) {
 		l.s.log.Warn("slots missed", "job", b.job, "count", len(b.slots), "first", b.slots[0].Format(time.RFC3339),
 			"last", b.slots[len(b.slots)-1].Format(time.RFC3339), "reason", b.reason)
 	}
-}
-
-// dropPaused removes the entries of paused jobs from a batch before it is
-// claimed and records their slots skipped with reason "paused". Watches
-// (takeovers of slots already claimed, and retries) go on. The pauses come
-// from the loop's latest read when it is fresh (sent less than pauseFresh
-// ago), which the loop sends ahead of the slots. Otherwise a read is sent,
-// and the new entries wait for its answer, put back a moment later: the
-// loop goroutine never waits on the store for them, so a store slow to
-// answer holds up no takeover and no run's report. While reads fail, new
-// entries wait with backoff: a pause must not fail open.
-func (l *loop) dropPaused(ctx context.Context, batch []*entry) []*entry {
-	fresh := false
-	for _, e := range batch {
-		fresh = fresh || e.kind != watch
-	}
-	if !fresh {
-		return batch
-	}
-	c := &l.pauses
-	// A read the waiting entries asked for answers them whatever its age;
-	// a read sent ahead answers them while fresh. A slot to skip wants the
-	// former: skipping is final, so a resume made since must be seen.
-	usable := func() bool {
-		ok := c.fresh(time.Now()) || (!c.waitingSince.IsZero() && !c.sent.Before(c.waitingSince) && !c.stale.Load())
-		return ok && (!c.waitingSince.IsZero() || !slices.ContainsFunc(batch, func(e *entry) bool {
-			return e.kind != watch && (c.ps.All || slices.Contains(c.ps.Jobs, e.p.name))
-		}))
-	}
-	if !usable() {
-		now := time.Now()
-		if c.waitingSince.IsZero() {
-			c.waitingSince = now
-		}
-		if !c.reading && !now.Before(c.retryAt) {
-			l.readPauses(ctx)
-		}
-		if c.reading {
-			// Most reads answer at once: wait a moment for this one here,
-			// and no longer.
-			t := time.NewTimer(pauseWait)
-			select {
-			case r := <-c.reads:
-				l.notePauses(r)
-			case <-t.C:
-			case <-ctx.Done():
-			}
-			t.Stop()
-		}
-	}
-	if !usable() {
-		now := time.Now()
-		at := l.s.now().Add(pauseWait)
-		if c.failures > 0 {
-			at = l.s.now().Add(max(c.retryAt.Sub(now), pauseWait))
-		}
-		kept := batch[:0]
-		for _, e := range batch {
-			if e.kind == watch {
-				kept = append(kept, e)
-				continue
-			}
-			if c.failures > 0 {
-				e.tries++ // missed past its window: "store unavailable"
-			}
-			if e.kind == fire {
-				e.kind = retry
-			}
-			l.push(e, at)
-		}
-		return kept
-	}
-	c.waitingSince = time.Time{}
-	ps := l.pauses.ps
-	if !ps.All && len(ps.Jobs) == 0 {
-		return batch
-	}
-	paused := make(map[string]bool, len(ps.Jobs))
-	for _, j := range ps.Jobs {
-		paused[j] = true
-	}
-	kept := batch[:0]
-	var skips []slotstore.SkipRequest
-	for _, e := range batch {
-		if e.kind == watch || (!ps.All && !paused[e.p.name]) {
-			kept = append(kept, e)
-			continue
-		}
-		l.s.log.Info("slot skipped", "job", e.p.name, "slot", e.slot.Format(time.RFC3339), "reason", "paused")
-		// Not before its slot by the store's clock: a replica whose clock
-		// runs fast must not erase slots a resume may still let run.
-		skips = append(skips, slotstore.SkipRequest{Job: e.p.name, Slot: e.slot, Reason: reasonPaused, Retain: e.p.history,
-			NotBefore: e.slot})
-	}
-	l.skip(ctx, skips)
-	return kept
 }

@@ -12,8 +12,9 @@
 // process started. One goroutine owns a min-heap of what is due next: each
 // job's next nominal slot, slots whose claim failed and must be retried, and
 // slots another replica holds. When the earliest entry is due the loop pops
-// every due entry and claims the slots in one batch call to the store. For
-// each result:
+// every due entry and claims the slots in batch calls to the store, the
+// takeovers apart from the new slots (claim.go). For each result
+// (result.go):
 //
 //	won       run the job in its own goroutine (see below)
 //	held      log "slot lost"; claim again when the holder's lease ends by
@@ -28,9 +29,10 @@
 // later is logged as "slot missed". At start-up, slots of the last
 // starting_deadline are tried as catch_up says (none, latest or all).
 //
-// Watching is not left to memory alone: at start-up and every minute each
-// job's running markers are read from the store and watched too, so a slot
-// whose holder died is taken over even when no live replica saw it claimed.
+// Watching is not left to memory alone: at start-up and every minute the
+// store's running and retrying markers are read, store-wide (scan.go), and
+// watched too, so a slot whose holder died is taken over even when no live
+// replica saw it claimed.
 // A watch claims with TakeoverOnly: it never creates a marker, so a slot
 // whose marker is gone is never run again as new.
 //

@@ -40,107 +40,148 @@ func (s *Engine) execute(ctx context.Context, cancel context.CancelCauseFunc, st
 		WithParams(p.params).WithLogger(s.base).WithStore(st)
 	// The run's logger is built on its first line: most runs write one.
 	rl := &runLease{s: s, st: st, p: p, ref: c.Ref, cancel: cancel, log: runLogger{base: s.base, run: run}}
-	log := &rl.log
-	m := s.metrics
-	count := func(e End) End { m.run(p, e).Inc(); return e }
-	if c.Takeover() {
-		log.get().Info("takeover", "prev_holder", c.PrevHolder, "retry", c.Retry)
-		if !c.Retry {
-			m.takeover(p).Inc()
-		}
-	}
+	x := execution{s: s, st: st, p: p, c: c, log: &rl.log}
+	x.noteTakeover()
 
 	keeper := rl.keep(sent)
 	defer keeper.Stop()
-
-	tctx, cancelTimeout := context.WithTimeoutCause(ctx, p.timeout, ErrTimeout)
-	start := time.Now()
-	delay := s.now().Sub(c.Slot)
-	m.delay(p).Observe(delay.Seconds())
-	if s.log.Enabled(context.Background(), slog.LevelInfo) {
-		log.get().Info("run started", "delay", delay.Round(time.Millisecond))
-	}
-	err := call(tctx, p.fn, run, log)
-	dur := time.Since(start)
-	m.duration(p).Observe(dur.Seconds())
-	timedOut := errors.Is(context.Cause(tctx), ErrTimeout)
-	cancelTimeout()
-
+	res := x.call(ctx, run)
 	keeper.Pause()
-	if errors.Is(context.Cause(ctx), ErrReplaced) {
-		log.get().Info("run replaced; outcome not recorded", "duration", dur, "err", errString(err))
-		return count(EndReplaced)
+	end, over := x.cutShort(ctx, keeper, res)
+	if !over {
+		end = x.record(keeper, res, hooks)
 	}
-	if keeper.Ended() {
+	s.metrics.run(p, end).Inc()
+	return end
+}
+
+// execution is one run of a won claim, as execute carries it out.
+type execution struct {
+	s   *Engine
+	st  slotstore.Store
+	p   *plan
+	c   slotstore.Claim
+	log *runLogger
+}
+
+// jobResult is what calling the job came to.
+type jobResult struct {
+	err      error
+	dur      time.Duration
+	timedOut bool // the job's timeout ended its context
+}
+
+// noteTakeover logs and counts a claim that took the slot over from a
+// holder whose lease ran out; a retry's claim is logged only.
+func (x *execution) noteTakeover() {
+	if !x.c.Takeover() {
+		return
+	}
+	x.log.get().Info("takeover", "prev_holder", x.c.PrevHolder, "retry", x.c.Retry)
+	if !x.c.Retry {
+		x.s.metrics.takeover(x.p).Inc()
+	}
+}
+
+// call calls the job under its timeout, recording the dispatch delay (its
+// start less its nominal slot) and its duration.
+func (x *execution) call(ctx context.Context, run jobs.Run) jobResult {
+	m := x.s.metrics
+	tctx, cancelTimeout := context.WithTimeoutCause(ctx, x.p.timeout, ErrTimeout)
+	defer cancelTimeout()
+	start := time.Now()
+	delay := x.s.now().Sub(x.c.Slot)
+	m.delay(x.p).Observe(delay.Seconds())
+	if x.s.log.Enabled(context.Background(), slog.LevelInfo) {
+		x.log.get().Info("run started", "delay", delay.Round(time.Millisecond))
+	}
+	err := call(tctx, x.p.fn, run, x.log)
+	dur := time.Since(start)
+	m.duration(x.p).Observe(dur.Seconds())
+	return jobResult{err: err, dur: dur, timedOut: errors.Is(context.Cause(tctx), ErrTimeout)}
+}
+
+// cutShort ends a run whose outcome is not this run's to record, and
+// reports whether it did: a later slot replaced it, the job's own
+// transaction recorded it, the lease was lost, or shutdown cancelled the
+// job, whose slot is released for another replica to take over at once.
+func (x *execution) cutShort(ctx context.Context, keeper *lease.Keeper, res jobResult) (End, bool) {
+	log := x.log
+	switch {
+	case errors.Is(context.Cause(ctx), ErrReplaced):
+		log.get().Info("run replaced; outcome not recorded", "duration", res.dur, "err", errString(res.err))
+		return EndReplaced, true
+	case keeper.Ended():
 		// A renewal found the slot done under this claim's fence: the job
 		// completed it in its own transaction (CompleteTx), which recorded
 		// the outcome; there is nothing left to record, and nothing to retry.
-		attrs := []any{"outcome", slotstore.Succeeded, "duration", dur, "recorded_by", "the job's transaction"}
-		if err != nil {
-			attrs = append(attrs, "err", err.Error())
+		attrs := []any{"outcome", slotstore.Succeeded, "duration", res.dur, "recorded_by", "the job's transaction"}
+		if res.err != nil {
+			attrs = append(attrs, "err", res.err.Error())
 		}
 		log.get().Info("run finished", attrs...)
-		m.succeeded(p, c.Slot)
-		return count(EndSucceeded)
-	}
-	if !keeper.Trusted() {
-		log.get().Warn("run ended after lease lost; outcome not recorded", "duration", dur, "err", errString(err))
-		return count(EndLeaseLost)
-	}
-	if err != nil && errors.Is(context.Cause(ctx), ErrShutdown) {
+		x.s.metrics.succeeded(x.p, x.c.Slot)
+		return EndSucceeded, true
+	case !keeper.Trusted():
+		log.get().Warn("run ended after lease lost; outcome not recorded", "duration", res.dur, "err", errString(res.err))
+		return EndLeaseLost, true
+	case res.err != nil && errors.Is(context.Cause(ctx), ErrShutdown):
 		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer rcancel()
-		if rerr := st.Release(rctx, c.Ref); rerr != nil {
+		if rerr := x.st.Release(rctx, x.c.Ref); rerr != nil {
 			log.get().Warn("release failed; the slot is taken over when its lease ends", "err", rerr)
-			return count(EndLeaseLost)
+			return EndLeaseLost, true
 		}
-		log.get().Info("run released", "duration", dur, "err", errString(err))
-		return count(EndReleased)
+		log.get().Info("run released", "duration", res.dur, "err", errString(res.err))
+		return EndReleased, true
 	}
+	return "", false
+}
 
+// record records the run's outcome, or the retry it earned, and logs it;
+// a retry is told to the loop through hooks.
+func (x *execution) record(keeper *lease.Keeper, res jobResult, hooks runHooks) End {
 	outcome := slotstore.Succeeded
 	switch {
-	case err != nil && timedOut:
+	case res.err != nil && res.timedOut:
 		outcome = slotstore.TimedOut
-	case err != nil:
+	case res.err != nil:
 		outcome = slotstore.Failed
 	}
-	fp := slotstore.FinishParams{Ref: c.Ref, Outcome: outcome, Error: errString(err), Duration: dur}
+	fp := slotstore.FinishParams{Ref: x.c.Ref, Outcome: outcome, Error: errString(res.err), Duration: res.dur}
 	if outcome != slotstore.Succeeded {
-		fp.RetryAt, _ = p.retryAt(c.Slot, c.Attempt, s.now())
+		fp.RetryAt, _ = x.p.retryAt(x.c.Slot, x.c.Attempt, x.s.now())
 	}
-	if !s.finish(st, keeper, fp, log) {
-		return count(EndLeaseLost)
+	if !x.s.finish(x.st, keeper, fp, x.log) {
+		return EndLeaseLost
 	}
 	attrs := func(more ...any) []any {
-		a := append([]any{"outcome", outcome, "duration", dur}, more...)
-		if err != nil {
-			a = append(a, "err", err.Error())
+		a := append([]any{"outcome", outcome, "duration", res.dur}, more...)
+		if res.err != nil {
+			a = append(a, "err", res.err.Error())
 		}
 		return a
 	}
-	if !fp.RetryAt.IsZero() {
-		log.get().Warn("run failed; retry scheduled", attrs("retry_at", fp.RetryAt.UTC().Format(time.RFC3339Nano))...)
-		if hooks.retryAt != nil {
-			hooks.retryAt(p, c.Slot, fp.RetryAt)
-		}
-		return count(EndRetrying)
-	}
+	log := x.log.get
 	switch {
-	case outcome == slotstore.Succeeded:
-		if s.log.Enabled(context.Background(), slog.LevelInfo) {
-			log.get().Info("run finished", attrs()...)
+	case !fp.RetryAt.IsZero():
+		log().Warn("run failed; retry scheduled", attrs("retry_at", fp.RetryAt.UTC().Format(time.RFC3339Nano))...)
+		if hooks.retryAt != nil {
+			hooks.retryAt(x.p, x.c.Slot, fp.RetryAt)
 		}
-	case p.retries.Max > 0:
+		return EndRetrying
+	case outcome == slotstore.Succeeded:
+		if x.s.log.Enabled(context.Background(), slog.LevelInfo) {
+			log().Info("run finished", attrs()...)
+		}
+		x.s.metrics.succeeded(x.p, x.c.Slot)
+	case x.p.retries.Max > 0:
 		// Its retries are spent, or its window closed: the slot is final.
-		log.get().Error("run finished", attrs("retries", "exhausted")...)
+		log().Error("run finished", attrs("retries", "exhausted")...)
 	default:
-		log.get().Warn("run finished", attrs()...)
+		log().Warn("run finished", attrs()...)
 	}
-	if outcome == slotstore.Succeeded {
-		m.succeeded(p, c.Slot)
-	}
-	return count(End(outcome))
+	return End(outcome)
 }
 
 // retryAt is when a failed attempt of slot is tried again, if it may be:

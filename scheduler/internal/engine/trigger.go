@@ -103,7 +103,7 @@ func (e *Engine) Trigger(ctx context.Context, job string) (Manual, End, error) {
 	select {
 	case end = <-m.done:
 	case <-ctx.Done():
-		if cancel, ok := m.l.running(m.key); ok {
+		if cancel, ok := m.l.runs.running(m.key); ok {
 			cancel(ErrShutdown)
 		}
 		end = <-m.done

@@ -1,0 +1,137 @@
+// Run starting: the runs the loop starts from won claims, each on its own
+// goroutine, and the record of them that the loop, triggers and backfills
+// share.
+
+package engine
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// runSet is the record of the runs a loop started. It is the one part of
+// the loop's state shared beyond the loop goroutine: run goroutines remove
+// their own run, and triggers and backfills start and cancel runs, so the
+// maps are guarded by mu and the count is atomic.
+type runSet struct {
+	// wg counts every run and backfill of the Run, which waits for them.
+	wg *sync.WaitGroup
+	// active counts the runs going on, for shutdown's log lines.
+	active atomic.Int64
+	// hooks are the run hooks of every run the loop starts.
+	hooks runHooks
+	mu    sync.Mutex
+	// mine holds the slots this replica is running, each with its run's
+	// cancel function; run goroutines remove theirs when they end.
+	mine map[slotKey]context.CancelCauseFunc
+	// lost holds each run of this process that ended with its lease lost
+	// and its outcome not recorded, for a lease after: its marker, which
+	// the store may hold for this process that long, is never adopted as a
+	// claim whose reply was lost (its job has run already). Later no store
+	// answers "held" with its fence.
+	lost map[slotKey]lostRun
+}
+
+// lostRun is a run that ended with its lease lost: its claim's fence, and
+// until when the store may still hold the claim.
+type lostRun struct {
+	fence int64
+	until time.Time
+}
+
+// init readies an empty set whose runs wg counts and hooks hear from.
+func (rs *runSet) init(wg *sync.WaitGroup, hooks runHooks) {
+	rs.wg, rs.hooks = wg, hooks
+	rs.mine = make(map[slotKey]context.CancelCauseFunc)
+	rs.lost = make(map[slotKey]lostRun)
+}
+
+// running returns the cancel function of the run of k, if this replica
+// runs it.
+func (rs *runSet) running(k slotKey) (context.CancelCauseFunc, bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	cancel, ok := rs.mine[k]
+	return cancel, ok
+}
+
+// ranOrRuns reports whether this process runs k, or ran it under fence and
+// lost its lease.
+func (rs *runSet) ranOrRuns(k slotKey, fence int64) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	_, running := rs.mine[k]
+	lr, ran := rs.lost[k]
+	return running || (ran && lr.fence == fence)
+}
+
+// ended removes k, which ended as end; a run whose lease was lost is
+// remembered for a lease, and those remembered longer are forgotten.
+func (rs *runSet) ended(k slotKey, fence int64, lease time.Duration, end End) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	delete(rs.mine, k)
+	if end != EndLeaseLost {
+		return
+	}
+	now := time.Now()
+	for lk, lr := range rs.lost { // few: a lease lost is rare
+		if now.After(lr.until) {
+			delete(rs.lost, lk)
+		}
+	}
+	rs.lost[k] = lostRun{fence: fence, until: now.Add(lease)}
+}
+
+func (l *loop) runningNow() int64 { return l.runs.active.Load() }
+
+// start runs a won claim in its own goroutine, which the loop can cancel.
+func (l *loop) start(p *plan, c slotstore.Claim, sent time.Time) { l.startWith(p, c, sent, nil) }
+
+// startWith starts the run of a won claim, as start does, and sends how it
+// ended on done, if done is not nil (a buffered channel: the run never
+// waits for the receiver).
+func (l *loop) startWith(p *plan, c slotstore.Claim, sent time.Time, done chan<- End) {
+	l.runs.active.Add(1)
+	k := slotKey{p.name, c.Slot.Unix()}
+	ctx, cancel := context.WithCancelCause(l.runCtx)
+	l.runs.mu.Lock()
+	l.runs.mine[k] = cancel
+	l.runs.mu.Unlock()
+	l.runs.wg.Add(1)
+	go l.runOne(ctx, cancel, k, p, c, sent, done) // one allocation, where WaitGroup.Go and a closure take two
+}
+
+// runOne runs a claim started by startWith to its end, on its own goroutine.
+func (l *loop) runOne(ctx context.Context, cancel context.CancelCauseFunc, k slotKey, p *plan, c slotstore.Claim,
+	sent time.Time, done chan<- End) {
+	defer l.runs.wg.Done()
+	defer l.runs.active.Add(-1)
+	end := l.s.execute(ctx, cancel, l.st, p, c, sent, l.runs.hooks)
+	l.runs.ended(k, c.Fence, p.lease, end)
+	if done != nil {
+		done <- end
+	}
+	if end != EndLeaseLost {
+		return
+	}
+	// The successor may die too, and the replicas that watched the slot may
+	// be gone or busy elsewhere: watch it like any claimed slot. A full
+	// channel drops the note; the next scan finds the slot.
+	select {
+	case l.watches <- watchNote{p: p, slot: c.Slot, at: l.s.now()}:
+	default:
+	}
+}
+
+// noteRetry asks the loop to watch slot of p from at, when its retry is due.
+func (l *loop) noteRetry(p *plan, slot, at time.Time) {
+	select {
+	case l.watches <- watchNote{p: p, slot: slot, at: at, retry: true}:
+	case <-l.runCtx.Done():
+	}
+}
