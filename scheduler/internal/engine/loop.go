@@ -28,7 +28,7 @@ type slotKey struct {
 // goroutine, the one calling run. That goroutine alone owns the heap and
 // every field here, with two exceptions: runs, the record of running slots
 // that run goroutines, triggers and backfills share under its lock, and
-// pauses.stale, which a pause made through this replica sets. The loop
+// pauses.changes, which a pause made through this replica counts up. The loop
 // waits on the store only for what a wake decides — its claims (claimAll),
 // skips and adoptions, each call bounded by claimTimeout, and at most
 // pauseWait for a read of the pauses its new slots need; reads of the

@@ -27,8 +27,9 @@ const (
 )
 
 // pauseCache is the loop's latest read of the pauses. Only the loop
-// goroutine touches it, but for stale, which a pause or resume made through
-// this replica sets so the next slot reads the pauses anew.
+// goroutine touches it, but for changes, which a pause or resume made
+// through this replica counts up so that its next slot reads the pauses
+// anew: a read decides slots only if it was sent after the latest change.
 //
 // Watches (takeovers and retries of slots already claimed) never wait for
 // it; new slots do. The loop sends a read pauseLead before new slots come
@@ -49,7 +50,10 @@ type pauseCache struct {
 	// none): a read sent since answers them.
 	waitingSince time.Time
 	reads        chan pauseRead
-	stale        atomic.Bool
+	// changes counts the pauses and resumes made through this replica;
+	// seen is its value when the cached read was sent.
+	changes atomic.Uint64
+	seen    uint64
 	// timeout bounds a read, like a claim: half the shortest lease, since
 	// every job's new slots wait for it.
 	timeout time.Duration
@@ -59,6 +63,7 @@ type pauseCache struct {
 type pauseRead struct {
 	ps   slotstore.Pauses
 	sent time.Time
+	seen uint64 // changes when it was sent
 	err  error
 }
 
@@ -72,9 +77,21 @@ func (c *pauseCache) init(plans []*plan) {
 }
 
 // fresh reports whether the cached pauses may decide slots due at at: read
-// less than pauseFresh before it, and not made stale since.
+// less than pauseFresh before it, and after the latest change made through
+// this replica.
 func (c *pauseCache) fresh(at time.Time) bool {
-	return !c.sent.IsZero() && at.Sub(c.sent) < pauseFresh && !c.stale.Load()
+	return !c.sent.IsZero() && at.Sub(c.sent) < pauseFresh && c.current()
+}
+
+// current reports whether the cached read was sent after every pause or
+// resume made through this replica. A read sent since one, but not yet
+// answered, does not make it current: until its answer comes, the cache
+// still holds what was paused before the change.
+func (c *pauseCache) current() bool { return c.seen == c.changes.Load() }
+
+// changed notes a pause or resume made through this replica.
+func (c *pauseCache) changed() {
+	c.changes.Add(1)
 }
 
 // wanted reports whether new slots due at at want a read sent now: none is
@@ -89,7 +106,7 @@ func (c *pauseCache) wanted(now, at time.Time) bool {
 // ahead answers them while fresh. A slot to skip wants the former: skipping
 // is final, so a resume made since must be seen.
 func (c *pauseCache) usable(batch []*entry) bool {
-	ok := c.fresh(time.Now()) || (!c.waitingSince.IsZero() && !c.sent.Before(c.waitingSince) && !c.stale.Load())
+	ok := c.fresh(time.Now()) || (!c.waitingSince.IsZero() && !c.sent.Before(c.waitingSince) && c.current())
 	return ok && (!c.waitingSince.IsZero() || !slices.ContainsFunc(batch, func(e *entry) bool {
 		return e.kind != watch && (c.ps.All || slices.Contains(c.ps.Jobs, e.p.name))
 	}))
@@ -107,7 +124,7 @@ func (l *loop) notePauses(r pauseRead) {
 			l.s.log.Warn("reading pauses failed; new slots wait", "err", r.err, "try", c.failures)
 		}
 	case r.sent.After(c.sent): // not older than a read made meanwhile
-		c.ps, c.sent, c.failures = r.ps, r.sent, 0
+		c.ps, c.sent, c.seen, c.failures = r.ps, r.sent, r.seen, 0
 		l.s.metrics.notePauses(r.ps)
 	}
 }
@@ -117,14 +134,14 @@ func (l *loop) notePauses(r pauseRead) {
 func (l *loop) readPauses(ctx context.Context) {
 	c := &l.pauses
 	c.reading = true
-	c.stale.Store(false)
+	seen := c.changes.Load()
 	sent := time.Now()
 	l.bg.Go(func() {
 		pctx, cancel := context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 		ps, err := l.st.Pauses(pctx)
 		l.s.metrics.storeCall(err)
-		c.reads <- pauseRead{ps: ps, sent: sent, err: err}
+		c.reads <- pauseRead{ps: ps, sent: sent, seen: seen, err: err}
 	})
 }
 

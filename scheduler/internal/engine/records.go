@@ -47,7 +47,7 @@ func (r Records) Replicas(ctx context.Context) ([]slotstore.Replica, error) {
 // pauses anew, whether or not the store answered (a change whose reply was
 // lost may have been made).
 func (r Records) SetPause(ctx context.Context, p slotstore.PauseParams) error {
-	defer r.l.pauses.stale.Store(true)
+	defer r.l.pauses.changed()
 	return r.st.SetPause(ctx, p)
 }
 
