@@ -16,14 +16,14 @@ import (
 )
 
 // Claim implements slotstore.Store. The batch is one statement and one
-// round trip: a call of the schema's claim function (migrations/, latest
-// version in 0008_claim_backfill.sql), which begins the generations of
-// the batch's jobs that have none, decides every request in one
-// transaction, as the decision table in Go (see slotstore's package
-// documentation) would in request order (fresh slots, and answers that change nothing, in one set-based
-// statement; the rest one by one), and issues each job's fences in request
-// order. When ctx has a deadline, the same round trip first bounds the
-// claim's waits in the server by it (see send).
+// round trip: a call of the schema's claim function (functions/claim.sql),
+// which begins the generations of the batch's jobs that have none,
+// decides every request in one transaction, as the decision table in Go
+// (see slotstore's package documentation) would in request order (fresh
+// slots, and answers that change nothing, in one set-based statement; the
+// rest one by one), and issues each job's fences in request order. When
+// ctx has a deadline, the same round trip first bounds the claim's waits
+// in the server by it (see send).
 func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
 	reqs, err := rules.NormalizeClaims(p.Requests)
 	if err != nil {
