@@ -1,38 +1,13 @@
 package pgstore
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/slotstore"
 )
-
-// internalStore returns a store on a fresh schema of the shared cluster,
-// migrated to version target, and drops the schema when t ends.
-func internalStore(t *testing.T, name string, target int) *Store {
-	t.Helper()
-	pool, err := pgxpool.New(t.Context(), testserver.SharedPostgres(t).DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := fmt.Sprintf("%s_%d", name, os.Getpid())
-	s := &Store{pool: pool, schema: schema, q: newQueries(quote(schema))}
-	t.Cleanup(func() {
-		pool.Exec(context.Background(), "DROP SCHEMA "+quote(schema)+" CASCADE")
-		pool.Close()
-	})
-	if err := s.migrateTo(t.Context(), target); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 // TestMigratePauseNotes: pauses recorded by a version 6 build still read
 // after the upgrade, with no note, as do those its replicas record during
@@ -40,7 +15,7 @@ func internalStore(t *testing.T, name string, target int) *Store {
 func TestMigratePauseNotes(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s := internalStore(t, "v6pauses", 6)
+	s := oldStore(t, "v6pauses", 6)
 	oldPause := `INSERT INTO ` + quote(s.schema) + `.pauses (job) VALUES ($1) ON CONFLICT DO NOTHING`
 	if _, err := s.pool.Exec(ctx, oldPause, ""); err != nil {
 		t.Fatal(err)
@@ -76,7 +51,7 @@ func TestMigratePauseNotes(t *testing.T) {
 func TestOldBeats(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s := internalStore(t, "beats", len(migrations))
+	s := internalStore(t, "beats")
 	beat := func(name string) {
 		t.Helper()
 		if err := s.Beat(ctx, slotstore.Beat{Replica: name, TTL: time.Minute}); err != nil {
@@ -147,7 +122,7 @@ func TestOldBeats(t *testing.T) {
 func TestBeatsConcurrently(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s := internalStore(t, "beatsrace", len(migrations))
+	s := internalStore(t, "beatsrace")
 	const replicas = 8
 	name := func(i int) string { return fmt.Sprintf("r%d", i) }
 	for round := range 100 {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
@@ -16,14 +16,14 @@ import (
 )
 
 // Claim implements slotstore.Store. The batch is one statement and one
-// round trip: a call of the schema's claim function (migrations/, latest
-// version in 0008_claim_backfill.sql), which begins the generations of
-// the batch's jobs that have none, decides every request in one
-// transaction, as the decision table in Go (see slotstore's package
-// documentation) would in request order (fresh slots, and answers that change nothing, in one set-based
-// statement; the rest one by one), and issues each job's fences in request
-// order. When ctx has a deadline, the same round trip first bounds the
-// claim's waits in the server by it (see run).
+// round trip: a call of the schema's claim function (functions/claim.sql),
+// which begins the generations of the batch's jobs that have none,
+// decides every request in one transaction, as the decision table in Go
+// (see slotstore's package documentation) would in request order (fresh
+// slots, and answers that change nothing, in one set-based statement; the
+// rest one by one), and issues each job's fences in request order. When
+// ctx has a deadline, the same round trip first bounds the claim's waits
+// in the server by it (see send).
 func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
 	reqs, err := rules.NormalizeClaims(p.Requests)
 	if err != nil {
@@ -55,45 +55,14 @@ func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.C
 	return s.run(ctx, "skip", p.Replica, "", b)
 }
 
-// batch holds the claim function's arguments, one array a parameter.
-type batch struct {
-	jobs                                []string
-	slots, keeps                        []time.Time
-	leases                              []int64
-	maxes                               []int32
-	crashSkips, takeover, terms, manual []bool
-	skipping, backfill                  []bool
-	overlaps, reasons                   []string
-	notBefore                           []pgtype.Timestamptz // null where zero
-}
-
-func newBatch(n int) *batch {
-	return &batch{
-		jobs: make([]string, 0, n), slots: make([]time.Time, 0, n), keeps: make([]time.Time, 0, n),
-		leases: make([]int64, 0, n), maxes: make([]int32, 0, n), crashSkips: make([]bool, 0, n),
-		takeover: make([]bool, 0, n), terms: make([]bool, 0, n), manual: make([]bool, 0, n), skipping: make([]bool, 0, n),
-		backfill: make([]bool, 0, n),
-		overlaps: make([]string, 0, n), reasons: make([]string, 0, n), notBefore: make([]pgtype.Timestamptz, 0, n),
-	}
-}
-
-func (b *batch) add(r slotstore.ClaimRequest, skipping bool, reason string, notBefore time.Time) {
-	b.jobs, b.slots, b.keeps = append(b.jobs, r.Job), append(b.slots, r.Slot), append(b.keeps, r.Slot.Add(r.Retain))
-	b.leases, b.maxes = append(b.leases, micros(r.Lease)), append(b.maxes, int32(min(r.MaxAttempts, 1<<30)))
-	b.crashSkips, b.takeover = append(b.crashSkips, r.OnCrash == policy.OnCrashSkip), append(b.takeover, r.TakeoverOnly)
-	b.terms, b.manual, b.skipping = append(b.terms, r.Term), append(b.manual, r.Manual), append(b.skipping, skipping)
-	b.backfill = append(b.backfill, r.Backfill)
-	b.overlaps, b.reasons = append(b.overlaps, string(r.Overlap)), append(b.reasons, reason)
-	b.notBefore = append(b.notBefore, pgtype.Timestamptz{Time: notBefore, Valid: !notBefore.IsZero()})
-}
-
-// run calls the claim function on b for replica and its incarnation.
+// run calls the claim function on b for replica and its incarnation: it
+// sends the call, reads one row a request, and, in a pgx batch, the
+// commit after them.
 func (s *Store) run(ctx context.Context, op, replica, incarnation string, b *batch) ([]slotstore.ClaimResult, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("pgstore: %s: %w", op, slotstore.ErrClosed)
 	}
-	n := len(b.jobs)
-	if n == 0 {
+	if len(b.jobs) == 0 {
 		return []slotstore.ClaimResult{}, nil
 	}
 	conn, err := s.conn(ctx, op)
@@ -101,36 +70,60 @@ func (s *Store) run(ctx context.Context, op, replica, incarnation string, b *bat
 		return nil, err
 	}
 	defer conn.Release()
-	args := []any{replica, incarnation, b.jobs, b.slots, b.leases, b.crashSkips, b.maxes,
-		b.keeps, b.takeover, b.overlaps, b.terms, b.manual, b.skipping, b.reasons, b.notBefore, slotstore.ReasonDataLoss,
-		b.backfill}
-	var (
-		rows pgx.Rows
-		br   pgx.BatchResults // with a deadline: its Close reads the commit
-	)
-	if deadline, ok := ctx.Deadline(); ok {
-		// The claim's waits end, server-side, before the deadline:
-		// one whose client gave up (its cancel request lost with the
-		// connection) must not wait on and then win a slot nobody listens
-		// for. One batch, one round trip and one implicit transaction, so
-		// the setting ends with the claim.
-		qb := &pgx.Batch{}
-		qb.Queue(setWaitBoundSQL, lockTimeout(time.Until(deadline)))
-		qb.Queue(s.q.claim, args...)
-		br = conn.SendBatch(ctx, qb)
+	rows, br, err := s.send(ctx, conn, b.args(replica, incarnation))
+	if br != nil {
 		defer br.Close()
-		if _, err := br.Exec(); err != nil {
-			return nil, s.fail(op, lockDeadline(err))
-		}
-		rows, err = br.Query()
-	} else {
-		rows, err = conn.Query(ctx, s.q.claim, args...)
 	}
 	if err != nil {
 		return nil, s.fail(op, lockDeadline(err))
 	}
 	defer rows.Close()
+	out, err := b.read(rows)
+	if err != nil {
+		return nil, s.fail(op, lockDeadline(err))
+	}
+	// Rows end at the server's ReadyForQuery: only then has the batch
+	// committed, so an error here may follow a commit. In a pgx batch they
+	// end at the claim's CommandComplete, and the batch's Close reads the
+	// ReadyForQuery.
+	if br != nil {
+		rows.Close()
+		if err := br.Close(); err != nil {
+			return nil, s.fail(op, lockDeadline(err))
+		}
+	}
+	return out, nil
+}
 
+// send sends the call of the claim function with args. When ctx has a
+// deadline, the call goes in a pgx batch (returned, for its Close reads
+// the commit) after setWaitBoundSQL, and the error of either is returned.
+func (s *Store) send(ctx context.Context, conn *pgxpool.Conn, args []any) (pgx.Rows, pgx.BatchResults, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		rows, err := conn.Query(ctx, s.q.claim, args...)
+		return rows, nil, err
+	}
+	// The claim's waits end, server-side, before the deadline: one whose
+	// client gave up (its cancel request lost with the connection) must
+	// not wait on and then win a slot nobody listens for. One batch, one
+	// round trip and one implicit transaction, so the setting ends with
+	// the claim.
+	qb := &pgx.Batch{}
+	qb.Queue(setWaitBoundSQL, lockTimeout(time.Until(deadline)))
+	qb.Queue(s.q.claim, args...)
+	br := conn.SendBatch(ctx, qb)
+	if _, err := br.Exec(); err != nil {
+		return nil, br, err
+	}
+	rows, err := br.Query()
+	return rows, br, err
+}
+
+// read reads the claim function's rows, one a request of b, in any order,
+// to their end (rows.Err).
+func (b *batch) read(rows pgx.Rows) ([]slotstore.ClaimResult, error) {
+	n := len(b.jobs)
 	out := make([]slotstore.ClaimResult, n)
 	got := 0
 	for rows.Next() {
@@ -146,37 +139,14 @@ func (s *Store) run(ctx context.Context, op, replica, incarnation string, b *bat
 		dest, done := markerDest(&m)
 		dest = append(append([]any{&ord, &won, &prev, &retry}, dest...), &replacedSlots, &replacedFences, &now)
 		if err := rows.Scan(dest...); err != nil {
-			return nil, s.fail(op, lockDeadline(err))
+			return nil, err
 		}
 		done()
 		if ord < 1 || int(ord) > n || len(replacedSlots) != len(replacedFences) {
-			return nil, s.fail(op, fmt.Errorf("result for request %d of %d", ord, n))
+			return nil, fmt.Errorf("result for request %d of %d", ord, n)
 		}
 		i := int(ord) - 1
-		res := result(m, won, prev, now.UTC())
-		// A backfill decided once the database's clock had reached its
-		// keep_until (kept to the microsecond) was a takeover-only claim
-		// (rules.Effective).
-		takeover, backfill := b.takeover[i], b.backfill[i]
-		if backfill && !now.Before(b.keeps[i].Truncate(time.Microsecond)) {
-			takeover, backfill = true, false
-		}
-		switch {
-		case b.skipping[i] && m.State == "":
-			// A skip leaves a slot without a marker only before its
-			// NotBefore.
-			res = slotstore.ClaimResult{Status: slotstore.NotYet, Remaining: max(b.notBefore[i].Time.Sub(now), time.Microsecond)}
-		case !b.skipping[i] && m.State == "" && !takeover:
-			// So does a claim.
-			res = slotstore.ClaimResult{Status: slotstore.NotYet, Remaining: max(b.notBefore[i].Time.Sub(now), time.Microsecond)}
-		case backfill && !won && m.State == slotstore.StateSkipped && m.Reason != slotstore.ReasonDataLoss &&
-			b.notBefore[i].Valid && now.Before(b.notBefore[i].Time.Truncate(time.Microsecond)):
-			// A backfill the function left a slot it may win alone
-			// because its NotBefore had not come, as the decision table
-			// does (rules.Decide); the database keeps NotBefore to the
-			// microsecond.
-			res = slotstore.ClaimResult{Status: slotstore.NotYet, Remaining: max(b.notBefore[i].Time.Sub(now), time.Microsecond)}
-		}
+		res := b.answer(i, m, won, prev, now.UTC())
 		if won {
 			res.Claim.Retry = retry
 			for j, slot := range replacedSlots {
@@ -186,23 +156,44 @@ func (s *Store) run(ctx context.Context, op, replica, incarnation string, b *bat
 		out[i] = res
 		got++
 	}
-	// Rows end at the server's ReadyForQuery: only then has the batch
-	// committed, so an error here may follow a commit. In a pgx batch they
-	// end at the claim's CommandComplete, and the batch's Close reads the
-	// ReadyForQuery.
 	if err := rows.Err(); err != nil {
-		return nil, s.fail(op, lockDeadline(err))
-	}
-	if br != nil {
-		rows.Close()
-		if err := br.Close(); err != nil {
-			return nil, s.fail(op, lockDeadline(err))
-		}
+		return nil, err
 	}
 	if got != n {
-		return nil, s.fail(op, fmt.Errorf("%d results for %d requests", got, n))
+		return nil, fmt.Errorf("%d results for %d requests", got, n)
 	}
 	return out, nil
+}
+
+// answer is the result of request i, whose slot's marker is now m (no
+// state: none), decided at now.
+func (b *batch) answer(i int, m slotstore.Marker, won bool, prev string, now time.Time) slotstore.ClaimResult {
+	res := result(m, won, prev, now)
+	// A backfill decided once the database's clock had reached its
+	// keep_until (kept to the microsecond) was a takeover-only claim
+	// (rules.Effective).
+	takeover, backfill := b.takeover[i], b.backfill[i]
+	if backfill && !now.Before(b.keeps[i].Truncate(time.Microsecond)) {
+		takeover, backfill = true, false
+	}
+	notYet := slotstore.ClaimResult{Status: slotstore.NotYet, Remaining: max(b.notBefore[i].Time.Sub(now), time.Microsecond)}
+	switch {
+	case b.skipping[i] && m.State == "":
+		// A skip leaves a slot without a marker only before its
+		// NotBefore.
+		return notYet
+	case !b.skipping[i] && m.State == "" && !takeover:
+		// So does a claim.
+		return notYet
+	case backfill && !won && m.State == slotstore.StateSkipped && m.Reason != slotstore.ReasonDataLoss &&
+		b.notBefore[i].Valid && now.Before(b.notBefore[i].Time.Truncate(time.Microsecond)):
+		// A backfill the function left a slot it may win alone because
+		// its NotBefore had not come, as the decision table does
+		// (rules.Decide); the database keeps NotBefore to the
+		// microsecond.
+		return notYet
+	}
+	return res
 }
 
 // lockDeadline marks a claim that the server stopped at the bound

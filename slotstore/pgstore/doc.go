@@ -229,13 +229,18 @@
 //
 // # Schema
 //
-// The tables live in Options.Schema ("slotcron"), created by embedded,
-// versioned migrations (migrations/NNNN_*.sql) that New applies in one
-// transaction holding a transaction-scoped advisory lock, so replicas
-// starting together migrate once; a schema newer than the build is
-// refused. Version 8:
+// The tables live in Options.Schema ("slotcron"). New brings the schema up
+// to date in one transaction holding a transaction-scoped advisory lock,
+// so replicas starting together do it once: first the tables, by
+// embedded, versioned migrations (migrations/NNNN_*.sql), which change
+// tables and types only; then the functions, each written out once, in
+// functions/ (see Functions below). A schema newer than the build is
+// refused. A schema with nothing to do gets no DDL, so a role without
+// CREATE may open it; the first start of a build whose tables or function
+// texts the schema lacks needs the role that owns them. Version 8:
 //
 //	schema_migrations (version)  one row per applied migration
+//	schema_functions (name)      per function file: version and sha256 of the text applied
 //	fences (job)                 the last fence issued per job
 //	generations (job)            born (database clock), xid, sysid: see Generations
 //	markers                      one row per slot, the claim history
@@ -259,49 +264,80 @@
 //	  started, duties, ttl_ns      duties jsonb
 //	  seen, keep_until             database clock; seen + TTL + slotstore.BeatKeep
 //	claim(...)                   the claim function (claims and skips); claim_result its rows
+//	claim(... less p_backfill)   the claim of the builds of versions 3 to 6: the one above, backfill false
 //	enroll(jobs, now)            begins and returns generations
 //	renew(job, slot, fence, lease)  'renewed', 'finished' or 'lost'
 //
-// Version 5 (migrations/0005_claim_set_based.sql) replaces only the body
-// of the claim function: same name, arguments and result, no change to a
-// table. A replica of the previous build, still running during a rolling
-// upgrade, calls the function by name, so from the moment the migration
-// commits its claims run the new body too; a claim that had begun before
-// runs the old body to its end. Both bodies lock the fence rows of a
-// batch's jobs in job order before they create a marker of them, and take
-// fences from those rows under that lock, so claims of either body take
-// turns per job and fences still grow; a generation row this cluster wrote
-// is read without a lock only because no body ever rewrites one. History by
-// state, store-wide (the engine's read of running and retrying markers),
-// walks markers_by_state from its state's first entry and stops after the
-// limit: its cost follows the markers returned, not those held.
+// History by state, store-wide (the engine's read of running and retrying
+// markers), walks markers_by_state from its state's first entry and stops
+// after the limit: its cost follows the markers returned, not those held.
 //
-// Version 6 (migrations/0006_claim_look_unlocked.sql) again replaces only
-// the claim function's body, as version 5 did: a claim that looks (it
-// waited for its batch's first fence row) no longer locks the running
-// markers it reads. Version 5's look locked them and, when it had to write
-// after all, took the other fence rows still holding them, against the
-// lock order: it could deadlock with a claim holding one of those fence
-// rows and waiting for one of those markers, until the server aborted one
-// after deadlock_timeout. A claim that began on version 5's body before
-// the migration committed can still do so until it ends.
+// # Functions
 //
-// Version 7 (migrations/0007_pause_notes_beats.sql) adds the pause's note
-// to the pauses table, with defaults, and the replicas table. A replica of
-// version 6's build still running pauses, resumes and reads pauses as
-// before; the pauses it records have no note.
+// Every function of the schema is written out once, in one file of
+// functions/ (claim.sql; claim_compat.sql, the claim signatures older
+// builds call; enroll.sql; renew.sql), and applied from there, CREATE OR
+// REPLACE, whenever the schema lacks the file's text: migrations never
+// hold a function's text. Each file begins with its version, "-- version
+// N", raised with every change of its text; schema_functions records, per
+// file, the version and the SHA-256 of the text applied. In the same
+// locked transaction as the migrations, after them, a file is applied
+// when the schema has no record of it (a new file, or a schema a build
+// from before the record created, whose functions its migrations wrote)
+// or records an older version. A newer version recorded was applied by a
+// newer build and is left as it is: an older build never replaces a newer
+// text, also when it starts after the newer one. The same version with
+// another text is refused, and New fails: a text changed without its
+// version (TestFunctionVersions keeps every version's hash, so such a
+// change fails the tests first). A schema at any earlier version N thus
+// upgrades by the migrations after N, then the function texts, and ends as
+// a schema this build creates (TestUpgradeCatalog, TestUpgradeConformance).
 //
-// Version 8 (migrations/0008_claim_backfill.sql) creates a claim function
-// with one argument more, which backfills (slotstore.ClaimRequest.Backfill),
-// beside version 6's body, which stays: a replica of version 6's build
-// (versions 7 and 8 ship together; no build has version 7 alone) still
-// running calls the old function, which never backfills, and claims as
-// before; both take the same locks in the same order.
+// A rolling upgrade runs replicas of the previous build beside the new
+// one. They call the functions by name with their own argument lists, and
+// from the commit that applies a new text their calls run it; a call that
+// began before runs the old text to its end. So every new text of a file
+// must, for as long as a build that calls it may run:
 //
-// Version 3 drops version 2's claim function: a replica of an older build
-// still running when a newer one migrates the schema gets errors from its
-// claims, and claims nothing, until it is upgraded; it still renews and
-// finishes the runs it holds.
+//   - keep callable every signature such a build calls, with the result it
+//     reads: a changed argument list is a new function beside the old one,
+//     which stays (claim_compat.sql keeps the claim of the builds of
+//     versions 3 to 6 as a call of today's with backfill false), unless
+//     the old behaviour would break a guarantee: version 2's claim, which
+//     never checked generations, is dropped, so a replica of that build
+//     gets errors from its claims and claims nothing (it still renews and
+//     finishes the runs it holds);
+//   - answer such a build's calls as its own text did, or as the contract
+//     lets it see (a new argument's old callers get the old behaviour);
+//   - take its locks in the order every text takes them (a claim: the
+//     fence rows of its batch's jobs, in job order, before any marker), so
+//     calls of the old and the new text take turns per job and fences
+//     still grow; a generation row this cluster wrote is read without a
+//     lock only because no text ever rewrites one;
+//   - need no table or column the schema lacks: a text that needs one
+//     comes with the migration that adds it, applied in the same
+//     transaction. Such a migration raises the schema version, and a
+//     replica of the previous build then refuses to start (it still runs
+//     if started); a change of function texts alone keeps the schema
+//     version, and a replica of the previous build starts as before.
+//
+// TestRollingUpgrade shows replicas of the previous build and of version
+// 6's claiming, with those builds' own statements, before, while and
+// after this build applies its texts, beside this build's store: one
+// winner per slot, and fences that grow.
+//
+// What each schema version changed: 2 added the claim; 3 generations and
+// incarnations, the enroll and renew functions, and dropped version 2's
+// claim; 4 a claim's NotBefore; 5 the set-based claim of fresh slots; 6 a
+// claim that looks locks no marker (version 5's look locked the running
+// markers it read and, when it had to write after all, took the other
+// fence rows still holding them: it could deadlock with a claim holding
+// one of those fence rows); 7 the pause's note, with defaults, and the
+// replicas table (a replica of version 6's build pauses and resumes as
+// before, its pauses with no note); 8 backfill claims, a claim with one
+// argument more, beside the one version 6's build calls (versions 7 and 8
+// shipped together). Versions 4, 5, 6 and 8 changed functions alone: their
+// migrations now change nothing, and today's texts stand in functions/.
 //
 // The store takes two advisory lock keys per schema, derived from a hash
 // of the schema name: one for migrations, one for pruning.

@@ -14,8 +14,10 @@ import (
 )
 
 // migrationFiles holds the schema's versions: migrations/NNNN_name.sql
-// moves the schema from version NNNN-1 to NNNN. Append files; never edit
-// one a released build has applied. {schema} in a file stands for the
+// moves the schema's tables (and types) from version NNNN-1 to NNNN. A
+// migration changes tables only; functions live in functions/ (see
+// functionFiles). Append files; never change what one a released build
+// has applied does to the tables. {schema} in a file stands for the
 // store's quoted schema name.
 //
 //go:embed migrations/*.sql
@@ -70,15 +72,15 @@ func advisoryKey(purpose, schema string) int64 {
 	return int64(h.Sum64())
 }
 
-// migrate brings the schema to SchemaVersion in one transaction that holds
-// a transaction-scoped advisory lock: replicas starting together queue on
-// the lock, the first applies the migrations, and the others find nothing
-// left to do. The lock ends with the transaction, so a failed migration
-// cannot leave it held.
-func (s *Store) migrate(ctx context.Context) error { return s.migrateTo(ctx, len(migrations)) }
-
-// migrateTo brings the schema to version target, as migrate does.
-func (s *Store) migrateTo(ctx context.Context, target int) error {
+// migrate brings the schema to SchemaVersion and its functions to this
+// build's texts, in one transaction that holds a transaction-scoped
+// advisory lock: replicas starting together queue on the lock, the first
+// applies the migrations (tables), then the function files whose text the
+// schema lacks (functions.go), and the others find nothing left to do. The
+// lock ends with the transaction, so a failed migration cannot leave it
+// held. A schema with nothing to do is left without any DDL, so a role
+// without CREATE may open it.
+func (s *Store) migrate(ctx context.Context) error {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return fmt.Errorf("migrate: begin: %w", err)
@@ -92,34 +94,59 @@ func (s *Store) migrateTo(ctx context.Context, target int) error {
 	if err != nil {
 		return fmt.Errorf("migrate schema %s: read version: %w", s.schema, err)
 	}
-	switch {
-	case have > len(migrations):
+	if have > len(migrations) {
 		return fmt.Errorf("migrate schema %s: version %d is newer than this build's %d", s.schema, have, len(migrations))
-	case have >= target:
-		return nil // up to date: no DDL, so a role without CREATE may open it
 	}
+	records, err := readFunctions(ctx, tx, q)
+	if err != nil {
+		return fmt.Errorf("migrate schema %s: read functions: %w", s.schema, err)
+	}
+	todo, err := functionsToApply(records)
+	if err != nil {
+		return fmt.Errorf("migrate schema %s: %w", s.schema, err)
+	}
+	if have == len(migrations) && len(todo) == 0 {
+		return nil
+	}
+	if err := migrateTables(ctx, tx, q, have); err != nil {
+		return fmt.Errorf("migrate schema %s: %w", s.schema, err)
+	}
+	if err := applyFunctions(ctx, tx, q, todo); err != nil {
+		return fmt.Errorf("migrate schema %s: %w", s.schema, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("migrate schema %s: commit: %w", s.schema, err)
+	}
+	return nil
+}
+
+// migrateTables creates the schema and its bookkeeping tables if missing,
+// and applies the migrations after version have, in tx.
+func migrateTables(ctx context.Context, tx pgx.Tx, q string, have int) error {
 	ddl := []string{
 		"CREATE SCHEMA IF NOT EXISTS " + q,
 		"CREATE TABLE IF NOT EXISTS " + q + `.schema_migrations (
 			version    integer PRIMARY KEY,
 			name       text NOT NULL,
 			applied_at timestamptz NOT NULL DEFAULT now())`,
+		"CREATE TABLE IF NOT EXISTS " + q + `.schema_functions (
+			name       text PRIMARY KEY,
+			version    integer NOT NULL,
+			sha256     text NOT NULL,
+			applied_at timestamptz NOT NULL DEFAULT now())`,
 	}
 	for _, sql := range ddl {
 		if _, err := tx.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("migrate schema %s: %w", s.schema, err)
+			return err
 		}
 	}
-	for _, m := range migrations[have:target] {
+	for _, m := range migrations[have:] {
 		if _, err := tx.Exec(ctx, strings.ReplaceAll(m.sql, "{schema}", q)); err != nil {
-			return fmt.Errorf("migrate schema %s to version %d (%s): %w", s.schema, m.version, m.name, err)
+			return fmt.Errorf("to version %d (%s): %w", m.version, m.name, err)
 		}
 		if _, err := tx.Exec(ctx, "INSERT INTO "+q+".schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
-			return fmt.Errorf("migrate schema %s: record version %d: %w", s.schema, m.version, err)
+			return fmt.Errorf("record version %d: %w", m.version, err)
 		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("migrate schema %s: commit: %w", s.schema, err)
 	}
 	return nil
 }

@@ -1,17 +1,12 @@
 package pgstore
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -23,17 +18,8 @@ import (
 func TestMigrateFromVersion2(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, testserver.SharedPostgres(t).DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	schema := fmt.Sprintf("v2_%d", os.Getpid())
-	s := &Store{pool: pool, schema: schema, q: newQueries(quote(schema))}
-	defer pool.Exec(context.Background(), "DROP SCHEMA "+quote(schema)+" CASCADE")
-	if err := s.migrateTo(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
+	s := oldStore(t, "v2", 2)
+	pool, schema := s.pool, s.schema
 
 	// A replica of the version 2 build claims two slots and finishes one.
 	oldClaim := `SELECT won, fence FROM ` + quote(schema) + `.claim('old', ARRAY['j'], ARRAY[$1::timestamptz],

@@ -15,7 +15,7 @@ import (
 )
 
 // TestMigrateOnceConcurrently: replicas starting together against an empty
-// schema all open it, and the migrations run once. Without the advisory
+// schema all open it, and the migrations and functions are applied once. Without the advisory
 // lock, concurrent CREATE SCHEMA and CREATE TABLE statements fail with
 // unique violations in the catalogs.
 func TestMigrateOnceConcurrently(t *testing.T) {
@@ -51,6 +51,17 @@ func TestMigrateOnceConcurrently(t *testing.T) {
 	}
 	if want := pgstore.SchemaVersion(); rows != want || versions != want || applied != 1 {
 		t.Errorf("schema_migrations: %d rows, %d versions, %d transactions; want %d, %d, 1", rows, versions, applied, want, want)
+	}
+	// The functions were applied once, in the migrations' transaction.
+	var fns int
+	err = pool.QueryRow(t.Context(), `SELECT count(*), count(DISTINCT f.applied_at) FILTER (WHERE f.applied_at <> m.applied_at)
+		FROM `+pgx.Identifier{schema, "schema_functions"}.Sanitize()+` f,
+		(SELECT min(applied_at) AS applied_at FROM `+pgx.Identifier{schema, "schema_migrations"}.Sanitize()+`) m`).Scan(&fns, &applied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fns == 0 || applied != 0 {
+		t.Errorf("schema_functions: %d rows, %d applied in another transaction than the migrations'", fns, applied)
 	}
 	// Every replica works on the one schema.
 	for i, s := range stores {

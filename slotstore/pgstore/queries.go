@@ -18,7 +18,7 @@ const columns = `job, slot, state, holder, fence, attempt, claimed_at, lease_end
 // transaction's lock on the row checks its condition again on the row that
 // transaction left, so the check and the change are one atomic step.
 const (
-	// renewSQL calls the schema's renew function (migrations), which
+	// renewSQL calls the schema's renew function (functions/renew.sql), which
 	// answers 'renewed', 'finished' (done or retrying under the fence) or
 	// 'lost'.
 	renewSQL = `SELECT {schema}.renew($1, $2, $3, $4)`

@@ -1,0 +1,94 @@
+package pgstore
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// functionHashes records the SHA-256 of every version of each function
+// file, oldest first: version N's is the Nth. A change to a file's text
+// fails TestFunctionVersions until its version is raised and the new
+// text's hash appended here, so that no two builds apply different texts
+// under one version, and a hash once released stays what it was.
+var functionHashes = map[string][]string{
+	"enroll":       {"04736ba9d42b84ad4577f4936f0f00da39479ec455c4700697c1a783a6ca1cad"},
+	"renew":        {"0fdb9378d0d359a3398f89afe8d42213023c31037472c3e1cc2b851d9eb82930"},
+	"claim":        {"170ee472b0e40b01ddf44dcfb4504f8453425ba6854d65f653d3a018168656ff"},
+	"claim_compat": {"84617abbf4ace2fdf372cb33808003f823e163d75ecfa630e61a8b4c64f8c4cb"},
+}
+
+func TestFunctionVersions(t *testing.T) {
+	if len(functionHashes) != len(functions) {
+		t.Errorf("hashes recorded for %d function files, want %d", len(functionHashes), len(functions))
+	}
+	for _, f := range functions {
+		hashes := functionHashes[f.name]
+		switch {
+		case f.version > len(hashes)+1 || f.version < len(hashes):
+			t.Errorf("functions/%s.sql: version %d, and %d versions recorded", f.name, f.version, len(hashes))
+		case f.version == len(hashes)+1:
+			t.Errorf("functions/%s.sql: version %d is new: append its hash %s to functionHashes", f.name, f.version, f.hash)
+		case hashes[f.version-1] != f.hash:
+			t.Errorf("functions/%s.sql changed (sha256 %s): raise its version to %d and append the hash to functionHashes",
+				f.name, f.hash, len(hashes)+1)
+		}
+	}
+}
+
+// TestFunctionsNeverDowngraded: a function file that a newer build applied
+// (its recorded version above this build's) is left as that build wrote
+// it; one recorded at this build's version with another text is an error
+// that changes nothing; and one recorded at an older version is replaced
+// by this build's text.
+func TestFunctionsNeverDowngraded(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := internalStore(t, "newerfn")
+	q := quote(s.schema)
+	renew := functions[slices.IndexFunc(functions, func(f function) bool { return f.name == "renew" })]
+	newer := strings.Replace(renew.sql, "BEGIN", "BEGIN\n    -- a newer build's text", 1)
+	if _, err := s.pool.Exec(ctx, strings.ReplaceAll(newer, "{schema}", q)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, "UPDATE "+q+".schema_functions SET version = $1, sha256 = 'newer' WHERE name = 'renew'",
+		renew.version+1); err != nil {
+		t.Fatal(err)
+	}
+	renewText := func() string {
+		t.Helper()
+		var src string
+		if err := s.pool.QueryRow(ctx, "SELECT prosrc FROM pg_proc WHERE oid = $1::regproc", q+".renew").Scan(&src); err != nil {
+			t.Fatal(err)
+		}
+		return src
+	}
+	if err := s.migrate(ctx); err != nil {
+		t.Fatalf("migrate under a newer build's renew: %v", err)
+	}
+	if !strings.Contains(renewText(), "a newer build's text") {
+		t.Error("an older build replaced a newer build's renew")
+	}
+
+	if _, err := s.pool.Exec(ctx, "UPDATE "+q+".schema_functions SET version = $1 WHERE name = 'renew'", renew.version); err != nil {
+		t.Fatal(err)
+	}
+	err := s.migrate(ctx)
+	if err == nil || !strings.Contains(err.Error(), "changed without its version") {
+		t.Errorf("migrate with another text of renew's version %d recorded: %v", renew.version, err)
+	}
+	if !strings.Contains(renewText(), "a newer build's text") {
+		t.Error("a failed migration replaced renew")
+	}
+
+	// An older version recorded: this build's text replaces it.
+	if _, err := s.pool.Exec(ctx, "UPDATE "+q+".schema_functions SET version = $1 WHERE name = 'renew'", renew.version-1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		t.Fatalf("migrate over an older renew: %v", err)
+	}
+	if strings.Contains(renewText(), "a newer build's text") {
+		t.Error("this build did not apply its renew over an older version")
+	}
+}
