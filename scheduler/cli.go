@@ -29,7 +29,7 @@ const (
 )
 
 // Main gives a binary the slotcron CLI (run, validate, next, history,
-// trigger, pause, resume) over the jobs
+// trigger, backfill, pause, resume, version, help) over the jobs
 // registered in reg, and exits with the command's exit code.
 //
 // SIGTERM or SIGINT stops the command: run shuts down gracefully (exit 0)

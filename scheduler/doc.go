@@ -9,8 +9,9 @@
 // holds their values as typed constants). Every replica computes the same
 // nominal slots; each slot is claimed in the store (package slotstore), and
 // the one replica that wins it runs the job under a renewed lease and a
-// fencing token (jobs.Run.Fence). The guarantees, and what they rest on,
-// are stated in package slotstore's documentation.
+// fencing token (jobs.Run.Fence). The guarantees are one numbered list, in
+// the README; what a store makes true of them is stated in package
+// slotstore's documentation, under the same numbers.
 //
 // Inside, the package is a facade over three wings under internal/: engine
 // (the timer loop, claims, runs, leases, duties, metrics), admin (the HTTP

@@ -22,7 +22,7 @@ import (
 // elected on etcd (its fences are etcd revisions, so they keep growing
 // across the kill). The lease is 4 s: writes stall while etcd elects a new
 // leader, and with 2 s a run that ends just after the kill may not record
-// its finish within its trust window, and runs again (README, Stores).
+// its finish within its trust window, and runs again (docs/stores.md, etcd).
 func TestEtcdReplicasSurviveTheLeadersDeath(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an etcd cluster")

@@ -47,9 +47,10 @@ func WithStore(s slotstore.Store) Option { return func(sc *Scheduler) { sc.store
 
 // WithElector makes duties campaign with el instead of the elector that
 // follows the store in use: on Redis, leases beside the store's keys; on
-// Postgres, a session advisory lock on a dedicated connection; on any other
-// store, a lease slot in the store itself, polled. The caller keeps
-// ownership.
+// Postgres, a session advisory lock on a dedicated connection; on etcd, a
+// term key beside the store's keys, woken by a watch; on any other store
+// (SQLite, memory, a store of the caller's), a lease slot in the store
+// itself, polled. The caller keeps ownership.
 func WithElector(el leader.Elector) Option { return func(sc *Scheduler) { sc.elector = el } }
 
 // WithRegistry registers the scheduler's metrics on r, which /metrics then

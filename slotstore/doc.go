@@ -1,7 +1,8 @@
 // Package slotstore is the contract between the slotcron engine and the
 // stores that hold slot markers: the Store interface, its parameter and result
 // types, and its errors. Backends live in subpackages (memstore, sqlitestore,
-// redisstore, pgstore); storetest is the conformance suite they all pass.
+// redisstore, pgstore, etcdstore); storetest is the conformance suite they
+// all pass.
 //
 // # Markers
 //
@@ -149,12 +150,18 @@
 // internal to slotstore that the backends share: what a claim does given
 // the slot's marker, the request, the store's time and the job's generation
 // and running slots, and how each request is checked and defaulted first.
-// Backends that keep their logic in Go (memstore, sqlitestore) run it
-// inside their atomic step; those that cannot (redisstore's Lua, pgstore's
-// SQL) encode the same table, and storetest, with a differential test
-// against memstore, checks every backend against it.
+// Backends that keep their logic in Go run it: memstore and sqlitestore
+// inside their atomic step, etcdstore before a transaction whose compares
+// cover everything the decision read. Those that cannot (redisstore's Lua,
+// pgstore's SQL) encode the same table, and storetest, with a differential
+// test against memstore, checks every backend against it.
 //
 // # Guarantees every backend makes
+//
+// They keep the numbers of slotcron's one list of guarantees (the README's
+// Guarantees). Numbers 5 (the holder stops before its successor starts)
+// and 6 (slots are a pure function of schedule, zone and time) are the
+// engine's, not a store's, and are not repeated here.
 //
 //  1. One live holder: at any instant at most one claim of a slot holds an
 //     unexpired lease. Lease expiry is judged by the store's clock.
@@ -169,7 +176,7 @@
 //  4. A dead holder's slot is not lost: once the lease of a running slot has
 //     expired, the next Claim takes it over (attempt+1, higher fence) or,
 //     with OnCrash skip or no attempts left, marks it abandoned.
-//  5. Misses are judged by the store's clock: Skip records nothing before
+//  7. Misses are judged by the store's clock: Skip records nothing before
 //     the request's NotBefore by the store's clock, and Claim creates no
 //     first marker before its NotBefore.
 //

@@ -304,7 +304,7 @@ type SkipRequest struct {
 	// comes earlier records nothing and answers NotYet. A replica sets it
 	// to slot + starting deadline for a slot it judges missed, so a
 	// replica whose clock runs fast cannot record as missed a slot the
-	// others may still run (guarantee 5).
+	// others may still run (guarantee 7).
 	NotBefore time.Time
 }
 

@@ -147,7 +147,7 @@ func (p *review2Proxy) Retarget(target string) {
 // fixed address is replaced by an empty one (a pod whose storage was an
 // emptyDir). The store and the elector go on under the fence base they
 // read when the store opened, and the new cluster's revisions start near
-// 1: the replica's next term is fenced below its last, though the README
+// 1: the replica's next term is fenced below its last, though docs/stores.md
 // says fences are never reused after "a cluster replaced by an empty or
 // restored one". Its slot fences fall back the same way.
 func TestDutyFencesGrowWhenTheClusterIsReplacedUnderARunningReplica(t *testing.T) {
@@ -217,7 +217,7 @@ func TestEndpointWithoutAHostIsRefused(t *testing.T) {
 }
 
 // request_timeout is how long the etcd store waits on one
-// member before it sends the request to another (README, Stores: "a
+// member before it sends the request to another (docs/stores.md: "a
 // renewal or finish must land within the holder's trust window"). One
 // longer than a job's trust window means a renewal held by a frozen or
 // dying member is never sent elsewhere in time: the holder loses the slot
