@@ -125,14 +125,14 @@ func (e *env) openStore(ctx context.Context, kind storeKind, ns string) (slotsto
 		if err != nil {
 			return nil, scheduler.StoreConfig{}, err
 		}
-		s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{addr}, Prefix: ns + ":"})
+		s, err := redisstore.Open(ctx, redisstore.Options{Addrs: []string{addr}, Prefix: ns + ":"})
 		return s, scheduler.StoreConfig{Kind: "redis", Redis: redisstore.Options{Addr: addr, Prefix: ns + ":"}}, err
 	case kindPostgres:
 		dsn, err := e.pgDSN()
 		if err != nil {
 			return nil, scheduler.StoreConfig{}, err
 		}
-		s, err := pgstore.New(ctx, pgstore.Options{DSN: dsn, Schema: ns})
+		s, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn, Schema: ns})
 		return s, scheduler.StoreConfig{Kind: "postgres", Postgres: pgstore.Options{DSN: dsn, Schema: ns}}, err
 	case kindEtcd:
 		eps, err := e.etcdEndpoints()

@@ -52,7 +52,7 @@ func TestElectorFollowsTheStore(t *testing.T) {
 	pg := testserver.StartPostgres(t)
 	rd := testserver.StartRedis(t)
 
-	byDSN, err := pgstore.New(ctx, pgstore.Options{DSN: pg.DSN(), Schema: "by_dsn"})
+	byDSN, err := pgstore.Open(ctx, pgstore.Options{DSN: pg.DSN(), Schema: "by_dsn"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestElectorFollowsTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	byPool, err := pgstore.NewWithPool(ctx, pool, "by_pool")
+	byPool, err := pgstore.New(ctx, pool, pgstore.Options{Schema: "by_pool"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,12 +80,12 @@ func TestElectorFollowsTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer edited.Close()
-	byEdited, err := pgstore.NewWithPool(ctx, edited, "by_edited")
+	byEdited, err := pgstore.New(ctx, edited, pgstore.Options{Schema: "by_edited"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer byEdited.Close()
-	rs, err := redisstore.New(ctx, redisstore.Options{Addr: rd.Addr()})
+	rs, err := redisstore.Open(ctx, redisstore.Options{Addr: rd.Addr()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestElectorFollowsTheStore(t *testing.T) {
 // What go-redis logs on its own goes through the replica's slog logger.
 func TestRedisClientLogsGoThroughSlog(t *testing.T) {
 	rd := testserver.StartRedis(t)
-	st, err := redisstore.New(t.Context(), redisstore.Options{Addr: rd.Addr()})
+	st, err := redisstore.Open(t.Context(), redisstore.Options{Addr: rd.Addr()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestRedisClientLogsGoThroughSlog(t *testing.T) {
 	RouteClientLogs(st, log)
 	defer RouteClientLogs(st, slog.New(slog.DiscardHandler))
 	// A Sentinel that is no Sentinel: go-redis logs its failed query.
-	if s, err := redisstore.New(t.Context(), redisstore.Options{Addrs: []string{rd.Addr()}, MasterName: "nomaster"}); err == nil {
+	if s, err := redisstore.Open(t.Context(), redisstore.Options{Addrs: []string{rd.Addr()}, MasterName: "nomaster"}); err == nil {
 		s.Close()
 		t.Fatal("a store on a Sentinel that is none opened")
 	}

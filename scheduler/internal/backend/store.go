@@ -60,13 +60,13 @@ func Open(ctx context.Context, c Config) (slotstore.Store, error) {
 		}
 		return s, nil
 	case "redis":
-		s, err := redisstore.New(ctx, c.Redis)
+		s, err := redisstore.Open(ctx, c.Redis)
 		if err != nil {
 			return nil, fmt.Errorf("open redis store: %w", err) // redisstore never shows the password
 		}
 		return s, nil
 	case "postgres":
-		s, err := pgstore.New(ctx, c.Postgres)
+		s, err := pgstore.Open(ctx, c.Postgres)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres store: %w", err) // pgstore redacts the DSN
 		}
