@@ -16,7 +16,6 @@ import (
 	"github.com/slotcron/slotcron/internal/schedule"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
-	"github.com/slotcron/slotcron/slotstore/etcdstore"
 )
 
 // Validate checks cfg against reg and returns every problem, each naming
@@ -80,7 +79,7 @@ func (c *Config) resolveContext(ctx context.Context, reg *jobs.Registry) ([]engi
 			duties = append(duties, *d)
 		}
 	}
-	c.checkEtcdTimeout(plans, duties, add)
+	c.checkStoreLease(plans, duties, add)
 	if len(errs) > 0 {
 		sortErrors(errs)
 		return nil, nil, errs
@@ -88,18 +87,9 @@ func (c *Config) resolveContext(ctx context.Context, reg *jobs.Registry) ([]engi
 	return plans, duties, nil
 }
 
-// checkEtcdTimeout refuses, on an etcd store, a request timeout longer
-// than a third of the shortest lease: a renewal or finish left unanswered
-// by a frozen member or a dying leader is sent again only after it, and
-// must still land within the holder's trust window.
-func (c *Config) checkEtcdTimeout(plans []engine.JobSpec, duties []engine.DutySpec, add func(*ConfigError)) {
-	if c.Store.Kind != "etcd" {
-		return
-	}
-	rt := c.Store.Etcd.RequestTimeout
-	if rt <= 0 {
-		rt = etcdstore.DefaultRequestTimeout
-	}
+// checkStoreLease has the store kind check its settings against the
+// shortest lease of plans and duties.
+func (c *Config) checkStoreLease(plans []engine.JobSpec, duties []engine.DutySpec, add func(*ConfigError)) {
 	what, lease := "", time.Duration(0)
 	for _, p := range plans {
 		if lease == 0 || p.Lease < lease {
@@ -111,10 +101,7 @@ func (c *Config) checkEtcdTimeout(plans []engine.JobSpec, duties []engine.DutySp
 			what, lease = "duty "+d.Name, d.Lease
 		}
 	}
-	if lease > 0 && rt > lease/3 {
-		add(c.errAt(fmt.Sprintf("request_timeout %v is longer than a third of the shortest lease (%v, %s): a request "+
-			"left unanswered must be sent again within the holder's trust window", rt, lease, what), "store", "etcd", "request_timeout"))
-	}
+	c.checkStoreAgainstLease(lease, what, add)
 }
 
 // resolveDuty checks one duty and resolves it; nil when it is bad.
