@@ -43,8 +43,8 @@ type Kind struct {
 	RouteLogs func(st slotstore.Store, log *slog.Logger)
 }
 
-// Value returns opts as a value of k's Options type: nil is its zero
-// value, and a pointer to one is followed. Any other type is an error
+// Value returns opts as a value of k's Options type: nil (or a nil
+// pointer) is its zero value, and a pointer to one is followed. Any other type is an error
 // naming both.
 func (k Kind) Value(opts any) (any, error) {
 	if k.Options == nil {
@@ -53,11 +53,11 @@ func (k Kind) Value(opts any) (any, error) {
 		}
 		return nil, nil
 	}
-	if opts == nil {
+	v := reflect.ValueOf(opts)
+	if opts == nil || v.Type() == reflect.PointerTo(k.Options) && v.IsNil() {
 		return reflect.Zero(k.Options).Interface(), nil
 	}
-	v := reflect.ValueOf(opts)
-	if v.Type() == reflect.PointerTo(k.Options) && !v.IsNil() {
+	if v.Type() == reflect.PointerTo(k.Options) {
 		v = v.Elem()
 	}
 	if v.Type() != k.Options {
