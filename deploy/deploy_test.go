@@ -36,6 +36,10 @@ import (
 	"github.com/slotcron/slotcron/cmd/scheduler/demo"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler"
+	_ "github.com/slotcron/slotcron/scheduler/etcd" // the manifests use every store kind
+	_ "github.com/slotcron/slotcron/scheduler/postgres"
+	_ "github.com/slotcron/slotcron/scheduler/redis"
+	"github.com/slotcron/slotcron/slotstore/etcdstore"
 )
 
 // manifests are the Kubernetes examples: replicas on Redis, and on an etcd
@@ -532,7 +536,7 @@ func TestKubernetesEtcdClientCertificateMounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := cfg.Store.Etcd
+	e, _ := cfg.Store.Options.(etcdstore.Options)
 	if cfg.Store.Kind != "etcd" || len(e.Endpoints) < 3 {
 		t.Fatalf("store %s with endpoints %v, want etcd and every member of a 3-member cluster", cfg.Store.Kind, e.Endpoints)
 	}

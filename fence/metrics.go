@@ -1,24 +1,12 @@
 package fence
 
 import (
-	"errors"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/slotcron/slotcron/internal/fencemetrics"
 )
-
-// rejections counts the writes every helper of this process rejected.
-var rejections = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "slotcron_fence_rejections_total",
-	Help: "Writes rejected because their fence was below the highest the resource had seen, by resource.",
-}, []string{"resource"})
-
-// repeats counts the once-per-slot writes every helper of this process
-// refused because the slot's effect was already committed.
-var repeats = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "slotcron_fence_repeats_total",
-	Help: "Once-per-slot writes refused because the slot's effect was already committed (a repeat after commit-then-crash, or a retry), by resource.",
-}, []string{"resource"})
 
 // Register adds the package's metrics to r:
 //
@@ -32,22 +20,11 @@ var repeats = prometheus.NewCounterVec(prometheus.CounterOpts{
 // bounded). Keep names to a bounded set. A stale writer refused by a once
 // helper counts as a rejection, not a repeat. Nothing is registered until
 // Register is called; registering twice on one registry returns nil.
-func Register(r prometheus.Registerer) error {
-	for _, c := range []*prometheus.CounterVec{rejections, repeats} {
-		if err := r.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) && are.ExistingCollector == c {
-				continue
-			}
-			return err
-		}
-	}
-	return nil
-}
+func Register(r prometheus.Registerer) error { return fencemetrics.Register(r) }
 
 // reject counts and logs a rejected write and returns its error.
 func reject(log *slog.Logger, resource string, token, highest int64) error {
-	rejections.WithLabelValues(resource).Inc()
+	fencemetrics.Rejections.WithLabelValues(resource).Inc()
 	if log == nil {
 		log = slog.Default()
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/fencemetrics"
 	"github.com/slotcron/slotcron/jobs"
 )
 
@@ -52,11 +53,11 @@ func refuse(log *slog.Logger, label string, e *AppliedError) error {
 		log = slog.Default()
 	}
 	if e.stale() {
-		rejections.WithLabelValues(label).Inc()
+		fencemetrics.Rejections.WithLabelValues(label).Inc()
 		log.Warn("fence rejected", "resource", e.Resource, "run", e.Key, "fence", e.Fence, "highest", e.Applied)
 		return e
 	}
-	repeats.WithLabelValues(label).Inc()
+	fencemetrics.Repeats.WithLabelValues(label).Inc()
 	log.Info("effect already applied", "resource", e.Resource, "run", e.Key, "fence", e.Fence, "applied", e.Applied)
 	return e
 }

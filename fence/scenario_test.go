@@ -89,7 +89,10 @@ func TestScenarioRedis(t *testing.T) {
 	srv := testserver.StartRedis(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true})
 	defer c.Close()
-	store := redisstore.NewWithClient(c, "scenario:")
+	store, err := redisstore.New(c, redisstore.Options{Prefix: "scenario:"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var l logs
 	res := fence.Redis{Client: c, Prefix: "scenario:fence:", Logger: l.logger()}
 	key := unique("report")

@@ -6,10 +6,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/slotcron/slotcron/policy"
-	"github.com/slotcron/slotcron/slotstore/etcdstore"
-	"github.com/slotcron/slotcron/slotstore/pgstore"
-	"github.com/slotcron/slotcron/slotstore/redisstore"
-	"github.com/slotcron/slotcron/slotstore/sqlitestore"
 )
 
 // Config is the whole configuration of a replica. It maps one-to-one onto
@@ -40,16 +36,27 @@ type Config struct {
 	src *source // where the config came from, for error positions; nil if built in code
 }
 
-// StoreConfig selects the slot store.
+// StoreConfig selects the slot store and configures it.
+//
+// A binary supports the store kinds it links: sqlite and memory always;
+// redis, postgres and etcd when it imports scheduler/redis,
+// scheduler/postgres or scheduler/etcd (package storekind says how kinds
+// register). In YAML, store.kind chooses the kind and the block named for
+// it configures it (store.postgres: for postgres); that block is the
+// backend's Options struct, key for field, and is decoded into Options.
+// The blocks of the other linked kinds are checked too, and dropped; a
+// block of a kind slotcron ships but the binary does not link is not read,
+// unless store.kind chooses it, which is an error naming the import to add.
 type StoreConfig struct {
-	// Kind is sqlite (the default), memory, redis, postgres or etcd.
+	// Kind is sqlite (the default), memory, redis, postgres, etcd, or
+	// another registered kind.
 	Kind string `yaml:"kind"`
-	// The block of the chosen kind configures it; each backend's Options
-	// is its block, and says what each key means.
-	SQLite   sqlitestore.Options `yaml:"sqlite"`
-	Redis    redisstore.Options  `yaml:"redis"`
-	Postgres pgstore.Options     `yaml:"postgres"`
-	Etcd     etcdstore.Options   `yaml:"etcd"`
+	// Options configures the kind: a value of its backend's Options type
+	// (sqlitestore.Options for sqlite, redisstore.Options for redis,
+	// pgstore.Options for postgres, etcdstore.Options for etcd), or a
+	// pointer to one. Nil means that type's zero value, the backend's
+	// defaults; memory takes none. Load sets it from the kind's block.
+	Options any `yaml:"-"`
 }
 
 // LogConfig configures logging.

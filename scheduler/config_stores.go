@@ -2,67 +2,151 @@ package scheduler
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/slotcron/slotcron/internal/optkey"
 	"github.com/slotcron/slotcron/scheduler/internal/backend"
-	"github.com/slotcron/slotcron/slotstore/etcdstore"
-	"github.com/slotcron/slotcron/slotstore/pgstore"
-	"github.com/slotcron/slotcron/slotstore/redisstore"
-	"github.com/slotcron/slotcron/slotstore/sqlitestore"
 )
 
 // backendConfig is the store block as the backend opens it.
 func (cfg *Config) backendConfig() backend.Config {
-	c := cfg.Store
-	return backend.Config{Kind: c.Kind, SQLite: c.SQLite, Redis: c.Redis, Postgres: c.Postgres, Etcd: c.Etcd}
+	return backend.Config{Kind: cfg.Store.Kind, Options: cfg.Store.Options}
 }
 
-// checkStore reports the store settings the backend of the chosen kind
-// refuses, each at its key: the backend's Options.Validate holds the rules.
+// checkStore reports the store settings the chosen kind refuses, each at
+// its key: the kind's check (its backend's Options.Validate) holds the
+// rules. A kind the binary does not link is an error at store.kind.
 func (c *Config) checkStore(add func(*ConfigError)) {
-	var block string
-	var err error
-	switch c.Store.Kind {
-	case "memory":
-		return
-	case "", "sqlite":
-		block, err = "sqlite", c.Store.SQLite.Validate()
-	case "redis":
-		block, err = "redis", c.Store.Redis.Validate()
-		// In Go the zero Options mean a local server; a file that chose
-		// redis and names none most likely left a ${VAR} unset.
-		if r := c.Store.Redis; r.Addr == "" && len(r.Addrs) == 0 {
-			add(c.errAt("store.kind is redis but no redis addr or addrs is set (is its ${VAR} set?)", "store", "redis"))
-		}
-	case "postgres":
-		block, err = "postgres", c.Store.Postgres.Validate()
-		if c.Store.Postgres.DSN == "" {
-			add(c.errAt("store.kind is postgres but store.postgres.dsn is empty (is its ${VAR} set?)", "store", "postgres", "dsn"))
-		}
-	case "etcd":
-		block, err = "etcd", c.Store.Etcd.Validate()
-		// In Go no endpoints mean a local member; a file that chose etcd
-		// and lists none most likely left a ${VAR} unset.
-		if len(c.Store.Etcd.Endpoints) == 0 {
-			add(c.errAt("store.kind is etcd but store.etcd.endpoints is empty (is its ${VAR} set?)", "store", "etcd"))
-		}
-	default:
-		add(c.errAt(fmt.Sprintf("unknown store kind %q (sqlite, memory, redis, postgres or etcd)", c.Store.Kind), "store", "kind"))
+	k, ok := backend.Lookup(c.Store.Kind)
+	if !ok {
+		add(c.errAt(unlinkedKind(c.Store.Kind), "store", "kind"))
 		return
 	}
-	for _, e := range optkey.All(err) {
-		if block == "postgres" && c.Store.Postgres.DSN == "" && slices.Equal(e.Key, []string{"dsn"}) {
-			continue // said above, with a hint
-		}
-		add(c.errAt(e.Msg, append([]string{"store", block}, e.Key...)...))
+	opts, err := k.Value(c.Store.Options)
+	if err != nil {
+		add(c.errAt(err.Error(), "store", "kind"))
+		return
 	}
+	if k.Check == nil {
+		return
+	}
+	for _, e := range optkey.All(k.Check(opts)) {
+		add(c.errAt(e.Msg, append([]string{"store", k.Name}, e.Key...)...))
+	}
+}
+
+// unlinkedKind says that kind is no kind this binary links, and which
+// import links it when slotcron ships it.
+func unlinkedKind(kind string) string {
+	if imp := backend.ImportFor(kind); imp != "" {
+		return fmt.Sprintf("store kind %q is not linked into this binary: import _ %q", kind, imp)
+	}
+	var names []string
+	for _, k := range backend.Kinds() {
+		names = append(names, k.Name)
+	}
+	list := strings.Join(names, ", ")
+	if n := len(names); n > 1 {
+		list = strings.Join(names[:n-1], ", ") + " or " + names[n-1]
+	}
+	return fmt.Sprintf("unknown store kind %q (%s)", kind, list)
+}
+
+// checkStoreAgainstLease has the chosen kind check its settings against the
+// shortest lease of the jobs and duties (etcd's request timeout must fit
+// it).
+func (c *Config) checkStoreAgainstLease(shortest time.Duration, holder string, add func(*ConfigError)) {
+	k, ok := backend.Lookup(c.Store.Kind)
+	if !ok || k.CheckLease == nil || shortest <= 0 {
+		return
+	}
+	opts, err := k.Value(c.Store.Options)
+	if err != nil {
+		return // checkStore said so
+	}
+	for _, e := range optkey.All(k.CheckLease(opts, shortest, holder)) {
+		add(c.errAt(e.Msg, append([]string{"store", k.Name}, e.Key...)...))
+	}
+}
+
+// UnmarshalYAML reads store.kind, and decodes the block of each kind the
+// binary links into its backend's Options, keeping the chosen kind's in
+// Options; blocks of kinds it does not link are not read.
+func (s *StoreConfig) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return &yaml.TypeError{Errors: []string{notStoreConfig(n)}}
+	}
+	var blocks map[string]yaml.Node
+	if err := n.Decode(&blocks); err != nil {
+		return err
+	}
+	var msgs []string
+	collect := func(err error) error {
+		if te, ok := err.(*yaml.TypeError); ok {
+			msgs = append(msgs, te.Errors...)
+			return nil
+		}
+		return err
+	}
+	if b, ok := blocks["kind"]; ok {
+		if err := collect(b.Decode(&s.Kind)); err != nil {
+			return err
+		}
+	}
+	chosen := backend.KindName(s.Kind)
+	s.Options = nil
+	for _, name := range slices.Sorted(maps.Keys(blocks)) {
+		k, ok := backend.Lookup(name)
+		if name == "kind" || name == "" || !ok || k.Options == nil {
+			continue
+		}
+		b := blocks[name]
+		v := reflect.New(k.Options)
+		if err := collect(b.Decode(v.Interface())); err != nil {
+			return err
+		}
+		if name == chosen {
+			s.Options = v.Elem().Interface()
+		}
+	}
+	if len(msgs) > 0 {
+		return &yaml.TypeError{Errors: msgs}
+	}
+	return nil
+}
+
+// notStoreConfig is go-yaml's error for n, no mapping, decoded into a
+// StoreConfig.
+func notStoreConfig(n *yaml.Node) string {
+	tag, value := n.ShortTag(), ""
+	if tag != "!!seq" && tag != "!!map" {
+		value = n.Value
+		if len(value) > 10 {
+			value = value[:7] + "..."
+		}
+		value = " `" + value + "`"
+	}
+	return fmt.Sprintf("line %d: cannot unmarshal %s%s into %v", n.Line, tag, value, reflect.TypeFor[StoreConfig]())
+}
+
+// storeFields maps the keys of the store block to their types: kind, and
+// the block of each linked kind that reads one.
+func storeFields() map[string]reflect.Type {
+	out := map[string]reflect.Type{"kind": reflect.TypeFor[string]()}
+	for _, k := range backend.Kinds() {
+		if k.Options != nil {
+			out[k.Name] = k.Options
+		}
+	}
+	return out
 }
 
 // yamlDuration is go-yaml's error for a value that is no time.Duration.
@@ -74,14 +158,17 @@ func plainTypeError(msg string) string {
 	return yamlDuration.ReplaceAllString(msg, "$1: invalid duration $2 (use a number with a unit: 500ms, 15s, 10m, 168h)")
 }
 
-// storeDurationKeys are, per store block, the keys whose Options field is a
-// time.Duration.
-var storeDurationKeys = map[string]map[string]bool{
-	"sqlite":   durationKeys(reflect.TypeFor[sqlitestore.Options]()),
-	"redis":    durationKeys(reflect.TypeFor[redisstore.Options]()),
-	"postgres": durationKeys(reflect.TypeFor[pgstore.Options]()),
-	"etcd":     durationKeys(reflect.TypeFor[etcdstore.Options]()),
-}
+// storeDurationKeys are, per block of a linked store kind, the keys whose
+// Options field is a time.Duration.
+var storeDurationKeys = sync.OnceValue(func() map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for block, t := range storeFields() {
+		if t.Kind() == reflect.Struct {
+			out[block] = durationKeys(t)
+		}
+	}
+	return out
+})
 
 func durationKeys(t reflect.Type) map[string]bool {
 	keys := map[string]bool{}
@@ -112,7 +199,7 @@ func storeDurations(top *yaml.Node) (msgs []string, restore func()) {
 		}
 	}
 	store := mappingValue(top, "store")
-	for block, keys := range storeDurationKeys {
+	for block, keys := range storeDurationKeys() {
 		b := mappingValue(store, block)
 		if b == nil {
 			continue

@@ -10,6 +10,7 @@ import (
 
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
+	"github.com/slotcron/slotcron/slotstore/sqlitestore"
 )
 
 func demoRegistry() *jobs.Registry {
@@ -144,7 +145,7 @@ jobs:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Store.SQLite.Path != "/var/lib/x.db" || cfg.Log.Format != "json" || cfg.Replica != "web-1 # pod: x\nunknown: 1" ||
+	if o, _ := cfg.Store.Options.(sqlitestore.Options); o.Path != "/var/lib/x.db" || cfg.Log.Format != "json" || cfg.Replica != "web-1 # pod: x\nunknown: 1" ||
 		cfg.Defaults.MaxAttempts != 5 {
 		t.Errorf("expanded config %+v", cfg)
 	}

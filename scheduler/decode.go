@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/slotcron/slotcron/scheduler/internal/backend"
 )
 
 // entriesPerDecode is how many entries of a big mapping go to go-yaml at a
@@ -175,6 +177,9 @@ func checkKeys(src *source, n *yaml.Node, t reflect.Type, path string, errs *Con
 				continue
 			}
 			ft, ok := fields[k.Value]
+			if !ok && t == reflect.TypeFor[StoreConfig]() && backend.ImportFor(k.Value) != "" {
+				continue // the block of a store kind not linked: not read
+			}
 			if !ok {
 				*errs = append(*errs, &ConfigError{File: src.file, Line: k.Line, Key: join(path, k.Value), Msg: "unknown key" + suggest(k.Value, fields)})
 				continue
@@ -197,6 +202,11 @@ var fieldsOf sync.Map // reflect.Type → map[string]reflect.Type
 func yamlFields(t reflect.Type) map[string]reflect.Type {
 	if m, ok := fieldsOf.Load(t); ok {
 		return m.(map[string]reflect.Type)
+	}
+	if t == reflect.TypeFor[StoreConfig]() {
+		out := storeFields()
+		fieldsOf.Store(t, out)
+		return out
 	}
 	out := map[string]reflect.Type{}
 	for i := 0; i < t.NumField(); i++ {

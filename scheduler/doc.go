@@ -18,4 +18,16 @@
 // API and dashboard, which talk to the engine through a small interface)
 // and backend (which opens the configured store and the elector that follows
 // it).
+//
+// # Store kinds
+//
+// A binary links the store kinds it imports, and pays for no other: package
+// scheduler links sqlite, the embedded default, and memory; the redis,
+// postgres and etcd kinds are linked by importing scheduler/redis,
+// scheduler/postgres and scheduler/etcd for their side effect, as
+// database/sql drivers are. A service on Postgres links pgx and no gRPC,
+// etcd client or go-redis. A configuration that names a kind its binary
+// does not link is an error at store.kind naming the import to add.
+// StoreConfig says how a kind is configured, in YAML and in Go; package
+// storekind how a kind registers.
 package scheduler

@@ -26,7 +26,7 @@ func TestPostgresRestartRecovers(t *testing.T) {
 	t.Parallel()
 	pg := testserver.StartPostgres(t)
 	ctx := context.Background()
-	st, err := pgstore.New(ctx, pgstore.Options{DSN: pg.DSN(), StatementTimeout: time.Second})
+	st, err := pgstore.Open(ctx, pgstore.Options{DSN: pg.DSN(), StatementTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestPostgresCompleteTxIsNotALostLease(t *testing.T) {
 	t.Parallel()
 	pg := testserver.StartPostgres(t)
 	ctx := context.Background()
-	st, err := pgstore.New(ctx, pgstore.Options{DSN: pg.DSN()})
+	st, err := pgstore.Open(ctx, pgstore.Options{DSN: pg.DSN()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestRedisCutHolderStopsBeforeTakeover(t *testing.T) {
 	proxy := testserver.StartProxy(t, srv.Addr())
 	ctx := context.Background()
 	open := func(addr string) slotstore.Store {
-		st, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{addr}, ReadTimeout: 300 * time.Millisecond})
+		st, err := redisstore.Open(ctx, redisstore.Options{Addrs: []string{addr}, ReadTimeout: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/slotcron/slotcron/fence"
+	"github.com/slotcron/slotcron/internal/fencemetrics"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/leader"
 	"github.com/slotcron/slotcron/scheduler/internal/admin"
@@ -41,16 +41,17 @@ type Scheduler struct {
 type Option func(*Scheduler)
 
 // WithStore makes the scheduler use s instead of opening the configured
-// store. The caller keeps ownership: Run does not close it. Duties then
-// campaign with the elector that follows s (see WithElector).
+// store: one made with New on a client of the caller's, say. The caller
+// keeps ownership: Run does not close it. Duties then campaign with the
+// elector that follows s (see WithElector), when s's kind is linked.
 func WithStore(s slotstore.Store) Option { return func(sc *Scheduler) { sc.store = s } }
 
 // WithElector makes duties campaign with el instead of the elector that
-// follows the store in use: on Redis, leases beside the store's keys; on
-// Postgres, a session advisory lock on a dedicated connection; on etcd, a
-// term key beside the store's keys, woken by a watch; on any other store
-// (SQLite, memory, a store of the caller's), a lease slot in the store
-// itself, polled. The caller keeps ownership.
+// follows the store in use: the elector of its store kind (on Redis,
+// leases beside the store's keys; on Postgres, a session advisory lock on
+// a dedicated connection; on etcd, a term key fenced by its revision), or,
+// on a store whose kind has none (SQLite, memory), a lease slot in the
+// store itself, polled. The caller keeps ownership.
 func WithElector(el leader.Elector) Option { return func(sc *Scheduler) { sc.elector = el } }
 
 // WithRegistry registers the scheduler's metrics on r, which /metrics then
@@ -101,7 +102,7 @@ func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	// Jobs that fence their writes count rejections in the same registry.
-	if err := fence.Register(s.registry); err != nil {
+	if err := fencemetrics.Register(s.registry); err != nil {
 		return nil, fmt.Errorf("scheduler: register fence metrics: %w", err)
 	}
 	if len(duties) > 0 {

@@ -16,7 +16,6 @@ import (
 	"github.com/slotcron/slotcron/internal/schedule"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
-	"github.com/slotcron/slotcron/slotstore/etcdstore"
 )
 
 // Validate checks cfg against reg and returns every problem, each naming
@@ -80,7 +79,7 @@ func (c *Config) resolveContext(ctx context.Context, reg *jobs.Registry) ([]engi
 			duties = append(duties, *d)
 		}
 	}
-	c.checkEtcdTimeout(plans, duties, add)
+	c.checkStoreLease(plans, duties, add)
 	if len(errs) > 0 {
 		sortErrors(errs)
 		return nil, nil, errs
@@ -88,18 +87,9 @@ func (c *Config) resolveContext(ctx context.Context, reg *jobs.Registry) ([]engi
 	return plans, duties, nil
 }
 
-// checkEtcdTimeout refuses, on an etcd store, a request timeout longer
-// than a third of the shortest lease: a renewal or finish left unanswered
-// by a frozen member or a dying leader is sent again only after it, and
-// must still land within the holder's trust window.
-func (c *Config) checkEtcdTimeout(plans []engine.JobSpec, duties []engine.DutySpec, add func(*ConfigError)) {
-	if c.Store.Kind != "etcd" {
-		return
-	}
-	rt := c.Store.Etcd.RequestTimeout
-	if rt <= 0 {
-		rt = etcdstore.DefaultRequestTimeout
-	}
+// checkStoreLease has the store kind check its settings against the
+// shortest lease of plans and duties.
+func (c *Config) checkStoreLease(plans []engine.JobSpec, duties []engine.DutySpec, add func(*ConfigError)) {
 	what, lease := "", time.Duration(0)
 	for _, p := range plans {
 		if lease == 0 || p.Lease < lease {
@@ -111,10 +101,7 @@ func (c *Config) checkEtcdTimeout(plans []engine.JobSpec, duties []engine.DutySp
 			what, lease = "duty "+d.Name, d.Lease
 		}
 	}
-	if lease > 0 && rt > lease/3 {
-		add(c.errAt(fmt.Sprintf("request_timeout %v is longer than a third of the shortest lease (%v, %s): a request "+
-			"left unanswered must be sent again within the holder's trust window", rt, lease, what), "store", "etcd", "request_timeout"))
-	}
+	c.checkStoreAgainstLease(lease, what, add)
 }
 
 // resolveDuty checks one duty and resolves it; nil when it is bad.
@@ -164,60 +151,107 @@ type (
 	}
 )
 
+// resolveJob checks job name and resolves it against reg and defaults,
+// reporting every problem through add; false when it has any. specs holds
+// the schedules already parsed, shared by the jobs that use one.
 func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, specs map[specKey]parsedSpec,
 	add func(*ConfigError)) (engine.JobSpec, bool) {
 	jc := c.Jobs[name]
 	path := []string{"jobs", name}
-	at := func(key string) []string { return []string{"jobs", name, key} }
 	ok := true
 	fail := func(e *ConfigError) { ok = false; add(e) }
 
+	c.checkJobName(name, fail)
+	c.checkPolicy(jc.Policy, path, fail)
+	pol := jc.Policy.merge(defaults)
+	fn := c.jobFunc(name, reg, fail)
+	sched := c.jobSchedule(name, pol, specs, fail)
+	c.checkJobWindows(name, pol, fail)
+	params, err := paramsYAML(&jc.Params)
+	if err != nil {
+		fail(c.errAt(err.Error(), "jobs", name, "params"))
+	}
+	if !ok {
+		return engine.JobSpec{}, false
+	}
+	return engine.JobSpec{
+		Name: name, Fn: fn, Schedule: sched, Params: params,
+		Lease: pol.Lease.D(), Timeout: pol.Timeout.D(),
+		OnCrash: pol.OnCrash, MaxAttempts: pol.MaxAttempts,
+		Deadline: pol.StartingDeadline.D(), CatchUp: pol.CatchUp, CatchUpLimit: pol.CatchUpLimit,
+		History: pol.History.D(), Jitter: jitterFor(name, pol.Jitter.D()), Overlap: pol.Overlap,
+		Retries: engine.Retries{Max: pol.Retries.Max, Backoff: pol.Retries.Backoff.D(), MaxBackoff: pol.Retries.MaxBackoff.D()},
+	}, true
+}
+
+// checkJobName refuses a job name that run keys, URLs or the store cannot
+// carry.
+func (c *Config) checkJobName(name string, fail func(*ConfigError)) {
 	if name == "" || strings.ContainsAny(name, "@{} \t\n") {
-		fail(c.errAt(fmt.Sprintf("job name %q must be non-empty and contain no '@', braces or spaces", name), path...))
+		fail(c.errAt(fmt.Sprintf("job name %q must be non-empty and contain no '@', braces or spaces", name), "jobs", name))
 	}
 	if name == "." || name == ".." {
 		// The job's URLs would hold it as a path segment, which browsers
 		// resolve away.
-		fail(c.errAt(fmt.Sprintf("job name %q cannot be opened from the dashboard (browsers drop it from URLs); choose another name", name), path...))
+		fail(c.errAt(fmt.Sprintf("job name %q cannot be opened from the dashboard (browsers drop it from URLs); choose another name", name), "jobs", name))
 	}
-	c.checkPolicy(jc.Policy, path, fail)
-	pol := jc.Policy.merge(defaults)
+}
 
+// jobFunc returns the function registered for job name: its run key, else
+// its own name; nil, reported, when none is.
+func (c *Config) jobFunc(name string, reg *jobs.Registry, fail func(*ConfigError)) jobs.Func {
+	jc := c.Jobs[name]
 	fnName := jc.Run
 	if fnName == "" {
 		fnName = name
 	}
 	fn, found := reg.Lookup(fnName)
 	if !found {
-		key := path
+		key := []string{"jobs", name}
 		if jc.Run != "" {
-			key = at("run")
+			key = append(key, "run")
 		}
 		fail(c.errAt(fmt.Sprintf("no function registered as %q (registered: %s)", fnName, listOrNone(reg.Names())), key...))
 	}
-	var sched *schedule.Schedule
-	if jc.Schedule == "" {
-		fail(c.errAt("schedule is required", path...))
-	} else if knownZone(pol.Timezone) && pol.Timezone != "Local" {
-		k := specKey{jc.Schedule, pol.Timezone}
-		ps, seen := specs[k]
-		if !seen {
-			ps.s, ps.err = schedule.Parse(jc.Schedule, pol.Timezone)
-			ps.never = ps.err == nil && ps.s.Next(time.Now()).IsZero()
-			specs[k] = ps
-		}
-		switch {
-		case ps.err != nil:
-			fail(c.errAt(plainSchedule(ps.err.Error()), at("schedule")...))
-		case ps.never:
-			fail(c.errAt(fmt.Sprintf("schedule %q never fires in the next 5 years", jc.Schedule), at("schedule")...))
-		}
-		sched = ps.s
+	return fn
+}
+
+// jobSchedule parses job name's schedule in the zone of pol, once per
+// schedule and zone (specs); nil, reported, when it is missing, does not
+// parse or never fires. An unknown zone is checkPolicy's to report.
+func (c *Config) jobSchedule(name string, pol Policy, specs map[specKey]parsedSpec, fail func(*ConfigError)) *schedule.Schedule {
+	spec := c.Jobs[name].Schedule
+	if spec == "" {
+		fail(c.errAt("schedule is required", "jobs", name))
+		return nil
 	}
+	if !knownZone(pol.Timezone) || pol.Timezone == "Local" {
+		return nil
+	}
+	k := specKey{spec, pol.Timezone}
+	ps, seen := specs[k]
+	if !seen {
+		ps.s, ps.err = schedule.Parse(spec, pol.Timezone)
+		ps.never = ps.err == nil && ps.s.Next(time.Now()).IsZero()
+		specs[k] = ps
+	}
+	switch {
+	case ps.err != nil:
+		fail(c.errAt(plainSchedule(ps.err.Error()), "jobs", name, "schedule"))
+	case ps.never:
+		fail(c.errAt(fmt.Sprintf("schedule %q never fires in the next 5 years", spec), "jobs", name, "schedule"))
+	}
+	return ps.s
+}
+
+// checkJobWindows refuses a job whose history could forget a slot that may
+// still be claimed, or whose jitter would make every slot miss; each at
+// the setting that made it so, the job's own or the defaults'.
+func (c *Config) checkJobWindows(name string, pol Policy, fail func(*ConfigError)) {
+	jc := c.Jobs[name]
+	at := func(key string) []string { return []string{"jobs", name, key} }
 	// Out of bounds (reported where set), the sum could overflow.
 	if pol.inBounds() && pol.History < pol.StartingDeadline+pol.Lease {
-		// Point at the setting that made the sum too big: the job's own if it
-		// set one, else the defaults.
 		key := []string{"defaults", "history"}
 		switch {
 		case jc.History != 0:
@@ -236,21 +270,6 @@ func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, sp
 		}
 		fail(c.errAt(fmt.Sprintf("jitter %v must be shorter than starting_deadline %v, or every slot would be missed", pol.Jitter, pol.StartingDeadline), key...))
 	}
-	params, err := paramsYAML(&jc.Params)
-	if err != nil {
-		fail(c.errAt(err.Error(), at("params")...))
-	}
-	if !ok {
-		return engine.JobSpec{}, false
-	}
-	return engine.JobSpec{
-		Name: name, Fn: fn, Schedule: sched, Params: params,
-		Lease: pol.Lease.D(), Timeout: pol.Timeout.D(),
-		OnCrash: pol.OnCrash, MaxAttempts: pol.MaxAttempts,
-		Deadline: pol.StartingDeadline.D(), CatchUp: pol.CatchUp, CatchUpLimit: pol.CatchUpLimit,
-		History: pol.History.D(), Jitter: jitterFor(name, pol.Jitter.D()), Overlap: pol.Overlap,
-		Retries: engine.Retries{Max: pol.Retries.Max, Backoff: pol.Retries.Backoff.D(), MaxBackoff: pol.Retries.MaxBackoff.D()},
-	}, true
 }
 
 // atoiError is how the cron parser passes on strconv's complaint about a

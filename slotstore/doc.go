@@ -205,4 +205,18 @@
 //
 // All methods are safe for concurrent use by many goroutines and, for the
 // shared backends, by many processes.
+//
+// # Constructors
+//
+// Every backend is made one of two ways, named alike everywhere. Open(ctx,
+// Options) makes the store's own connections (a file, a pool, a client)
+// and Close closes them: sqlitestore.Open, redisstore.Open, pgstore.Open,
+// etcdstore.Open. New(..., client, Options) wraps a client the caller made
+// and still owns, which Close leaves open; Options then holds only what is
+// not about connecting (a prefix, a schema), and connection settings given
+// anyway are ErrInvalid: redisstore.New(client, Options), pgstore.New(ctx,
+// pool, Options), etcdstore.New(ctx, client, Options). memstore.New(Options)
+// holds no connection and takes no context. Options is the backend's block
+// of the YAML configuration, field for key; its Validate names the keys of
+// the settings it refuses.
 package slotstore

@@ -1,11 +1,16 @@
 // Command scheduler is slotcron's reference binary: a few demo jobs and the
-// whole CLI. Copy it into your service and register your own jobs.
+// whole CLI, with every store kind slotcron ships linked in. Copy it into
+// your service, register your own jobs, and keep only the store kinds you
+// use: each import below links one (sqlite and memory need none).
 package main
 
 import (
 	"github.com/slotcron/slotcron/cmd/scheduler/demo"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler"
+	_ "github.com/slotcron/slotcron/scheduler/etcd"
+	_ "github.com/slotcron/slotcron/scheduler/postgres"
+	_ "github.com/slotcron/slotcron/scheduler/redis"
 )
 
 func main() {

@@ -17,6 +17,9 @@ import (
 	"github.com/slotcron/slotcron/fence"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler"
+	_ "github.com/slotcron/slotcron/scheduler/etcd" // the replica program runs on every store kind
+	_ "github.com/slotcron/slotcron/scheduler/postgres"
+	_ "github.com/slotcron/slotcron/scheduler/redis"
 	"github.com/slotcron/slotcron/slotstore/pgstore"
 )
 

@@ -216,11 +216,11 @@ func (s *session) startServers() {
 		st, err = sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(s.dir, "slotcron.db")})
 	case StoreRedis:
 		s.redis = testserver.StartRedis(s.t)
-		st, err = redisstore.New(ctx, redisstore.Options{Addrs: []string{s.redis.Addr()}})
+		st, err = redisstore.Open(ctx, redisstore.Options{Addrs: []string{s.redis.Addr()}})
 	case StorePostgres:
 		s.pg = testserver.StartPostgres(s.t)
 		s.storeDSN = s.pg.DSN()
-		st, err = pgstore.New(ctx, pgstore.Options{DSN: s.storeDSN})
+		st, err = pgstore.Open(ctx, pgstore.Options{DSN: s.storeDSN})
 	case StoreEtcd:
 		// The default prefix, as the replicas' configs use.
 		s.etcd = testserver.StartEtcd(s.t, testserver.EtcdConfig{})

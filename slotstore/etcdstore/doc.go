@@ -6,7 +6,9 @@
 //		Endpoints: []string{"http://etcd-0:2379", "http://etcd-1:2379", "http://etcd-2:2379"},
 //	})
 //
-// Open makes its own client; New takes one configured by the caller.
+// Open makes its own client and closes it in Close; New takes one the
+// caller configured and still owns (slotstore's package documentation,
+// under Constructors).
 // Either checks that the cluster answers, grants the store's process lease
 // (below) and keeps it alive until Close.
 //

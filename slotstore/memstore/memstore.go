@@ -2,7 +2,9 @@
 // map guarded by one mutex, so it coordinates goroutines of one process only:
 // use it for tests and for a single replica that needs no durability. Its
 // clock is time.Now unless Options.Clock says otherwise; time.Now makes it
-// work inside testing/synctest bubbles.
+// work inside testing/synctest bubbles. New makes one; it holds no
+// connection, so it takes no context (slotstore's package documentation,
+// under Constructors).
 package memstore
 
 import (

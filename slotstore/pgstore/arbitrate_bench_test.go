@@ -47,7 +47,7 @@ func arbitrate(b *testing.B, jobs, perJob int, deadline bool) {
 	schema := freshSchema()
 	stores := make([]*pgstore.Store, replicas)
 	for i := range stores {
-		s, err := pgstore.New(ctx, pgstore.Options{DSN: dsn, Schema: schema, PoolSize: 1})
+		s, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn, Schema: schema, PoolSize: 1})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -162,7 +162,7 @@ func BenchmarkClaimOne(b *testing.B) {
 	for _, deadline := range []bool{false, true} {
 		b.Run(fmt.Sprintf("deadline=%v", deadline), func(b *testing.B) {
 			ctx := context.Background()
-			s, err := pgstore.New(ctx, pgstore.Options{DSN: testserver.SharedPostgres(b).DSN(), Schema: freshSchema(), PoolSize: 1})
+			s, err := pgstore.Open(ctx, pgstore.Options{DSN: testserver.SharedPostgres(b).DSN(), Schema: freshSchema(), PoolSize: 1})
 			if err != nil {
 				b.Fatal(err)
 			}

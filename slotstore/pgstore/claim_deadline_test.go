@@ -160,7 +160,7 @@ func TestClaimLockTimeoutSetting(t *testing.T) {
 
 	t.Run("transaction only", func(t *testing.T) {
 		pool := onePool("")
-		s1, err := pgstore.NewWithPool(ctx, pool, s.Schema())
+		s1, err := pgstore.New(ctx, pool, pgstore.Options{Schema: s.Schema()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +185,7 @@ func TestClaimLockTimeoutSetting(t *testing.T) {
 	})
 	t.Run("session's tighter", func(t *testing.T) {
 		pool := onePool("300ms")
-		s1, err := pgstore.NewWithPool(ctx, pool, s.Schema())
+		s1, err := pgstore.New(ctx, pool, pgstore.Options{Schema: s.Schema()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +254,7 @@ func TestClaimDeadlineBoundsTheWholeClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	s2, err := pgstore.NewWithPool(t.Context(), pool, s.Schema())
+	s2, err := pgstore.New(t.Context(), pool, pgstore.Options{Schema: s.Schema()})
 	if err != nil {
 		t.Fatal(err)
 	}

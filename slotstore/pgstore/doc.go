@@ -2,7 +2,11 @@
 // markers with durable history, shared by replicas on any number of hosts,
 // and completion of a run in the job's own transaction.
 //
-//	s, err := pgstore.New(ctx, pgstore.Options{DSN: os.Getenv("DATABASE_URL")})
+//	s, err := pgstore.Open(ctx, pgstore.Options{DSN: os.Getenv("DATABASE_URL")})
+//
+// Open makes the store's connection pool and closes it in Close; New takes
+// a pool the caller made and still owns (slotstore's package documentation,
+// under Constructors).
 //
 // # Guarantees
 //
@@ -342,7 +346,7 @@
 // The store takes two advisory lock keys per schema, derived from a hash
 // of the schema name: one for migrations, one for pruning.
 //
-// Connections must run at READ COMMITTED, the server's default; New sets
+// Connections must run at READ COMMITTED, the server's default; Open sets
 // it for the pool it opens, and the claim function refuses any other
 // level. Package leader/pgleader elects one replica at a time, for
 // users' own singleton work.

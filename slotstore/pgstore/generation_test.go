@@ -101,7 +101,7 @@ func TestGenerationSchemaDropped(t *testing.T) {
 		t.Errorf("claim in a dropped schema: %v, want a plain error", err)
 	}
 	// A replica starting now creates the schema again.
-	s2, err := pgstore.New(ctx, pgstore.Options{DSN: dsn, Schema: s.Schema(), PoolSize: 2})
+	s2, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn, Schema: s.Schema(), PoolSize: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

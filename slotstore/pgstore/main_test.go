@@ -31,7 +31,7 @@ func newStore(t testing.TB, edit ...func(*pgstore.Options)) *pgstore.Store {
 	for _, e := range edit {
 		e(&opts)
 	}
-	s, err := pgstore.New(t.Context(), opts)
+	s, err := pgstore.Open(t.Context(), opts)
 	if err != nil {
 		t.Fatalf("new store: %v", err)
 	}

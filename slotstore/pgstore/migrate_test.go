@@ -30,7 +30,7 @@ func TestMigrateOnceConcurrently(t *testing.T) {
 	for i := range replicas {
 		wg.Go(func() {
 			<-start
-			stores[i], errs[i] = pgstore.New(t.Context(), pgstore.Options{DSN: dsn, Schema: schema, PoolSize: 2})
+			stores[i], errs[i] = pgstore.Open(t.Context(), pgstore.Options{DSN: dsn, Schema: schema, PoolSize: 2})
 		})
 	}
 	close(start)
@@ -81,14 +81,14 @@ func TestReopen(t *testing.T) {
 	t.Parallel()
 	dsn := testserver.SharedPostgres(t).DSN()
 	opts := pgstore.Options{DSN: dsn, Schema: freshSchema()}
-	s, err := pgstore.New(t.Context(), opts)
+	s, err := pgstore.Open(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	first := claimOne(t, s, "r1", slotstore.ClaimRequest{Job: "j", Slot: slot(0), Lease: time.Minute})
 	s.Close()
 
-	s, err = pgstore.New(t.Context(), opts)
+	s, err = pgstore.Open(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestNewerSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, err := pgstore.NewWithPool(t.Context(), pool, s.Schema())
+	s2, err := pgstore.New(t.Context(), pool, pgstore.Options{Schema: s.Schema()})
 	if err == nil {
 		s2.Close()
 		t.Fatal("opened a schema at version 99")
@@ -123,11 +123,11 @@ func TestNewerSchema(t *testing.T) {
 	}
 }
 
-// TestNewWithPool: the store uses the caller's pool and leaves it open.
-func TestNewWithPool(t *testing.T) {
+// TestNew: the store uses the caller's pool and leaves it open.
+func TestNew(t *testing.T) {
 	t.Parallel()
 	pool := newPool(t, testserver.SharedPostgres(t).DSN())
-	s, err := pgstore.NewWithPool(t.Context(), pool, freshSchema())
+	s, err := pgstore.New(t.Context(), pool, pgstore.Options{Schema: freshSchema()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestNewWithPool(t *testing.T) {
 	}
 }
 
-func TestNewInvalid(t *testing.T) {
+func TestOpenAndNewInvalid(t *testing.T) {
 	t.Parallel()
 	dsn := testserver.SharedPostgres(t).DSN()
 	for name, opts := range map[string]pgstore.Options{
@@ -153,20 +153,25 @@ func TestNewInvalid(t *testing.T) {
 		"long schema":        {DSN: dsn, Schema: strings.Repeat("s", 64)},
 		"long timeout":       {DSN: dsn, StatementTimeout: pgstore.MaxStatementTimeout + time.Millisecond},
 	} {
-		if s, err := pgstore.New(t.Context(), opts); !errors.Is(err, slotstore.ErrInvalid) {
+		if s, err := pgstore.Open(t.Context(), opts); !errors.Is(err, slotstore.ErrInvalid) {
 			if s != nil {
 				s.Close()
 			}
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
 	}
-	if _, err := pgstore.NewWithPool(t.Context(), nil, ""); !errors.Is(err, slotstore.ErrInvalid) {
+	if _, err := pgstore.New(t.Context(), nil, pgstore.Options{}); !errors.Is(err, slotstore.ErrInvalid) {
 		t.Errorf("nil pool: %v, want ErrInvalid", err)
+	}
+	pool := newPool(t, dsn)
+	_, err := pgstore.New(t.Context(), pool, pgstore.Options{DSN: dsn, PoolSize: 2})
+	if !errors.Is(err, slotstore.ErrInvalid) || !strings.Contains(err.Error(), "dsn, pool_size given") {
+		t.Errorf("connection settings beside a pool: %v, want ErrInvalid naming them", err)
 	}
 }
 
-// TestNewRedactsDSN: errors from New never show the DSN's password.
-func TestNewRedactsDSN(t *testing.T) {
+// TestOpenRedactsDSN: errors from Open never show the DSN's password.
+func TestOpenRedactsDSN(t *testing.T) {
 	t.Parallel()
 	const secret = "s3cr3t-Pw"
 	for _, dsn := range []string{
@@ -177,10 +182,10 @@ func TestNewRedactsDSN(t *testing.T) {
 		"postgres://slot:" + secret + "@127.0.0.1:notaport/db",
 		"host=127.0.0.1 port=x password=" + secret,
 	} {
-		s, err := pgstore.New(t.Context(), pgstore.Options{DSN: dsn})
+		s, err := pgstore.Open(t.Context(), pgstore.Options{DSN: dsn})
 		if err == nil {
 			s.Close()
-			t.Errorf("New(%q) succeeded", dsn)
+			t.Errorf("Open(%q) succeeded", dsn)
 			continue
 		}
 		if strings.Contains(err.Error(), secret) {

@@ -13,8 +13,8 @@ import (
 // days and 20 hours, and refuses a connection that asks for more.
 const MaxStatementTimeout = math.MaxInt32 * time.Millisecond
 
-// Options configures New. The zero value of every field but DSN means its
-// default. It is the store.postgres block of the YAML configuration: each
+// Options configures Open; New, which takes a pool the caller made, reads
+// only Schema. The zero value of every field but DSN means its default. It is the store.postgres block of the YAML configuration: each
 // field's tag is its key there, and Validate names the keys of the
 // settings it refuses.
 type Options struct {
@@ -35,10 +35,10 @@ type Options struct {
 	StatementTimeout time.Duration `yaml:"statement_timeout"`
 }
 
-// Validate reports every setting of o that New would refuse before it
+// Validate reports every setting of o that Open would refuse before it
 // connects, as errors.Join of errors each naming the setting's YAML key
-// ("dsn: ...", "pool_size: ..."). It returns nil when New may try o. It
-// does not parse the DSN (New's error says what is wrong with one), and
+// ("dsn: ...", "pool_size: ..."). It returns nil when Open may try o. It
+// does not parse the DSN (Open's error says what is wrong with one), and
 // never shows it.
 func (o Options) Validate() error {
 	var errs []error

@@ -25,7 +25,7 @@ func TestRestartDuringClaims(t *testing.T) {
 
 	stores := make([]*pgstore.Store, replicas)
 	for i := range stores {
-		s, err := pgstore.New(t.Context(), pgstore.Options{DSN: pg.DSN(), PoolSize: 2, StatementTimeout: 5 * time.Second})
+		s, err := pgstore.Open(t.Context(), pgstore.Options{DSN: pg.DSN(), PoolSize: 2, StatementTimeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

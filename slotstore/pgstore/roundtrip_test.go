@@ -46,7 +46,7 @@ func tracedStore(t testing.TB, c *counter) *pgstore.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	s, err := pgstore.NewWithPool(context.Background(), pool, freshSchema())
+	s, err := pgstore.New(context.Background(), pool, pgstore.Options{Schema: freshSchema()})
 	if err != nil {
 		t.Fatal(err)
 	}

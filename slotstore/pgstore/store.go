@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,14 +20,14 @@ var _ slotstore.Store = (*Store)(nil)
 const (
 	// DefaultSchema holds the store's tables when Options.Schema is empty.
 	DefaultSchema = "slotcron"
-	// DefaultStatementTimeout bounds every statement of a store opened by
-	// New when Options.StatementTimeout is zero.
+	// DefaultStatementTimeout bounds every statement of a store made by
+	// Open when Options.StatementTimeout is zero.
 	DefaultStatementTimeout = 10 * time.Second
 )
 
 // Store is a slotstore.Store kept in PostgreSQL. It is safe for concurrent
 // use by many goroutines and by many processes sharing a database and
-// schema. Its zero value is not usable; call New or NewWithPool.
+// schema. Its zero value is not usable; call Open or New.
 type Store struct {
 	pool    *pgxpool.Pool
 	owned   bool // Close closes pool
@@ -36,11 +37,11 @@ type Store struct {
 	closed  atomic.Bool
 }
 
-// New connects to the database opts.DSN names, creates or migrates the
-// schema, and returns a store that owns its connection pool. Options that
-// Validate refuses are an error wrapping slotstore.ErrInvalid and
-// Validate's error.
-func New(ctx context.Context, opts Options) (*Store, error) {
+// Open connects to the database opts.DSN names, creates or migrates the
+// schema, and returns a store that owns its connection pool: Close closes
+// it. Options that Validate refuses are an error wrapping
+// slotstore.ErrInvalid and Validate's error.
+func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("pgstore: options: %w: %w", slotstore.ErrInvalid, err)
 	}
@@ -77,16 +78,30 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// NewWithPool creates or migrates the schema in pool's database and
-// returns a store that uses pool. Close does not close pool. The pool's
-// connections must run at isolation level read committed, the server's
-// default; their statement timeout is the pool's own. An empty schema
-// means DefaultSchema.
-func NewWithPool(ctx context.Context, pool *pgxpool.Pool, schema string) (*Store, error) {
+// New creates or migrates the schema opts.Schema names (empty means
+// DefaultSchema) in pool's database and returns a store that uses pool, a
+// pool the caller made and still owns: Close leaves it open. opts' other
+// settings are about connecting, and must be empty: the pool's own apply.
+// Its connections must run at isolation level read committed, the server's
+// default; their statement timeout is the pool's own. Bad options are an
+// error wrapping slotstore.ErrInvalid.
+func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("pgstore: %w: nil pool", slotstore.ErrInvalid)
 	}
-	s, err := open(ctx, pool, schema, nil)
+	var conn []string
+	for key, set := range map[string]bool{"dsn": opts.DSN != "", "pool_size": opts.PoolSize != 0,
+		"statement_timeout": opts.StatementTimeout != 0} {
+		if set {
+			conn = append(conn, key)
+		}
+	}
+	if len(conn) > 0 {
+		slices.Sort(conn)
+		return nil, fmt.Errorf("pgstore: options: %w: %s given, but New uses the pool it is given", slotstore.ErrInvalid,
+			strings.Join(conn, ", "))
+	}
+	s, err := open(ctx, pool, opts.Schema, nil)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", err)
 	}
@@ -136,7 +151,7 @@ func (s *Store) Schema() string { return s.schema }
 // (the duties' elector connects as the pool does). Callers must not close it.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Close marks the store closed and, if New opened its pool, closes the
+// Close marks the store closed and, if Open made its pool, closes the
 // pool, waiting for calls in flight. It is safe to call more than once;
 // every other method called after it returns an error wrapping
 // slotstore.ErrClosed.

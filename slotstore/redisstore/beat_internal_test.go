@@ -15,7 +15,7 @@ import (
 // when paused again.
 func TestPausesBeforeNotes(t *testing.T) {
 	ctx := t.Context()
-	s, err := New(ctx, Options{Addrs: []string{testserver.StartRedis(t).Addr()}})
+	s, err := Open(ctx, Options{Addrs: []string{testserver.StartRedis(t).Addr()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestPausesBeforeNotes(t *testing.T) {
 // beats back in time instead.
 func TestOldBeats(t *testing.T) {
 	ctx := t.Context()
-	s, err := New(ctx, Options{Addrs: []string{testserver.StartRedis(t).Addr()}})
+	s, err := Open(ctx, Options{Addrs: []string{testserver.StartRedis(t).Addr()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ var _ slotstore.Store = (*Store)(nil)
 
 // Store is a slotstore.Store kept in Redis. It is safe for concurrent use by
 // many goroutines, and any number of Stores, in any number of processes, may
-// share one Redis and prefix. Its zero value is not usable; call New or
-// NewWithClient.
+// share one Redis and prefix. Its zero value is not usable; call Open or
+// New.
 type Store struct {
 	client redis.UniversalClient
 	owned  bool   // Close closes client
@@ -34,11 +34,12 @@ type Store struct {
 	closed      atomic.Bool
 }
 
-// New connects to the Redis that o describes, checks that it answers and
-// loads the store's scripts into it. Options that Validate refuses are an
-// error wrapping slotstore.ErrInvalid and Validate's error. Errors name the
-// addresses, never the password.
-func New(ctx context.Context, o Options) (*Store, error) {
+// Open connects to the Redis that o describes, checks that it answers and
+// loads the store's scripts into it; the store owns its client, and Close
+// closes it. Options that Validate refuses are an error wrapping
+// slotstore.ErrInvalid and Validate's error. Errors name the addresses,
+// never the password.
+func Open(ctx context.Context, o Options) (*Store, error) {
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("redisstore: options: %w: %w", slotstore.ErrInvalid, err)
 	}
@@ -60,36 +61,67 @@ func New(ctx context.Context, o Options) (*Store, error) {
 		c.Close()
 		return nil, fmt.Errorf("redisstore: load scripts into %s: %w", where, err)
 	}
-	s := NewWithClient(c, o.Prefix)
+	s := newStore(c, o.Prefix)
 	s.owned = true
 	s.wait, s.waitTimeout = o.WaitReplicas, o.WaitTimeout
 	return s, nil
 }
 
-// NewWithClient returns a store that uses c, a client configured by the
-// caller, with keys under prefix (empty means DefaultPrefix). Close leaves
-// c open. Scripts are loaded on first use. The store never lets c retry its
-// scripts, whatever c's MaxRetries, but c's timeouts bound every call: give
-// it read and write timeouts (the go-redis defaults do) and
-// ContextTimeoutEnabled, so a lost reply ends as an error and not a hang.
-//
-// Such a store never waits for replicas (Options.WaitReplicas).
-//
-// It panics if prefix contains a brace, which Redis Cluster would read as a
-// hash tag: like regexp.MustCompile, it is meant for static setup.
-func NewWithClient(c redis.UniversalClient, prefix string) *Store {
+// New returns a store that uses c, a client the caller configured and
+// still owns (Close leaves it open), with keys under o.Prefix (empty means
+// DefaultPrefix). o's other settings are about connecting, or waiting for
+// replicas, which such a store never does: they must be empty. Bad options
+// are an error wrapping slotstore.ErrInvalid. Scripts are loaded on first
+// use. The store never lets c retry its scripts, whatever c's MaxRetries,
+// but c's timeouts bound every call: give it read and write timeouts (the
+// go-redis defaults do) and ContextTimeoutEnabled, so a lost reply ends as
+// an error and not a hang.
+func New(c redis.UniversalClient, o Options) (*Store, error) {
+	if c == nil {
+		return nil, fmt.Errorf("redisstore: %w: nil client", slotstore.ErrInvalid)
+	}
+	if set := o.connectionKeys(); len(set) > 0 {
+		return nil, fmt.Errorf("redisstore: options: %w: %s given, but New uses the client it is given", slotstore.ErrInvalid,
+			strings.Join(set, ", "))
+	}
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("redisstore: options: %w: %w", slotstore.ErrInvalid, err)
+	}
+	return newStore(c, o.Prefix), nil
+}
+
+// newStore returns a store on c with keys under prefix, which Validate
+// accepted (empty means DefaultPrefix).
+func newStore(c redis.UniversalClient, prefix string) *Store {
 	if prefix == "" {
 		prefix = DefaultPrefix
-	}
-	if strings.ContainsAny(prefix, "{}") {
-		panic(fmt.Sprintf("redisstore: prefix %q contains a brace", prefix))
 	}
 	_, single := c.(*redis.Client)
 	return &Store{client: c, prefix: prefix, single: single}
 }
 
-// Close closes the connections of a store made by New; a store made by
-// NewWithClient leaves its client open. It is safe to call more than once;
+// connectionKeys names the settings of o, other than Prefix, that are set:
+// New takes none of them.
+func (o Options) connectionKeys() []string {
+	var set []string
+	for _, f := range []struct {
+		key string
+		set bool
+	}{
+		{"addr", o.Addr != ""}, {"addrs", len(o.Addrs) > 0}, {"master_name", o.MasterName != ""},
+		{"username and password", o.Username != "" || o.Password != ""}, {"db", o.DB != 0}, {"tls", o.TLS != TLSOptions{}},
+		{"dial_timeout", o.DialTimeout != 0}, {"read_timeout", o.ReadTimeout != 0}, {"write_timeout", o.WriteTimeout != 0},
+		{"pool_size", o.PoolSize != 0}, {"wait_replicas", o.WaitReplicas != 0}, {"wait_timeout", o.WaitTimeout != 0},
+	} {
+		if f.set {
+			set = append(set, f.key)
+		}
+	}
+	return set
+}
+
+// Close closes the connections of a store made by Open; a store made by
+// New leaves its client open. It is safe to call more than once;
 // calls after the first return nil, and every other method then returns an
 // error wrapping slotstore.ErrClosed.
 func (s *Store) Close() error {

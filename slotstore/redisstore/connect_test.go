@@ -74,7 +74,7 @@ func TestTLS(t *testing.T) {
 	for name, o := range map[string]redisstore.TLSOptions{
 		"no client certificate": noClientCert, "system roots only": unknownCA, "wrong server name": wrongName,
 	} {
-		s, err := redisstore.New(t.Context(), redisstore.Options{Addrs: []string{addr}, TLS: o, DialTimeout: time.Second})
+		s, err := redisstore.Open(t.Context(), redisstore.Options{Addrs: []string{addr}, TLS: o, DialTimeout: time.Second})
 		if err == nil {
 			s.Close()
 			t.Errorf("%s: connected", name)

@@ -3,11 +3,13 @@
 // github.com/redis/go-redis/v9. It needs Redis 6.2 or newer and is tested
 // with 7.0.
 //
-//	s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{"redis:6379"}})
+//	s, err := redisstore.Open(ctx, redisstore.Options{Addrs: []string{"redis:6379"}})
 //
 // One address means a standalone server; several mean the seeds of a
-// Cluster; Options.MasterName makes the addresses Sentinels. NewWithClient
-// takes a go-redis client configured by the caller instead.
+// Cluster; Options.MasterName makes the addresses Sentinels. Open makes the
+// store's client and closes it in Close; New takes a go-redis client the
+// caller configured and still owns (slotstore's package documentation,
+// under Constructors).
 //
 // # One round trip an operation
 //

@@ -21,7 +21,7 @@ import (
 // empty.
 const DefaultPrefix = "slotcron:"
 
-// DefaultAddr is the server New connects to when Options names no address.
+// DefaultAddr is the server Open connects to when Options names no address.
 const DefaultAddr = "127.0.0.1:6379"
 
 // Timeouts used when Options leaves them zero.
@@ -38,7 +38,8 @@ const (
 // use, the bound every duration of slotcron's configuration keeps.
 const MaxTimeout = 10 * 365 * 24 * time.Hour
 
-// Options says how New connects. The zero value connects to a standalone
+// Options says how Open connects; New, which takes a client the caller
+// made, reads only Prefix. The zero value connects to a standalone
 // Redis on DefaultAddr with no authentication and keys under DefaultPrefix.
 // It is the store.redis block of the YAML configuration: each field's tag
 // is its key there, and Validate names the keys of the settings it
@@ -156,10 +157,10 @@ func (o Options) addrs() []string {
 	return append(out, o.Addrs...)
 }
 
-// Validate reports every setting of o that New would refuse, as
+// Validate reports every setting of o that Open would refuse, as
 // errors.Join of errors each naming the setting's YAML key ("db: ...",
-// "tls.cert_file: ..."). It returns nil when New can use o. It reads no
-// file and contacts no server: a CA file that cannot be read is New's
+// "tls.cert_file: ..."). It returns nil when Open can use o. It reads no
+// file and contacts no server: a CA file that cannot be read is Open's
 // error.
 func (o Options) Validate() error {
 	var errs []error

@@ -31,7 +31,7 @@ func TestOptionsInvalid(t *testing.T) {
 		"wait as long as a read": {WaitReplicas: 1, WaitTimeout: time.Second, ReadTimeout: time.Second},
 		"wait under a ms":        {WaitReplicas: 1, WaitTimeout: time.Microsecond},
 	} {
-		s, err := redisstore.New(t.Context(), o)
+		s, err := redisstore.Open(t.Context(), o)
 		if !errors.Is(err, slotstore.ErrInvalid) || s != nil {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
@@ -46,7 +46,7 @@ func TestNewErrorsHideThePassword(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	for name, addr := range map[string]string{"wrong password": r.Addr(), "nobody listening": "127.0.0.1:1"} {
-		s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{addr}, Password: password, DialTimeout: time.Second})
+		s, err := redisstore.Open(ctx, redisstore.Options{Addrs: []string{addr}, Password: password, DialTimeout: time.Second})
 		if err == nil {
 			s.Close()
 			t.Fatalf("%s: no error", name)
@@ -59,12 +59,15 @@ func TestNewErrorsHideThePassword(t *testing.T) {
 	won(t, claim(t, s, "r1", batch("auth", 0, 1, time.Minute)...))
 }
 
-// TestNewWithClient: the store uses the caller's client and leaves it open.
-func TestNewWithClient(t *testing.T) {
+// TestNew: the store uses the caller's client and leaves it open.
+func TestNew(t *testing.T) {
 	r := testserver.StartRedis(t)
 	c := redis.NewClient(&redis.Options{Addr: r.Addr()})
 	defer c.Close()
-	s := redisstore.NewWithClient(c, "")
+	s, err := redisstore.New(c, redisstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	won(t, claim(t, s, "r1", batch("own", 0, 1, time.Minute)...))
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -79,10 +82,9 @@ func TestNewWithClient(t *testing.T) {
 	if err != nil || len(keys) == 0 {
 		t.Errorf("keys under the default prefix: %v, %v", keys, err)
 	}
-	defer func() {
-		if recover() == nil {
-			t.Error("NewWithClient accepted a prefix with a brace")
+	for _, o := range []redisstore.Options{{Prefix: "x{"}, {Addr: r.Addr(), Prefix: "x:"}, {WaitReplicas: 1}} {
+		if _, err := redisstore.New(c, o); !errors.Is(err, slotstore.ErrInvalid) {
+			t.Errorf("New with %+v: %v, want ErrInvalid", o, err)
 		}
-	}()
-	redisstore.NewWithClient(c, "x{")
+	}
 }

@@ -42,7 +42,7 @@ func openWith(t testing.TB, o redisstore.Options) *redisstore.Store {
 	if o.Prefix == "" {
 		o.Prefix = fmt.Sprintf("test%d:", prefixes.Add(1))
 	}
-	s, err := redisstore.New(t.Context(), o)
+	s, err := redisstore.Open(t.Context(), o)
 	if err != nil {
 		t.Fatalf("open store on %v: %v", o.Addrs, err)
 	}

@@ -45,11 +45,14 @@ func TestRoundTrips(t *testing.T) {
 	t.Cleanup(func() { client.Close() })
 	hook := &roundTrips{}
 	client.AddHook(hook)
-	s := redisstore.NewWithClient(client, "rt:")
+	s, err := redisstore.New(client, redisstore.Options{Prefix: "rt:"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	stats := newCommandStats(t, r.Addr())
 	ctx := t.Context()
 
-	// NewWithClient loads no scripts: the first call of each answers
+	// New loads no scripts: the first call of each answers
 	// NOSCRIPT, and the script goes again by its text, which caches it.
 	first := stats.count(func() { won(t, claim(t, s, "r1", batch("warm", 0, 2, time.Minute)...)) })
 	if first["evalsha"] != 1 || first["eval"] != 1 {

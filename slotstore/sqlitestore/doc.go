@@ -4,6 +4,9 @@
 //
 //	s, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: "slotcron.db"})
 //
+// Open opens the file and closes it in Close (slotstore's package
+// documentation, under Constructors).
+//
 // # Guarantees
 //
 // Claim runs a whole batch in one BEGIN IMMEDIATE transaction: the

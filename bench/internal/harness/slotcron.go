@@ -13,6 +13,9 @@ import (
 
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler"
+	_ "github.com/slotcron/slotcron/scheduler/etcd" // the kinds the harness measures
+	_ "github.com/slotcron/slotcron/scheduler/postgres"
+	_ "github.com/slotcron/slotcron/scheduler/redis"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/etcdstore"
 	"github.com/slotcron/slotcron/slotstore/memstore"
@@ -119,21 +122,21 @@ func (e *env) openStore(ctx context.Context, kind storeKind, ns string) (slotsto
 	case kindSQLite:
 		path := filepath.Join(e.dir, ns+".db")
 		s, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: path})
-		return s, scheduler.StoreConfig{Kind: "sqlite", SQLite: sqlitestore.Options{Path: path}}, err
+		return s, scheduler.StoreConfig{Kind: "sqlite", Options: sqlitestore.Options{Path: path}}, err
 	case kindRedis:
 		addr, err := e.redisAddr()
 		if err != nil {
 			return nil, scheduler.StoreConfig{}, err
 		}
-		s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{addr}, Prefix: ns + ":"})
-		return s, scheduler.StoreConfig{Kind: "redis", Redis: redisstore.Options{Addr: addr, Prefix: ns + ":"}}, err
+		s, err := redisstore.Open(ctx, redisstore.Options{Addrs: []string{addr}, Prefix: ns + ":"})
+		return s, scheduler.StoreConfig{Kind: "redis", Options: redisstore.Options{Addr: addr, Prefix: ns + ":"}}, err
 	case kindPostgres:
 		dsn, err := e.pgDSN()
 		if err != nil {
 			return nil, scheduler.StoreConfig{}, err
 		}
-		s, err := pgstore.New(ctx, pgstore.Options{DSN: dsn, Schema: ns})
-		return s, scheduler.StoreConfig{Kind: "postgres", Postgres: pgstore.Options{DSN: dsn, Schema: ns}}, err
+		s, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn, Schema: ns})
+		return s, scheduler.StoreConfig{Kind: "postgres", Options: pgstore.Options{DSN: dsn, Schema: ns}}, err
 	case kindEtcd:
 		eps, err := e.etcdEndpoints()
 		if err != nil {
@@ -144,7 +147,7 @@ func (e *env) openStore(ctx context.Context, kind storeKind, ns string) (slotsto
 		if err != nil { // a nil *Store in the interface would not be nil
 			return nil, scheduler.StoreConfig{}, err
 		}
-		return s, scheduler.StoreConfig{Kind: "etcd", Etcd: o}, nil
+		return s, scheduler.StoreConfig{Kind: "etcd", Options: o}, nil
 	}
 	return nil, scheduler.StoreConfig{}, fmt.Errorf("unknown store %q", kind)
 }

@@ -26,7 +26,7 @@ func TestLedgerCompletesInItsTransaction(t *testing.T) {
 	}
 	dsn := testserver.StartPostgres(t).CreateDatabase(t)
 	ctx := context.Background()
-	st, err := pgstore.New(ctx, pgstore.Options{DSN: dsn})
+	st, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn})
 	if err != nil {
 		t.Fatal(err)
 	}

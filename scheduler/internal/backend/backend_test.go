@@ -1,4 +1,4 @@
-package backend
+package backend_test
 
 import (
 	"context"
@@ -15,6 +15,10 @@ import (
 	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/leader"
+	_ "github.com/slotcron/slotcron/scheduler/etcd"
+	"github.com/slotcron/slotcron/scheduler/internal/backend"
+	_ "github.com/slotcron/slotcron/scheduler/postgres"
+	_ "github.com/slotcron/slotcron/scheduler/redis"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/etcdstore"
 	"github.com/slotcron/slotcron/slotstore/memstore"
@@ -28,19 +32,23 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // Each kind opens its backend; an unknown one is an error naming it.
 func TestOpen(t *testing.T) {
 	ctx := t.Context()
-	for _, c := range []Config{
+	for _, c := range []backend.Config{
 		{Kind: "memory"},
-		{Kind: "sqlite", SQLite: sqlitestore.Options{Path: filepath.Join(t.TempDir(), "a.db")}},
-		{SQLite: sqlitestore.Options{Path: filepath.Join(t.TempDir(), "b.db")}}, // sqlite is the default
+		{Kind: "sqlite", Options: sqlitestore.Options{Path: filepath.Join(t.TempDir(), "a.db")}},
+		{Options: &sqlitestore.Options{Path: filepath.Join(t.TempDir(), "b.db")}}, // sqlite is the default
 	} {
-		st, err := Open(ctx, c)
+		st, err := backend.Open(ctx, c)
 		if err != nil {
 			t.Fatalf("open %+v: %v", c, err)
 		}
 		st.Close()
 	}
-	if _, err := Open(ctx, Config{Kind: "mongo"}); err == nil || !strings.Contains(err.Error(), `"mongo"`) {
+	if _, err := backend.Open(ctx, backend.Config{Kind: "mongo"}); err == nil || !strings.Contains(err.Error(), `"mongo"`) {
 		t.Errorf("unknown kind: %v", err)
+	}
+	if _, err := backend.Open(ctx, backend.Config{Kind: "sqlite", Options: memstore.Options{}}); err == nil ||
+		!strings.Contains(err.Error(), "sqlitestore.Options, not memstore.Options") {
+		t.Errorf("options of another kind: %v", err)
 	}
 }
 
@@ -52,7 +60,7 @@ func TestElectorFollowsTheStore(t *testing.T) {
 	pg := testserver.StartPostgres(t)
 	rd := testserver.StartRedis(t)
 
-	byDSN, err := pgstore.New(ctx, pgstore.Options{DSN: pg.DSN(), Schema: "by_dsn"})
+	byDSN, err := pgstore.Open(ctx, pgstore.Options{DSN: pg.DSN(), Schema: "by_dsn"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +70,7 @@ func TestElectorFollowsTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	byPool, err := pgstore.NewWithPool(ctx, pool, "by_pool")
+	byPool, err := pgstore.New(ctx, pool, pgstore.Options{Schema: "by_pool"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,18 +88,18 @@ func TestElectorFollowsTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer edited.Close()
-	byEdited, err := pgstore.NewWithPool(ctx, edited, "by_edited")
+	byEdited, err := pgstore.New(ctx, edited, pgstore.Options{Schema: "by_edited"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer byEdited.Close()
-	rs, err := redisstore.New(ctx, redisstore.Options{Addr: rd.Addr()})
+	rs, err := redisstore.Open(ctx, redisstore.Options{Addr: rd.Addr()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rs.Close()
 	etcd := testserver.StartEtcd(t, testserver.EtcdConfig{Members: 1})
-	es, err := Open(ctx, Config{Kind: "etcd", Etcd: etcdstore.Options{Endpoints: etcd.Endpoints()}})
+	es, err := backend.Open(ctx, backend.Config{Kind: "etcd", Options: etcdstore.Options{Endpoints: etcd.Endpoints()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +118,7 @@ func TestElectorFollowsTheStore(t *testing.T) {
 		{"memory", memstore.New(memstore.Options{}), "slot store"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			el, got, err := Elector(ctx, tc.st, slog.New(slog.DiscardHandler))
+			el, got, err := backend.Elector(ctx, tc.st, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,17 +146,17 @@ func TestElectorFollowsTheStore(t *testing.T) {
 // What go-redis logs on its own goes through the replica's slog logger.
 func TestRedisClientLogsGoThroughSlog(t *testing.T) {
 	rd := testserver.StartRedis(t)
-	st, err := redisstore.New(t.Context(), redisstore.Options{Addr: rd.Addr()})
+	st, err := redisstore.Open(t.Context(), redisstore.Options{Addr: rd.Addr()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	var buf testlog.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
-	RouteClientLogs(st, log)
-	defer RouteClientLogs(st, slog.New(slog.DiscardHandler))
+	backend.RouteClientLogs(st, log)
+	defer backend.RouteClientLogs(st, slog.New(slog.DiscardHandler))
 	// A Sentinel that is no Sentinel: go-redis logs its failed query.
-	if s, err := redisstore.New(t.Context(), redisstore.Options{Addrs: []string{rd.Addr()}, MasterName: "nomaster"}); err == nil {
+	if s, err := redisstore.Open(t.Context(), redisstore.Options{Addrs: []string{rd.Addr()}, MasterName: "nomaster"}); err == nil {
 		s.Close()
 		t.Fatal("a store on a Sentinel that is none opened")
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/leader"
 	"github.com/slotcron/slotcron/scheduler"
+	_ "github.com/slotcron/slotcron/scheduler/etcd"
 	"github.com/slotcron/slotcron/scheduler/internal/backend"
 	"github.com/slotcron/slotcron/slotstore/etcdstore"
 )
@@ -54,7 +55,7 @@ func TestDutyFencesGrowAfterThePrefixLostItsKeys(t *testing.T) {
 	}
 	ctx := t.Context()
 	etcd := testserver.StartEtcd(t, testserver.EtcdConfig{Members: 1})
-	cfg := backend.Config{Kind: "etcd", Etcd: etcdstore.Options{Endpoints: etcd.Endpoints(), Prefix: fmt.Sprintf("review2-%d/", os.Getpid())}}
+	cfg := backend.Config{Kind: "etcd", Options: etcdstore.Options{Endpoints: etcd.Endpoints(), Prefix: fmt.Sprintf("review2-%d/", os.Getpid())}}
 	log := slog.New(slog.DiscardHandler)
 	open := func() leader.Elector {
 		st, err := backend.Open(ctx, cfg)
@@ -76,7 +77,7 @@ func TestDutyFencesGrowAfterThePrefixLostItsKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	if _, err := admin.Delete(ctx, cfg.Etcd.Prefix, clientv3.WithPrefix()); err != nil {
+	if _, err := admin.Delete(ctx, cfg.Options.(etcdstore.Options).Prefix, clientv3.WithPrefix()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -158,7 +159,7 @@ func TestDutyFencesGrowWhenTheClusterIsReplacedUnderARunningReplica(t *testing.T
 	old := testserver.StartEtcd(t, testserver.EtcdConfig{Members: 1})
 	host := func(c *testserver.EtcdCluster) string { return strings.TrimPrefix(c.Endpoints()[0], "http://") }
 	p := startReview2Proxy(t, host(old))
-	cfg := backend.Config{Kind: "etcd", Etcd: etcdstore.Options{Endpoints: []string{"http://" + p.ln.Addr().String()}}}
+	cfg := backend.Config{Kind: "etcd", Options: etcdstore.Options{Endpoints: []string{"http://" + p.ln.Addr().String()}}}
 	st, err := backend.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,10 @@
 // Package backend builds what the engine runs on from the configuration:
 // the slot store of the configured kind, and the elector the duties
-// campaign with, which follows the store in use. It is the one place that
-// maps store.kind to a backend.
+// campaign with, which follows the store in use. It holds the registry of
+// store kinds (kinds.go): sqlite and memory register themselves here
+// (builtin.go), every other kind through package storekind, from the
+// package whose import links it. It is the one place that maps store.kind
+// to a backend.
 package backend
 
 import (
@@ -11,74 +14,39 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/slotcron/slotcron/slotstore"
-	"github.com/slotcron/slotcron/slotstore/etcdstore"
-	"github.com/slotcron/slotcron/slotstore/memstore"
-	"github.com/slotcron/slotcron/slotstore/pgstore"
-	"github.com/slotcron/slotcron/slotstore/redisstore"
-	"github.com/slotcron/slotcron/slotstore/sqlitestore"
 )
 
 // Config is the store block of the configuration, checked.
 type Config struct {
-	// Kind is sqlite (the default, when empty), memory, redis, postgres or
-	// etcd.
-	Kind     string
-	SQLite   sqlitestore.Options
-	Redis    redisstore.Options
-	Postgres pgstore.Options
-	Etcd     etcdstore.Options
+	// Kind names a registered kind; empty is sqlite.
+	Kind string
+	// Options is a value of the kind's Options type, or nil for its zero
+	// value.
+	Options any
 }
 
-// KindName is the kind's name as logs show it.
-func KindName(kind string) string {
-	if kind == "" {
-		return "sqlite"
-	}
-	return kind
-}
-
-// Open opens the store c describes.
+// Open opens the store c describes, with its registered kind.
 func Open(ctx context.Context, c Config) (slotstore.Store, error) {
-	switch c.Kind {
-	case "memory":
-		return memstore.New(memstore.Options{}), nil
-	case "", "sqlite":
-		s, err := sqlitestore.Open(ctx, c.SQLite)
-		if err != nil {
-			path := c.SQLite.Path
-			if path == "" {
-				path = sqlitestore.DefaultPath
-			}
-			return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	k, ok := Lookup(c.Kind)
+	if !ok {
+		if imp := ImportFor(c.Kind); imp != "" {
+			return nil, fmt.Errorf("store kind %q is not linked into this binary: import _ %q", c.Kind, imp)
 		}
-		return s, nil
-	case "redis":
-		s, err := redisstore.New(ctx, c.Redis)
-		if err != nil {
-			return nil, fmt.Errorf("open redis store: %w", err) // redisstore never shows the password
-		}
-		return s, nil
-	case "postgres":
-		s, err := pgstore.New(ctx, c.Postgres)
-		if err != nil {
-			return nil, fmt.Errorf("open postgres store: %w", err) // pgstore redacts the DSN
-		}
-		return s, nil
-	case "etcd":
-		s, err := etcdstore.Open(ctx, c.Etcd)
-		if err != nil {
-			return nil, fmt.Errorf("open etcd store: %w", err) // etcdstore never shows the password
-		}
-		return s, nil
+		return nil, fmt.Errorf("unknown store kind %q", c.Kind)
 	}
-	return nil, fmt.Errorf("unknown store kind %q", c.Kind)
+	opts, err := k.Value(c.Options)
+	if err != nil {
+		return nil, err
+	}
+	s, err := k.Open(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open %s store: %w", k.Name, err) // each backend keeps passwords out of its errors
+	}
+	return s, nil
 }
 
 // OpenWait opens the store c describes, retrying for up to wait with a
@@ -107,18 +75,16 @@ func OpenWait(ctx context.Context, c Config, wait time.Duration, log *slog.Logge
 }
 
 // Unreachable reports whether err says the store could not be reached, or
-// was not ready to serve: a refused or broken connection, a timeout, a
-// server starting up or shutting down.
+// was not ready to serve: a refused or broken connection, a timeout, or
+// what a registered kind knows to mean the same (a server starting up or
+// shutting down).
 func Unreachable(err error) bool {
-	var netErr net.Error
-	var pgErr *pgconn.PgError
-	switch {
-	case errors.As(err, &pgErr):
-		return pgErr.Code == "57P03" || pgErr.Code == "57P01" // cannot connect now; admin shutdown
-	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, context.DeadlineExceeded):
-		return true
+	for _, k := range Kinds() {
+		if k.Unreachable != nil && k.Unreachable(err) {
+			return true
+		}
 	}
-	// Redis answers LOADING while it reads its data set at start-up.
-	return strings.Contains(err.Error(), "LOADING")
+	var netErr net.Error
+	return errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, context.DeadlineExceeded)
 }
