@@ -110,7 +110,7 @@ func TestRollingUpgrade(t *testing.T) {
 		err error
 		wg  sync.WaitGroup
 	)
-	wg.Go(func() { s, err = NewWithPool(ctx, old.pool, old.schema) })
+	wg.Go(func() { s, err = New(ctx, old.pool, Options{Schema: old.schema}) })
 	r.race(olds, 20, 40) // while this build starts
 	wg.Wait()
 	if err != nil {
