@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,11 +12,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/internal/testserver"
 )
 
@@ -228,7 +227,7 @@ func writeFile(t *testing.T, path, text string) {
 // SIGKILL after 10 s. Its output is logged when the test fails.
 func startServer(t *testing.T, name string, newCmd func(port int) *exec.Cmd, ready string) string {
 	t.Helper()
-	var out syncBuffer
+	var out testlog.Buffer
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("%s's output:\n%s", name, out.String())
@@ -289,24 +288,6 @@ func stop(cmd *exec.Cmd, exited <-chan struct{}) {
 		_ = cmd.Process.Kill()
 		<-exited
 	}
-}
-
-// syncBuffer collects a process's output.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // promAPI reads Prometheus's HTTP API; any error fails the test.

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slotcron/slotcron/fence"
+	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/internal/testserver"
 )
 
@@ -23,8 +24,8 @@ func recordKey(r fence.Redis, key, runKey string) string {
 
 func TestRedisSetOnce(t *testing.T) {
 	r, c := redisFence(t)
-	var l logs
-	r.Logger = l.logger()
+	var l testlog.Buffer
+	r.Logger = slog.New(slog.NewJSONHandler(&l, nil))
 	ctx := t.Context()
 	key := unique("invoice")
 	slot := time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC)
@@ -71,7 +72,7 @@ func TestRedisSetOnce(t *testing.T) {
 	if got := rejected(t, key) - rejectedBefore; got != 2 {
 		t.Errorf("slotcron_fence_rejections_total{resource=%q} grew by %v, want 2", key, got)
 	}
-	if recs := l.lines(t, "effect already applied"); len(recs) != 2 || recs[1]["run"] != first.Key() || recs[1]["applied"] != 17.0 {
+	if recs := l.Logged(t, "effect already applied"); len(recs) != 2 || recs[1]["run"] != first.Key() || recs[1]["applied"] != 17.0 {
 		t.Errorf("repeat log lines %v, want two for %s, applied 17", recs, first.Key())
 	}
 }
