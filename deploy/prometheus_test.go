@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/internal/testserver"
 )
@@ -105,12 +105,9 @@ scrape_configs:
 	api := &promAPI{t: t, base: "http://" + promAddr}
 
 	var fired promAlert
-	deadline := time.Now().Add(45 * time.Second)
-	for fired.Labels == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("SlotcronJobFailing did not fire for job_name=failing within 45 s; alerts: %+v", api.alerts())
-		}
-		for _, a := range api.alerts() {
+	poll.Until(t, 45*time.Second, "SlotcronJobFailing to fire for job_name=failing", func() error {
+		alerts := api.alerts()
+		for _, a := range alerts {
 			if a.Labels["job_name"] == "healthy" {
 				t.Fatalf("an alert names the healthy job: %+v", a)
 			}
@@ -118,8 +115,11 @@ scrape_configs:
 				fired = a
 			}
 		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		if fired.Labels == nil {
+			return fmt.Errorf("alerts: %+v", alerts)
+		}
+		return nil
+	})
 	t.Logf("fired: %+v", fired.Labels)
 	if fired.Labels["job_name"] != "failing" {
 		t.Errorf("SlotcronJobFailing names job_name %q, want failing: %+v", fired.Labels["job_name"], fired.Labels)
@@ -245,37 +245,39 @@ func startServer(t *testing.T, name string, newCmd func(port int) *exec.Cmd, rea
 		go func() { _ = cmd.Wait(); close(exited) }()
 		t.Cleanup(func() { stop(cmd, exited) })
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		if err := waitReady(addr, ready, exited, 30*time.Second); err == nil {
+		gone := false
+		poll.Until(t, 30*time.Second, fmt.Sprintf("%s ready on %s, or gone", name, addr), func() error {
+			select {
+			case <-exited:
+				gone = true
+				return nil
+			default:
+			}
+			return isReady(addr, ready)
+		})
+		if !gone {
 			return addr
-		} else if try == 3 || !errors.Is(err, errExited) {
-			t.Fatalf("%s on %s: %v", name, addr, err)
+		}
+		if try == 3 {
+			t.Fatalf("%s on %s exited before it was ready", name, addr)
 		}
 		t.Logf("%s exited before it was ready on %s; again on another port", name, addr)
 	}
 }
 
-var errExited = errors.New("exited before it was ready")
-
-func waitReady(addr, path string, exited <-chan struct{}, within time.Duration) error {
+// isReady returns nil if GET path on addr answers 200, or what it answered.
+func isReady(addr, path string) error {
 	client := &http.Client{Timeout: time.Second}
-	for deadline := time.Now().Add(within); ; {
-		select {
-		case <-exited:
-			return errExited
-		default:
-		}
-		if resp, err := client.Get("http://" + addr + path); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("GET %s not 200 within %v", path, within)
-		}
-		time.Sleep(100 * time.Millisecond)
+	resp, err := client.Get("http://" + addr + path)
+	if err != nil {
+		return err
 	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return nil
 }
 
 // stop ends a process this test started: SIGTERM, and SIGKILL if it has

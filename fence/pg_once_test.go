@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/slotcron/slotcron/fence"
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/jobs"
 )
@@ -153,18 +154,15 @@ func TestPGOnceRetention(t *testing.T) {
 	if err := apply(ctx, pool, short, old, "old"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, "Prune to delete a record past its 1 ms retention", func() error {
 		if _, ok := keptFor(t, pool, p, old.Key()); !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the record was not pruned 10 s after a 1 ms retention")
+			return nil
 		}
 		if _, err := p.Prune(ctx, pool); err != nil {
 			t.Fatal(err)
 		}
-	}
+		return errors.New("the record is still there")
+	})
 	if _, ok := keptFor(t, pool, p, past.Key()); !ok {
 		t.Fatal("Prune deleted a record still within its retention")
 	}
@@ -174,19 +172,16 @@ func TestPGOnceRetention(t *testing.T) {
 
 	// Under READ COMMITTED each Once prunes expired records as it goes.
 	later := runOf(job, old.Slot.Add(time.Minute), 5, 1)
-	deadline = time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, "a Once to prune the expired record", func() error {
 		if _, ok := keptFor(t, pool, p, old.Key()); !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no Once pruned the expired record within 10 s")
+			return nil
 		}
 		later.Slot = later.Slot.Add(time.Second)
 		if err := apply(ctx, pool, p, later, "later"); err != nil {
 			t.Fatal(err)
 		}
-	}
+		return errors.New("the record is still there")
+	})
 }
 
 // OncePG is PG{}.Once, in DefaultSchema.
