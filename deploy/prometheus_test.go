@@ -1,9 +1,7 @@
 package deploy
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,11 +11,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
+	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/internal/testserver"
 )
 
@@ -106,12 +105,9 @@ scrape_configs:
 	api := &promAPI{t: t, base: "http://" + promAddr}
 
 	var fired promAlert
-	deadline := time.Now().Add(45 * time.Second)
-	for fired.Labels == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("SlotcronJobFailing did not fire for job_name=failing within 45 s; alerts: %+v", api.alerts())
-		}
-		for _, a := range api.alerts() {
+	poll.Until(t, 45*time.Second, "SlotcronJobFailing to fire for job_name=failing", func() error {
+		alerts := api.alerts()
+		for _, a := range alerts {
 			if a.Labels["job_name"] == "healthy" {
 				t.Fatalf("an alert names the healthy job: %+v", a)
 			}
@@ -119,8 +115,11 @@ scrape_configs:
 				fired = a
 			}
 		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		if fired.Labels == nil {
+			return fmt.Errorf("alerts: %+v", alerts)
+		}
+		return nil
+	})
 	t.Logf("fired: %+v", fired.Labels)
 	if fired.Labels["job_name"] != "failing" {
 		t.Errorf("SlotcronJobFailing names job_name %q, want failing: %+v", fired.Labels["job_name"], fired.Labels)
@@ -228,7 +227,7 @@ func writeFile(t *testing.T, path, text string) {
 // SIGKILL after 10 s. Its output is logged when the test fails.
 func startServer(t *testing.T, name string, newCmd func(port int) *exec.Cmd, ready string) string {
 	t.Helper()
-	var out syncBuffer
+	var out testlog.Buffer
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("%s's output:\n%s", name, out.String())
@@ -246,37 +245,39 @@ func startServer(t *testing.T, name string, newCmd func(port int) *exec.Cmd, rea
 		go func() { _ = cmd.Wait(); close(exited) }()
 		t.Cleanup(func() { stop(cmd, exited) })
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		if err := waitReady(addr, ready, exited, 30*time.Second); err == nil {
+		gone := false
+		poll.Until(t, 30*time.Second, fmt.Sprintf("%s ready on %s, or gone", name, addr), func() error {
+			select {
+			case <-exited:
+				gone = true
+				return nil
+			default:
+			}
+			return isReady(addr, ready)
+		})
+		if !gone {
 			return addr
-		} else if try == 3 || !errors.Is(err, errExited) {
-			t.Fatalf("%s on %s: %v", name, addr, err)
+		}
+		if try == 3 {
+			t.Fatalf("%s on %s exited before it was ready", name, addr)
 		}
 		t.Logf("%s exited before it was ready on %s; again on another port", name, addr)
 	}
 }
 
-var errExited = errors.New("exited before it was ready")
-
-func waitReady(addr, path string, exited <-chan struct{}, within time.Duration) error {
+// isReady returns nil if GET path on addr answers 200, or what it answered.
+func isReady(addr, path string) error {
 	client := &http.Client{Timeout: time.Second}
-	for deadline := time.Now().Add(within); ; {
-		select {
-		case <-exited:
-			return errExited
-		default:
-		}
-		if resp, err := client.Get("http://" + addr + path); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("GET %s not 200 within %v", path, within)
-		}
-		time.Sleep(100 * time.Millisecond)
+	resp, err := client.Get("http://" + addr + path)
+	if err != nil {
+		return err
 	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return nil
 }
 
 // stop ends a process this test started: SIGTERM, and SIGKILL if it has
@@ -289,24 +290,6 @@ func stop(cmd *exec.Cmd, exited <-chan struct{}) {
 		_ = cmd.Process.Kill()
 		<-exited
 	}
-}
-
-// syncBuffer collects a process's output.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // promAPI reads Prometheus's HTTP API; any error fails the test.

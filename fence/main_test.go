@@ -1,14 +1,9 @@
 package fence_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,41 +25,6 @@ var names atomic.Int64
 // unique returns a name no other test of the process uses, so tests that
 // share a server or the package's counter do not see each other.
 func unique(base string) string { return fmt.Sprintf("%s-%d-%d", base, os.Getpid(), names.Add(1)) }
-
-// logs is a logger whose JSON lines a test reads back.
-type logs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logs) logger() *slog.Logger { return slog.New(slog.NewJSONHandler(l, nil)) }
-
-// lines returns the records logged with message msg.
-func (l *logs) lines(t testing.TB, msg string) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(l.buf.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		if rec["msg"] == msg {
-			out = append(out, rec)
-		}
-	}
-	return out
-}
 
 // rejected returns slotcron_fence_rejections_total{resource} as a registry
 // gathers it.

@@ -2,11 +2,13 @@ package fence_test
 
 import (
 	"errors"
+	"log/slog"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/slotcron/slotcron/fence"
+	"github.com/slotcron/slotcron/internal/testlog"
 )
 
 func TestMemoryCheck(t *testing.T) {
@@ -93,8 +95,8 @@ func TestInvalid(t *testing.T) {
 }
 
 func TestRejectionObserved(t *testing.T) {
-	var l logs
-	m := fence.Memory{Logger: l.logger()}
+	var l testlog.Buffer
+	m := fence.Memory{Logger: slog.New(slog.NewJSONHandler(&l, nil))}
 	res := unique("observed")
 	if err := m.Check(t.Context(), res, 4); err != nil {
 		t.Fatal(err)
@@ -106,7 +108,7 @@ func TestRejectionObserved(t *testing.T) {
 	if got := rejected(t, res) - before; got != 2 {
 		t.Errorf("slotcron_fence_rejections_total{resource=%q} grew by %v, want 2", res, got)
 	}
-	recs := l.lines(t, "fence rejected")
+	recs := l.Logged(t, "fence rejected")
 	if len(recs) != 2 {
 		t.Fatalf("%d lines with msg=\"fence rejected\", want 2", len(recs))
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/slotcron/slotcron/fence"
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/jobs"
 )
 
@@ -75,21 +76,17 @@ func backendPID(t *testing.T, tx pgx.Tx) int32 {
 // waitLocked returns once the server process pid waits for a lock.
 func waitLocked(t *testing.T, pool *pgxpool.Pool, pid int32) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, fmt.Sprintf("backend %d to wait for a lock", pid), func() error {
 		var waiting bool
 		err := pool.QueryRow(t.Context(), "SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1", pid).Scan(&waiting)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if waiting {
-			return
+		if !waiting {
+			return errors.New("it does not wait for a lock")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("backend %d never waited for a lock", pid)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // Under READ COMMITTED the second holder waits for the first's transaction

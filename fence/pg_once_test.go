@@ -3,6 +3,7 @@ package fence_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/slotcron/slotcron/fence"
+	"github.com/slotcron/slotcron/internal/poll"
+	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/jobs"
 )
 
@@ -30,8 +33,8 @@ func apply(ctx context.Context, pool *pgxpool.Pool, p fence.PG, run jobs.Run, va
 // whichever attempt presents it and with whichever fence.
 func TestPGOnce(t *testing.T) {
 	pool, p := pgFence(t)
-	var l logs
-	p.Logger = l.logger()
+	var l testlog.Buffer
+	p.Logger = slog.New(slog.NewJSONHandler(&l, nil))
 	ctx := t.Context()
 	job := unique("invoices")
 	slot := time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC)
@@ -70,10 +73,10 @@ func TestPGOnce(t *testing.T) {
 	if got := rejected(t, job) - rejectedBefore; got != 1 {
 		t.Errorf("slotcron_fence_rejections_total{resource=%q} grew by %v, want 1", job, got)
 	}
-	if recs := l.lines(t, "effect already applied"); len(recs) != 2 || recs[0]["level"] != "INFO" || recs[0]["run"] != key {
+	if recs := l.Logged(t, "effect already applied"); len(recs) != 2 || recs[0]["level"] != "INFO" || recs[0]["run"] != key {
 		t.Errorf("repeat log lines %v, want two at INFO for %s", recs, key)
 	}
-	if recs := l.lines(t, "fence rejected"); len(recs) != 1 || recs[0]["level"] != "WARN" || recs[0]["highest"] != 19.0 {
+	if recs := l.Logged(t, "fence rejected"); len(recs) != 1 || recs[0]["level"] != "WARN" || recs[0]["highest"] != 19.0 {
 		t.Errorf("rejection log lines %v, want one at WARN, highest 19", recs)
 	}
 }
@@ -151,18 +154,15 @@ func TestPGOnceRetention(t *testing.T) {
 	if err := apply(ctx, pool, short, old, "old"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, "Prune to delete a record past its 1 ms retention", func() error {
 		if _, ok := keptFor(t, pool, p, old.Key()); !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the record was not pruned 10 s after a 1 ms retention")
+			return nil
 		}
 		if _, err := p.Prune(ctx, pool); err != nil {
 			t.Fatal(err)
 		}
-	}
+		return errors.New("the record is still there")
+	})
 	if _, ok := keptFor(t, pool, p, past.Key()); !ok {
 		t.Fatal("Prune deleted a record still within its retention")
 	}
@@ -172,19 +172,16 @@ func TestPGOnceRetention(t *testing.T) {
 
 	// Under READ COMMITTED each Once prunes expired records as it goes.
 	later := runOf(job, old.Slot.Add(time.Minute), 5, 1)
-	deadline = time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, "a Once to prune the expired record", func() error {
 		if _, ok := keptFor(t, pool, p, old.Key()); !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no Once pruned the expired record within 10 s")
+			return nil
 		}
 		later.Slot = later.Slot.Add(time.Second)
 		if err := apply(ctx, pool, p, later, "later"); err != nil {
 			t.Fatal(err)
 		}
-	}
+		return errors.New("the record is still there")
+	})
 }
 
 // OncePG is PG{}.Once, in DefaultSchema.

@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slotcron/slotcron/fence"
+	"github.com/slotcron/slotcron/internal/poll"
+	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/internal/testserver"
 )
 
@@ -23,8 +25,8 @@ func recordKey(r fence.Redis, key, runKey string) string {
 
 func TestRedisSetOnce(t *testing.T) {
 	r, c := redisFence(t)
-	var l logs
-	r.Logger = l.logger()
+	var l testlog.Buffer
+	r.Logger = slog.New(slog.NewJSONHandler(&l, nil))
 	ctx := t.Context()
 	key := unique("invoice")
 	slot := time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC)
@@ -71,7 +73,7 @@ func TestRedisSetOnce(t *testing.T) {
 	if got := rejected(t, key) - rejectedBefore; got != 2 {
 		t.Errorf("slotcron_fence_rejections_total{resource=%q} grew by %v, want 2", key, got)
 	}
-	if recs := l.lines(t, "effect already applied"); len(recs) != 2 || recs[1]["run"] != first.Key() || recs[1]["applied"] != 17.0 {
+	if recs := l.Logged(t, "effect already applied"); len(recs) != 2 || recs[1]["run"] != first.Key() || recs[1]["applied"] != 17.0 {
 		t.Errorf("repeat log lines %v, want two for %s, applied 17", recs, first.Key())
 	}
 }
@@ -163,7 +165,12 @@ func TestRedisSetOnceRetention(t *testing.T) {
 	if err := r.SetOnce(ctx, "short", run, []byte("v"), time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the value's TTL", func() bool { _, _, err := r.Get(ctx, "short"); return errors.Is(err, fence.ErrNotFound) })
+	poll.Until(t, 10*time.Second, "the value's TTL to pass", func() error {
+		if _, _, err := r.Get(ctx, "short"); !errors.Is(err, fence.ErrNotFound) {
+			return fmt.Errorf("Get: %v, want ErrNotFound", err)
+		}
+		return nil
+	})
 	wantApplied(t, r.SetOnce(ctx, "short", runOf("j", run.Slot, 6, 2), []byte("again"), 0), "short", run.Key(), 6, 5)
 
 	// After the retention, Redis drops the record.
@@ -176,21 +183,14 @@ func TestRedisSetOnceRetention(t *testing.T) {
 	if ttl := c.PTTL(ctx, record).Val(); ttl <= 0 || ttl > 50*time.Millisecond {
 		t.Fatalf("PTTL of the record %v, want at most 50ms", ttl)
 	}
-	waitFor(t, "the record's retention", func() bool { return c.Exists(ctx, record).Val() == 0 })
+	poll.Until(t, 10*time.Second, "the record's retention to pass", func() error {
+		if c.Exists(ctx, record).Val() != 0 {
+			return errors.New("the record is still there")
+		}
+		return nil
+	})
 	if err := brief.SetOnce(ctx, "brief", runOf("j", run.Slot, 6, 2), []byte("after"), 0); err != nil {
 		t.Fatalf("the slot after its record expired: %v", err)
-	}
-}
-
-// waitFor polls cond until it holds, failing t after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still waiting after 10 s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -2,6 +2,7 @@ package fence_test
 
 import (
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slotcron/slotcron/fence"
+	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/memstore"
@@ -93,8 +95,8 @@ func TestScenarioRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var l logs
-	res := fence.Redis{Client: c, Prefix: "scenario:fence:", Logger: l.logger()}
+	var l testlog.Buffer
+	res := fence.Redis{Client: c, Prefix: "scenario:fence:", Logger: slog.New(slog.NewJSONHandler(&l, nil))}
 	key := unique("report")
 
 	h := holders{t: t, store: store, slot: nextMinute(), resource: key}
@@ -109,7 +111,7 @@ func TestScenarioRedis(t *testing.T) {
 	if got := rejected(t, key); got != 1 {
 		t.Errorf("slotcron_fence_rejections_total{resource=%q} = %v, want 1", key, got)
 	}
-	if recs := l.lines(t, "fence rejected"); len(recs) != 1 || recs[0]["resource"] != key {
+	if recs := l.Logged(t, "fence rejected"); len(recs) != 1 || recs[0]["resource"] != key {
 		t.Errorf("rejection log lines %v, want one for %s", recs, key)
 	}
 }

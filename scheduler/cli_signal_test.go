@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/jobs"
 )
 
@@ -112,13 +113,14 @@ func TestSignalStopsStartUp(t *testing.T) {
 // reading, which is when it is reading its configuration.
 func openWriter(t *testing.T, fifo string, exited <-chan struct{}) *os.File {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
-		if err == nil {
-			return w
-		}
-		if !errors.Is(err, syscall.ENXIO) { // ENXIO: no reader yet
+	var w *os.File
+	poll.Until(t, 30*time.Second, "the command to open its configuration", func() error {
+		var err error
+		w, err = os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		switch {
+		case err == nil:
+			return nil
+		case !errors.Is(err, syscall.ENXIO): // ENXIO: no reader yet
 			t.Fatal(err)
 		}
 		select {
@@ -126,11 +128,9 @@ func openWriter(t *testing.T, fifo string, exited <-chan struct{}) *os.File {
 			t.Fatal("the command exited before it read its configuration")
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the command did not open its configuration within 30s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return errors.New("no reader of the FIFO yet")
+	})
+	return w
 }
 
 // The first SIGTERM shuts a running scheduler down gracefully, which waits
@@ -194,17 +194,15 @@ func TestSecondSignalEndsProcess(t *testing.T) {
 	// The default action comes back just after the first signal is seen;
 	// signal until it has (the first of these usually ends it).
 	sent := time.Now()
-	for ended := false; !ended; {
-		if time.Since(sent) > 30*time.Second {
-			t.Fatal("still running 30s after the second SIGTERM")
-		}
+	poll.Until(t, 30*time.Second, "the process to end on a second SIGTERM", func() error {
 		_ = c.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-done:
-			ended = true
+			return nil
 		case <-time.After(100 * time.Millisecond):
+			return errors.New("still running")
 		}
-	}
+	})
 	ws, _ := c.ProcessState.Sys().(syscall.WaitStatus)
 	t.Logf("ended %v after the second signal: %v", time.Since(sent).Round(time.Millisecond), c.ProcessState)
 	if !ws.Signaled() || ws.Signal() != syscall.SIGTERM {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/scheduler/internal/admin"
 	"github.com/slotcron/slotcron/slotstore"
@@ -399,10 +401,12 @@ func TestCLIWarnsOfNoJobs(t *testing.T) {
 	var logs testlog.Buffer
 	done := make(chan int, 1)
 	go func() { done <- Command(ctx, []string{"run", "--config", nojobs}, io.Discard, &logs, demoRegistry()) }()
-	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(logs.String(), "scheduler started") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, time.Minute, `"scheduler started" logged`, func() error {
+		if !strings.Contains(logs.String(), "scheduler started") {
+			return fmt.Errorf("logs:\n%s", logs.String())
+		}
+		return nil
+	})
 	cancel()
 	if code := <-done; code != ExitOK || !strings.Contains(logs.String(), `msg="configuration warning"`) ||
 		!strings.Contains(logs.String(), `key=jobs warning="no jobs and no duties: a replica runs nothing"`) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/slotstore"
@@ -62,9 +63,11 @@ func TestEtcdReplicasSurviveTheLeadersDeath(t *testing.T) {
 			stop()
 		}
 	}()
-	eventually(t, 30*time.Second, "the first runs and the duty's first term", func() bool {
-		_, most := terms.snapshot()
-		return len(rec.snapshot()) >= 3 && most == 1
+	poll.Until(t, 30*time.Second, "the first runs and the duty's first term", func() error {
+		if _, most := terms.snapshot(); len(rec.snapshot()) < 3 || most != 1 {
+			return fmt.Errorf("%d runs, %d terms at most at once", len(rec.snapshot()), most)
+		}
+		return nil
 	})
 	from := time.Now().Truncate(time.Second).Add(time.Second)
 	time.Sleep(2 * time.Second)
@@ -80,17 +83,17 @@ func TestEtcdReplicasSurviveTheLeadersDeath(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	to := time.Now().Truncate(time.Second).Add(-time.Second)
 	// Slots up to to run within their starting deadline.
-	eventually(t, 30*time.Second, "every slot of the window run", func() bool {
+	poll.Until(t, 30*time.Second, "every slot of the window run", func() error {
 		seen := map[time.Time]bool{}
 		for _, ev := range rec.snapshot() {
 			seen[ev.run.Slot] = true
 		}
 		for s := from; !s.After(to); s = s.Add(time.Second) {
 			if !seen[s.UTC()] {
-				return false
+				return fmt.Errorf("slot %v not run", s.UTC())
 			}
 		}
-		return true
+		return nil
 	})
 	for _, stop := range stops {
 		stop()

@@ -3,13 +3,13 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/slotstore/memstore"
@@ -31,19 +31,7 @@ func TestHTTPEndpoints(t *testing.T) {
 
 	get := func(path string) (int, string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			resp, err := http.Get("http://" + addr + path)
-			if err == nil {
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				return resp.StatusCode, string(b)
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("GET %s: %v", path, err)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		return call(t, "GET", "http://"+addr+path, "")
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if code, body := get(path); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
@@ -58,17 +46,13 @@ func TestHTTPEndpoints(t *testing.T) {
 		`slotcron_store_up 1`,
 		`go_goroutines`,
 	}
-	var lacks []string
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	poll.Until(t, 30*time.Second, "every series on /metrics", func() error {
 		_, body := get("/metrics")
-		lacks = slices.DeleteFunc(slices.Clone(wants), func(w string) bool { return strings.Contains(body, w) })
-		if len(lacks) == 0 || time.Now().After(deadline) {
-			break
+		if lacks := slices.DeleteFunc(slices.Clone(wants), func(w string) bool { return strings.Contains(body, w) }); len(lacks) > 0 {
+			return fmt.Errorf("/metrics lacks %s", strings.Join(lacks, ", "))
 		}
-	}
-	for _, w := range lacks {
-		t.Errorf("/metrics lacks %s", w)
-	}
+		return nil
+	})
 }
 
 func TestHTTPAPI(t *testing.T) {
@@ -86,23 +70,10 @@ func TestHTTPAPI(t *testing.T) {
 	base := "http://" + addr
 	do := func(method, path, token string) (int, string) {
 		t.Helper()
-		var resp *http.Response
-		var err error
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			req, _ := http.NewRequest(method, base+path, nil)
-			if token != "" {
-				req.Header.Set("Authorization", "Bearer "+token)
-			}
-			if resp, err = http.DefaultClient.Do(req); err == nil || time.Now().After(deadline) {
-				break
-			}
+		if token != "" {
+			token = "Bearer " + token
 		}
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return call(t, method, base+path, token)
 	}
 	if code, body := do("GET", "/api/jobs", ""); code != 200 || !strings.Contains(body, `"name":"report"`) || !strings.Contains(body, `"paused":false`) {
 		t.Errorf("jobs: %d %s", code, body)
@@ -137,17 +108,13 @@ func TestHTTPAPI(t *testing.T) {
 	if code, _ := do("POST", "/api/resume?job=report&reason=test", "s3cret"); code != 200 {
 		t.Errorf("resume: %d", code)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, "the manual run's success in the history", func() error {
 		code, body := do("GET", "/api/history?job=report", "")
-		if code == 200 && strings.Contains(body, `"manual":true`) && strings.Contains(body, `"outcome":"succeeded"`) {
-			break
+		if code != 200 || !strings.Contains(body, `"manual":true`) || !strings.Contains(body, `"outcome":"succeeded"`) {
+			return fmt.Errorf("history: %d %s", code, body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("history: %d %s", code, body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if code, body := do("GET", "/", ""); code != 200 || !strings.Contains(body, "<title>slotcron</title>") {
 		t.Errorf("dashboard: %d %.300s", code, body)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/slotstore/memstore"
@@ -20,22 +21,19 @@ import (
 // retries while the server is not listening yet.
 func call(t *testing.T, method, url, auth string) (int, string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	var resp *http.Response
+	poll.Until(t, 10*time.Second, fmt.Sprintf("an answer to %s %s", method, url), func() error {
 		req, _ := http.NewRequest(method, url, nil)
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s %s: %v", method, url, err)
-			}
-			continue
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode, string(b)
-	}
+		var err error
+		resp, err = http.DefaultClient.Do(req)
+		return err
+	})
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, string(b)
 }
 
 // Concurrent triggers of one job, on two replicas, each get a slot of their
@@ -91,10 +89,13 @@ func TestConcurrentTriggers(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, 10*time.Second, "every accepted trigger's run", func() bool {
+	poll.Until(t, 10*time.Second, "every accepted trigger's run", func() error {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(keys) == accepted
+		if len(keys) != accepted {
+			return fmt.Errorf("%d runs of %d triggers accepted", len(keys), accepted)
+		}
+		return nil
 	})
 	mu.Lock()
 	defer mu.Unlock()

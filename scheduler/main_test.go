@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"os"
@@ -176,15 +177,12 @@ func rig(rec *recorder, names ...string) (*memstore.Store, *recorder, *jobs.Regi
 	return memstore.New(memstore.Options{}), rec, reg
 }
 
-// eventually polls cond until it holds, and fails the test if it does not
-// within timeout: what says what was awaited.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("still not %s after %v", what, timeout)
-		}
+// runsAtLeast is a poll's answer to whether n runs are at least want.
+func runsAtLeast(want, n int) error {
+	if n < want {
+		return fmt.Errorf("%d runs, want %d", n, want)
 	}
+	return nil
 }
 
 // counter reads the counter name{labels} of reg, labels given as name,

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/slotstore/pgstore"
@@ -37,17 +38,17 @@ func TestPostgresRestartRecovers(t *testing.T) {
 	reg.Register("tick", rec.fn)
 	stop := start(t, replica(t, st, "a", `jobs: {tick: {schedule: "*/1 * * * * *", lease: 2s, starting_deadline: 5s}}`, reg))
 	defer stop()
-	eventually(t, 30*time.Second, "running slots before the restart", func() bool { return len(rec.snapshot()) > 0 })
+	poll.Until(t, 30*time.Second, "running slots before the restart", func() error { return runsAtLeast(1, len(rec.snapshot())) })
 	pg.Restart(t)
 	restarted := time.Now()
-	eventually(t, time.Minute, "running slots again after the restart", func() bool {
+	poll.Until(t, time.Minute, "running slots again after the restart", func() error {
 		after := 0
 		for _, ev := range rec.snapshot() {
 			if ev.started.After(restarted) {
 				after++
 			}
 		}
-		return after >= 2
+		return runsAtLeast(2, after)
 	})
 	stop()
 
@@ -108,10 +109,10 @@ func TestPostgresCompleteTxIsNotALostLease(t *testing.T) {
 	metrics := prometheus.NewRegistry()
 	stop := start(t, replica(t, st, "a", `jobs: {j: {schedule: "*/3 * * * * *", lease: 3s}}`, reg, WithRegistry(metrics)))
 	defer stop()
-	eventually(t, 30*time.Second, "three runs", func() bool {
+	poll.Until(t, 30*time.Second, "three runs", func() error {
 		mu.Lock()
 		defer mu.Unlock()
-		return runs >= 3
+		return runsAtLeast(3, runs)
 	})
 	stop()
 	mu.Lock()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
@@ -43,18 +44,21 @@ func TestRedisCutHolderStopsBeforeTakeover(t *testing.T) {
 	conf := fmt.Sprintf("shutdown_grace: 1s\njobs: {long: {schedule: %q, lease: 2s}}", soon(2*time.Second))
 	stopA := start(t, replica(t, viaProxy, "a", conf, reg))
 	defer stopA()
-	eventually(t, 10*time.Second, "running the slot on a", func() bool { return len(rec.snapshot()) > 0 })
+	poll.Until(t, 10*time.Second, "running the slot on a", func() error { return runsAtLeast(1, len(rec.snapshot())) })
 	metricsB := prometheus.NewRegistry()
 	stopB := start(t, replica(t, direct, "b", conf, reg, WithRegistry(metricsB)))
 	defer stopB()
 	// b has found the slot held: it watches it from now on.
-	eventually(t, 10*time.Second, "watching the slot on b", func() bool {
-		return counter(t, metricsB, "slotcron_claims_total", "job_name", "long", "result", "held") > 0
+	poll.Until(t, 10*time.Second, "watching the slot on b", func() error {
+		if counter(t, metricsB, "slotcron_claims_total", "job_name", "long", "result", "held") == 0 {
+			return errors.New("no claim of b found the slot held")
+		}
+		return nil
 	})
 	proxy.Blackhole()
 	defer proxy.Restore()
 	cut := time.Now()
-	eventually(t, 30*time.Second, "taking the slot over on b", func() bool { return len(rec.snapshot()) >= 2 })
+	poll.Until(t, 30*time.Second, "taking the slot over on b", func() error { return runsAtLeast(2, len(rec.snapshot())) })
 	evs := rec.snapshot()
 	stopB()
 	proxy.Restore()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/jobs"
 )
@@ -31,12 +32,12 @@ func TestRunWaitsForItsStore(t *testing.T) {
 	go func() { done <- s.Run(ctx) }()
 	waitLog := func(msg string) {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logs(), msg); {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q logged; logs:\n%s", msg, logs())
+		poll.Until(t, 30*time.Second, fmt.Sprintf("%q logged", msg), func() error {
+			if !strings.Contains(logs(), msg) {
+				return fmt.Errorf("logs:\n%s", logs())
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	waitLog("opening the store failed; retrying")
 	proxy.Restore()

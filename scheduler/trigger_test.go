@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/sqlitestore"
@@ -82,7 +83,7 @@ func TestTriggerDuringRun(t *testing.T) {
 	}
 	// Run is under way once it has run a slot: from then on triggers go
 	// through it (before, each would open the store on its own).
-	eventually(t, 30*time.Second, "running scheduled slots", func() bool { return ticks() > 0 })
+	poll.Until(t, 30*time.Second, "running scheduled slots", func() error { return runsAtLeast(1, ticks()) })
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
@@ -95,7 +96,7 @@ func TestTriggerDuringRun(t *testing.T) {
 	wg.Wait()
 	// Run's store is still open: its scheduled slots go on running.
 	before := ticks()
-	eventually(t, 30*time.Second, "running scheduled slots after the triggers", func() bool { return ticks() >= before+2 })
+	poll.Until(t, 30*time.Second, "running scheduled slots after the triggers", func() error { return runsAtLeast(before+2, ticks()) })
 	stop()
 	ms := sqliteHistory(t, path, "report")
 	manual := 0

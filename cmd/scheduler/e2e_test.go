@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/slotcron/slotcron/cmd/scheduler/demo"
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler"
@@ -121,15 +123,14 @@ func (p *proc) find(msg string) []logLine {
 // waitFor polls the log until a line with msg appears or the deadline passes.
 func (p *proc) waitFor(t *testing.T, msg string, within time.Duration) logLine {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if ls := p.find(msg); len(ls) > 0 {
-			return ls[0]
+	var found []logLine
+	poll.Until(t, within, fmt.Sprintf("%s to log %q", p.name, msg), func() error {
+		if found = p.find(msg); len(found) == 0 {
+			return errors.New("not logged")
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s logged no %q within %v", p.name, msg, within)
-	return logLine{}
+		return nil
+	})
+	return found[0]
 }
 
 // stop sends SIGTERM and expects a clean exit.

@@ -1,12 +1,15 @@
 package testserver
 
 import (
+	"fmt"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/slotcron/slotcron/internal/poll"
 )
 
 func TestMain(m *testing.M) {
@@ -119,13 +122,12 @@ func TestEtcdClusterSurvivesItsLeader(t *testing.T) {
 // waitEtcdLeader waits until a member other than not leads c.
 func waitEtcdLeader(t *testing.T, c *EtcdCluster, not *EtcdMember) *EtcdMember {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if l := c.Leader(); l != nil && l != not {
-			return l
+	var l *EtcdMember
+	poll.Until(t, 20*time.Second, fmt.Sprintf("a leader other than %v", not), func() error {
+		if l = c.Leader(); l == nil || l == not {
+			return fmt.Errorf("the leader is %v", l)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("no leader other than %v within 20s", not)
-	return nil
+		return nil
+	})
+	return l
 }

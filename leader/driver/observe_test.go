@@ -1,13 +1,9 @@
 package driver_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -16,35 +12,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/leader"
 	"github.com/slotcron/slotcron/leader/driver"
 	"github.com/slotcron/slotcron/leader/internal/fakedriver"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) records(t *testing.T) []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
-		var r map[string]any
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		out = append(out, r)
-	}
-	return out
-}
 
 // gather returns the value of each of the package's metrics for duty.
 func gather(t *testing.T, reg *prometheus.Registry, duty string) map[string]float64 {
@@ -96,7 +68,7 @@ func testMetricsAndLogs(t *testing.T) {
 			t.Fatalf("Register: %v", err)
 		}
 	}
-	var buf syncBuffer
+	var buf testlog.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e := driver.NewElector(fakedriver.New().Driver(), driver.Options{Logger: log})
 	duty := fmt.Sprintf("metrics-%d", runs.Add(1)) // the collectors are package-wide
@@ -128,7 +100,7 @@ func testMetricsAndLogs(t *testing.T) {
 	}
 
 	var acquired, lost, renewed map[string]any
-	for _, r := range buf.records(t) {
+	for _, r := range buf.Records(t) {
 		switch r["msg"] {
 		case "leadership acquired":
 			acquired = r

@@ -2,10 +2,14 @@ package etcdleader_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
+	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/leader"
 	"github.com/slotcron/slotcron/leader/etcdleader"
 )
@@ -71,7 +75,9 @@ func TestElectorsJudgeByTheirClock(t *testing.T) {
 func TestFenceBase(t *testing.T) {
 	c := newClient(t, cluster(t).Endpoints()...)
 	const base = int64(1) << 50
-	e, err := etcdleader.New(c, etcdleader.Options{Prefix: newPrefix(), FenceBase: base, Logger: slog.New(slog.DiscardHandler)})
+	var logs testlog.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e, err := etcdleader.New(c, etcdleader.Options{Prefix: newPrefix(), FenceBase: base, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +87,15 @@ func TestFenceBase(t *testing.T) {
 		p := leader.Params{Name: "base", Replica: "a", Lease: time.Second, Cooldown: time.Millisecond}
 		err := e.Lead(ctx, p, func(ctx context.Context, term leader.Term) {
 			fences = append(fences, term.Fence)
-			time.Sleep(800 * time.Millisecond) // renewed at least once by its fence
-			cancel()                           // released by its fence on the way out
+			poll.Until(t, 10*time.Second, fmt.Sprintf("a renewal by fence %d", term.Fence), func() error {
+				for _, r := range logs.Logged(t, "lease renewed") {
+					if r["fence"] == float64(term.Fence) {
+						return nil
+					}
+				}
+				return errors.New("none logged")
+			})
+			cancel() // released by its fence on the way out
 		})
 		cancel()
 		if err != nil {

@@ -2,11 +2,13 @@ package etcdleader_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/leader"
 	"github.com/slotcron/slotcron/leader/etcdleader"
@@ -66,13 +68,12 @@ func (h *handOvers) count() int {
 func (h *handOvers) await(t *testing.T, n int, what string) {
 	t.Helper()
 	want := h.count() + n
-	deadline := time.Now().Add(30 * time.Second)
-	for h.count() < want {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d terms within 30s, want %d", what, h.count()-want+n, n)
+	poll.Until(t, 30*time.Second, fmt.Sprintf("%d more terms: %s", n, what), func() error {
+		if got := h.count(); got < want {
+			return fmt.Errorf("%d began", got-want+n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // check fails t unless the fences grow in the order the terms began.

@@ -2,10 +2,14 @@ package etcdleader_test
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
+	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/leader"
 	"github.com/slotcron/slotcron/leader/etcdleader"
@@ -37,7 +41,9 @@ func TestReleaseAsEtcdsLeaderDiesIsSentAgainSoon(t *testing.T) {
 	// other follower and the leader.
 	prefix := newPrefix()
 	ea := elector(t, newClient(t, others[0].ClientURL()), etcdleader.Options{Prefix: prefix, Logger: quiet})
-	eb := elector(t, newClient(t, l.ClientURL(), others[1].ClientURL()), etcdleader.Options{Prefix: prefix, Logger: quiet})
+	var bLogs testlog.Buffer
+	eb := elector(t, newClient(t, l.ClientURL(), others[1].ClientURL()), etcdleader.Options{Prefix: prefix,
+		Logger: slog.New(slog.NewJSONHandler(&bLogs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	const lease = 15 * time.Second // the scheduler's default
 	release := make(chan struct{})
 	aTerms := make(chan leader.Term, 1)
@@ -57,7 +63,12 @@ func TestReleaseAsEtcdsLeaderDiesIsSentAgainSoon(t *testing.T) {
 	defer func() { acancel(); <-adone }()
 	first := receive(t, aTerms, 10*time.Second, "A's term")
 	bTerms, _, _ := campaign(t, eb, leader.Params{Name: "fanout", Replica: "B", Lease: lease})
-	time.Sleep(500 * time.Millisecond) // B waits for A's lease
+	poll.Until(t, 10*time.Second, "B to find A's term and wait for its lease", func() error {
+		if len(bLogs.Logged(t, "waiting for the lease")) == 0 {
+			return errors.New("B logged no wait")
+		}
+		return nil
+	})
 
 	l.Kill()
 	t.Cleanup(func() { _ = l.Restart() })

@@ -3,6 +3,7 @@ package pgleader_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/leader"
 	"github.com/slotcron/slotcron/leader/pgleader"
@@ -72,19 +74,6 @@ func (o *lockObserver) wantLeaderHolds(t *testing.T, when string) int32 {
 		t.Fatalf("%s: the lock is held by %v, want only the leader's session %d", when, pids, leader)
 	}
 	return leader
-}
-
-// eventually polls cond every few milliseconds until it holds, or fails t
-// after five seconds.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after 5s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // campaign runs Lead in a goroutine; its fn reports each term on terms and
@@ -175,7 +164,12 @@ func TestLockFollowsTheTerm(t *testing.T) {
 	}
 	a.stop(t)
 	b.stop(t)
-	eventually(t, "the lock is gone once every Lead returned", func() bool { return len(o.holders(t)) == 0 })
+	poll.Until(t, 10*time.Second, "the lock gone once every Lead returned", func() error {
+		if h := o.holders(t); len(h) != 0 {
+			return fmt.Errorf("held by sessions %v", h)
+		}
+		return nil
+	})
 }
 
 // An administrator's pg_terminate_backend of the leader's session drops

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -203,12 +201,17 @@ func (b *batch) readAhead(i, n int) error {
 
 // learn records what a read of key found (kvs: nothing, or its one key).
 func (b *batch) learn(key string, kvs []*mvccpb.KeyValue) {
-	e := entry{fresh: true}
-	if len(kvs) > 0 {
-		e = entry{present: true, value: kvs[0].Value, mod: kvs[0].ModRevision, fresh: true}
-	}
+	e := entryOf(kvs)
 	b.keys[key] = e
 	b.s.remember(key, e)
+}
+
+// entryOf is what a read of one key found (kvs: nothing, or the key).
+func entryOf(kvs []*mvccpb.KeyValue) entry {
+	if len(kvs) == 0 {
+		return entry{fresh: true}
+	}
+	return entry{present: true, value: kvs[0].Value, mod: kvs[0].ModRevision, fresh: true}
 }
 
 // learnRunning records a read of job's running range at revision rev.
@@ -294,115 +297,4 @@ func (b *batch) add(st *step) {
 	}
 	c.stale = c.stale || st.stale
 	c.n++
-}
-
-// commit commits the open chunk. It returns errConflict when the chunk's
-// compares failed, having learnt the keys they cover.
-func (b *batch) commit(done func(i int, rev int64)) error {
-	c := &b.ch
-	if len(c.writes) == 0 && !c.stale {
-		for i := c.first; i < c.first+c.n; i++ {
-			done(i, 0)
-		}
-		return nil
-	}
-	depKeys := make([]string, 0, len(c.deps))
-	for k := range c.deps {
-		depKeys = append(depKeys, k)
-	}
-	slices.Sort(depKeys)
-	runJobs := make([]string, 0, len(c.runDeps))
-	for j := range c.runDeps {
-		runJobs = append(runJobs, j)
-	}
-	slices.Sort(runJobs)
-
-	var cmps []clientv3.Cmp
-	var els []clientv3.Op
-	for _, k := range depKeys {
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", c.deps[k]))
-		els = append(els, clientv3.OpGet(k))
-	}
-	for _, j := range runJobs {
-		prefix := b.s.k.running(j)
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(prefix), "<", b.runs[j]+1).WithPrefix())
-		for k, e := range b.keys {
-			if e.present && strings.HasPrefix(k, prefix) {
-				cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", e.mod))
-			}
-		}
-		els = append(els, clientv3.OpGet(prefix, clientv3.WithPrefix()))
-	}
-	// The cluster record this store's fences are based on is still the
-	// prefix's (clusterValue).
-	crev := b.s.clusterRev.Load()
-	cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(b.s.k.cluster()), "=", crev))
-	els = append(els, clientv3.OpGet(b.s.k.cluster()))
-	resp, err := b.s.commit(b.ctx, b.op, cmps, c.order, c.writes, els)
-	if err != nil {
-		if len(c.writes) == 0 {
-			return b.failed(b.s.failRead(b.op, err))
-		}
-		return b.failed(b.s.fail(b.op, err))
-	}
-	rev := resp.Header.Revision
-	b.s.sawRev(rev)
-	if !resp.Succeeded {
-		if kvs := resp.Responses[len(resp.Responses)-1].GetResponseRange().GetKvs(); len(kvs) == 0 || kvs[0].CreateRevision != crev {
-			// The record was written anew: read it (or write it) and
-			// decide again on its base.
-			if err := b.s.checkCluster(b.ctx); err != nil {
-				return b.failed(b.s.failRead(b.op, err))
-			}
-		}
-		for i, k := range depKeys {
-			b.learn(k, resp.Responses[i].GetResponseRange().GetKvs())
-		}
-		for i, j := range runJobs {
-			b.learnRunning(j, resp.Responses[len(depKeys)+i].GetResponseRange().GetKvs(), rev)
-		}
-		b.conflicts++
-		if b.conflicts > maxConflicts {
-			return b.failed(fmt.Errorf("etcdstore: %s: %w (%d attempts)", b.op, ErrConflict, b.conflicts))
-		}
-		if b.conflicts > 3 {
-			pause(b.ctx, time.Duration(b.conflicts)*time.Millisecond)
-		}
-		return errConflict
-	}
-	for k := range c.deps {
-		e := b.keys[k]
-		e.fresh = true
-		b.keys[k] = e
-	}
-	touched := map[string]bool{}
-	for _, k := range c.order {
-		w := c.writes[k]
-		e := entry{present: !w.del, value: w.value, mod: rev, fresh: true}
-		if w.del {
-			e = entry{fresh: true}
-		}
-		b.keys[k] = e
-		b.s.remember(k, e)
-		if job, ok := b.s.k.runningJob(k); ok {
-			touched[job] = true
-		}
-	}
-	for j := range touched {
-		if !c.runDeps[j] {
-			delete(b.runs, j) // changed beside what the batch read: read it again when needed
-		}
-	}
-	for j := range c.runDeps {
-		b.runs[j] = rev
-	}
-	if len(c.writes) > 0 {
-		b.applied = true
-	} else {
-		rev = 0
-	}
-	for i := c.first; i < c.first+c.n; i++ {
-		done(i, rev)
-	}
-	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/etcdstore"
@@ -26,20 +27,18 @@ type attempt struct {
 func claimUntilKnown(t *testing.T, s slotstore.Store, replica string, r slotstore.ClaimRequest) []attempt {
 	t.Helper()
 	var out []attempt
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Until(t, 30*time.Second, fmt.Sprintf("a result of the claim of %s@%s by %s", r.Job, r.Slot, replica), func() error {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		res, err := s.Claim(ctx, slotstore.ClaimParams{Replica: replica, Requests: []slotstore.ClaimRequest{r}})
 		cancel()
-		if err == nil {
-			return append(out, attempt{res: res[0]})
+		if err != nil {
+			out = append(out, attempt{err: err})
+			return err
 		}
-		out = append(out, attempt{err: err})
-		if time.Now().After(deadline) {
-			t.Fatalf("claim %s@%s by %s: no result for 30s, last error: %v", r.Job, r.Slot, replica, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		out = append(out, attempt{res: res[0]})
+		return nil
+	})
+	return out
 }
 
 // TestLeaderKilledDuringClaims: two replicas claim a run of slots while
@@ -147,17 +146,13 @@ func TestLeaderKilledDuringClaims(t *testing.T) {
 	}
 	// The restarted member serves the markers written while it was down.
 	only := openWith(t, etcdstore.Options{Endpoints: []string{killed.ClientURL()}, Prefix: a.Prefix()})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 20*time.Second, fmt.Sprintf("the restarted member %s to serve the last marker, fence %d", killed.Name(), last), func() error {
 		ms, err := only.History(t.Context(), slotstore.HistoryParams{Job: job, Limit: 1})
-		if err == nil && len(ms) == 1 && ms[0].Fence == last {
-			break
+		if err == nil && (len(ms) != 1 || ms[0].Fence != last) {
+			return fmt.Errorf("history %+v", ms)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the restarted member %s: history %+v, %v; want the last marker, fence %d", killed.Name(), ms, err, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // TestFrozenMember: while a member is frozen (SIGSTOP), no call outlives
@@ -217,18 +212,16 @@ func TestFrozenMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	thawed = true
-	deadline := time.Now().Add(20 * time.Second)
-	for i := 0; ; i++ {
-		r := slotstore.ClaimRequest{Job: "thawed", Slot: base.Add(time.Duration(i) * time.Second), Lease: time.Minute}
+	slot := base
+	poll.Until(t, 20*time.Second, "a claim won after the thaw", func() error {
+		r := slotstore.ClaimRequest{Job: "thawed", Slot: slot, Lease: time.Minute}
+		slot = slot.Add(time.Second)
 		res, err := s.Claim(t.Context(), slotstore.ClaimParams{Replica: "r", Requests: []slotstore.ClaimRequest{r}})
-		if err == nil && res[0].Status == slotstore.Won {
-			break
+		if err == nil && res[0].Status != slotstore.Won {
+			return fmt.Errorf("claim: %+v", res[0])
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the thaw: %v, %v", res, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // TestFrozenMemberIsPassedOver: a store's requests go to one member at a

@@ -8,6 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/etcdstore"
 )
@@ -26,18 +27,13 @@ func TestWipedPrefix(t *testing.T) {
 	// comes due (NotBefore at the slot), as a replica claims it.
 	r := slotstore.ClaimRequest{Job: "w", Slot: time.Now().UTC().Add(time.Second).Truncate(time.Second), Lease: time.Minute}
 	r.NotBefore = r.Slot
-	deadline := time.Now().Add(5 * time.Second)
 	var first slotstore.ClaimResult
-	for {
-		first = claim(t, s, "r", r)[0]
-		if first.Status != slotstore.NotYet {
-			break
+	poll.Until(t, 10*time.Second, "the slot to come due", func() error {
+		if first = claim(t, s, "r", r)[0]; first.Status == slotstore.NotYet {
+			return fmt.Errorf("not yet, %v to go", first.Remaining)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the slot never came due")
-		}
-		time.Sleep(first.Remaining)
-	}
+		return nil
+	})
 	if first.Status != slotstore.Won {
 		t.Fatalf("claim: %+v", first)
 	}

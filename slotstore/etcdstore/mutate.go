@@ -91,11 +91,16 @@ func settled(m slotstore.Marker, ref slotstore.Ref) bool {
 	return (m.State == slotstore.StateDone || m.State == slotstore.StateRetrying) && m.Fence == ref.Fence
 }
 
-// mutate changes the marker of ref's slot as change says, given the
-// marker, the store's time and whether a transaction of this call was sent
-// before without an answer; change returns an error, and the marker stays,
-// when the slot is not running under ref (a missing marker is never). The
-// write keeps the running copy and the holder key with the marker.
+// change decides a fenced mutation: given the marker, the store's time and
+// whether a transaction of the call was sent before without an answer, it
+// returns the marker to write, or an error when the slot is not running
+// under the call's ref (and the marker stays).
+type change func(m slotstore.Marker, now time.Time, resent bool) (slotstore.Marker, error)
+
+// mutate changes the marker of ref's slot as change says; change returns
+// an error when the slot is not running under ref (a missing marker is
+// never). The write keeps the running copy and the holder key with the
+// marker.
 //
 // A transaction left unanswered (its request timed out, its connection
 // broke, its proposal was lost with a leader that died) is sent again
@@ -104,100 +109,155 @@ func settled(m slotstore.Marker, ref slotstore.Ref) bool {
 // back and the change is decided afresh from it, so it is seen (a finish
 // settled under the fence; a release under it, which change is told of)
 // and not applied twice. Only when ctx ends first is the outcome unknown.
-func (s *Store) mutate(ctx context.Context, op string, ref slotstore.Ref,
-	change func(m slotstore.Marker, now time.Time, resent bool) (slotstore.Marker, error)) error {
+func (s *Store) mutate(ctx context.Context, op string, ref slotstore.Ref, ch change) error {
 	ref.Slot = ref.Slot.UTC().Truncate(time.Second)
 	op = fmt.Sprintf("%s %s@%s fence %d", op, ref.Job, slotKey(ref.Slot), ref.Fence)
 	if err := s.begin(ctx, op); err != nil {
 		return err
 	}
-	mk := s.k.marker(ref.Job, ref.Slot)
-	cur, _ := s.cache.get(s.cache.markers, mk)
-	resent := false
+	mu := &mutation{s: s, ctx: ctx, op: op, ref: ref, key: s.k.marker(ref.Job, ref.Slot)}
+	mu.cur, _ = s.cache.get(s.cache.markers, mu.key)
 	for conflicts := 0; ; conflicts++ {
-		if !cur.present && !cur.fresh {
-			resp, err := s.get(ctx, op, mk)
-			if err != nil {
-				if resent {
-					// The transaction sent before may have landed.
-					return rules.OutcomeUnknown("etcdstore "+op, err)
-				}
-				return err
-			}
-			cur = entry{fresh: true}
-			if len(resp.Kvs) > 0 {
-				cur = entry{present: true, value: resp.Kvs[0].Value, mod: resp.Kvs[0].ModRevision, fresh: true}
-			}
-		}
-		if !cur.present {
-			s.cache.drop(s.cache.markers, mk)
-			return lost(op)
-		}
-		m, err := decodeMarker(cur.value, cur.mod, s.fenceBase.Load())
-		if err != nil {
-			return s.failRead(op, fmt.Errorf("%w (key %q)", err, mk))
-		}
-		next, verdict := change(m, s.now(), resent)
-		if verdict != nil {
-			if !cur.fresh {
-				cur = entry{} // the guess was wrong or old: read the marker
-				continue
-			}
-			s.cache.drop(s.cache.markers, mk)
-			if errors.Is(verdict, errSettled) {
-				return nil
-			}
-			if resent && errors.Is(verdict, slotstore.ErrLeaseLost) {
-				// The slot moved on, perhaps after the request sent before
-				// landed (a release, then another's claim): whether this
-				// call changed it cannot be told.
-				return rules.OutcomeUnknown("etcdstore "+op, errors.New("a request went unanswered and the slot has since moved on"))
-			}
-			return fmt.Errorf("etcdstore: %s: %w", op, verdict)
-		}
-		v := encodeMarker(stored(next))
-		writes := map[string]write{mk: {value: v}}
-		order := []string{mk, s.k.run(ref.Job, ref.Slot), s.k.holder(ref.Job, ref.Slot)}
-		if next.State == slotstore.StateRunning {
-			writes[order[1]] = write{value: v}
-			writes[order[2]] = write{value: encodeHolder(ref.Fence), lease: true}
-		} else {
-			writes[order[1]] = write{del: true}
-			writes[order[2]] = write{del: true}
-		}
-		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(mk), "=", cur.mod)}
-		resp, err := s.commit(ctx, op, cmps, order, writes, []clientv3.Op{clientv3.OpGet(mk)})
-		if err != nil {
-			s.cache.drop(s.cache.markers, mk)
-			if s.unanswered(ctx, err) {
-				// Sent again as it was: if the first landed, the compare
-				// fails and the Else reads the marker back. (A separate
-				// read first would alternate with the transaction over
-				// the client's round robin, and with two members could
-				// send every transaction to the one that does not answer.)
-				resent = true
-				pause(ctx, retryWait(0))
-				continue
-			}
-			if resent {
-				return rules.OutcomeUnknown("etcdstore "+op, err) // the request sent before may have landed
-			}
-			return s.fail(op, err)
-		}
-		if resp.Succeeded {
-			if next.State == slotstore.StateRunning {
-				s.cache.put(s.cache.markers, mk, entry{present: true, value: v, mod: resp.Header.Revision})
-			} else {
-				s.cache.drop(s.cache.markers, mk)
-			}
+		next, err := mu.decide(ch)
+		switch {
+		case errors.Is(err, errGuessed):
+			mu.cur = entry{} // the guess was wrong or old: read the marker
+			continue
+		case errors.Is(err, errSettled):
 			return nil
+		case err != nil:
+			return err
 		}
-		if conflicts >= maxConflicts {
+		resp, err := mu.send(next)
+		switch {
+		case errors.Is(err, errResend):
+			continue
+		case err != nil:
+			return err
+		case resp.Succeeded:
+			return nil
+		case conflicts >= maxConflicts:
 			return fmt.Errorf("etcdstore: %s: %w (%d attempts)", op, ErrConflict, conflicts+1)
 		}
-		cur = entry{fresh: true}
-		if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
-			cur = entry{present: true, value: kvs[0].Value, mod: kvs[0].ModRevision, fresh: true}
-		}
+		mu.cur = entryOf(resp.Responses[0].GetResponseRange().GetKvs())
 	}
+}
+
+// mutation is one call of mutate: the marker it changes and what it knows
+// of it.
+type mutation struct {
+	s   *Store
+	ctx context.Context
+	op  string
+	ref slotstore.Ref
+	key string // the marker's
+	// cur is the marker as last read, or guessed from the cache.
+	cur entry
+	// resent is set once a transaction of the call went unanswered and was
+	// sent again.
+	resent bool
+}
+
+// errGuessed is what decide returns when change refused a marker that
+// was guessed, not read; errResend what send returns for a transaction to
+// send again.
+var (
+	errGuessed = errors.New("refused a guessed marker")
+	errResend  = errors.New("unanswered: send again")
+)
+
+// decide reads the marker unless the mutation knows it, and applies ch to
+// it. A refusal of a marker as read is the call's error (errSettled for a
+// slot settled under the fence); of a marker guessed, errGuessed.
+func (mu *mutation) decide(ch change) (slotstore.Marker, error) {
+	if err := mu.know(); err != nil {
+		return slotstore.Marker{}, err
+	}
+	if !mu.cur.present {
+		mu.s.cache.drop(mu.s.cache.markers, mu.key)
+		return slotstore.Marker{}, lost(mu.op)
+	}
+	m, err := decodeMarker(mu.cur.value, mu.cur.mod, mu.s.fenceBase.Load())
+	if err != nil {
+		return m, mu.s.failRead(mu.op, fmt.Errorf("%w (key %q)", err, mu.key))
+	}
+	next, verdict := ch(m, mu.s.now(), mu.resent)
+	switch {
+	case verdict == nil:
+		return next, nil
+	case !mu.cur.fresh:
+		return next, errGuessed
+	}
+	mu.s.cache.drop(mu.s.cache.markers, mu.key)
+	switch {
+	case errors.Is(verdict, errSettled):
+		return next, errSettled
+	case mu.resent && errors.Is(verdict, slotstore.ErrLeaseLost):
+		// The slot moved on, perhaps after the request sent before landed
+		// (a release, then another's claim): whether this call changed it
+		// cannot be told.
+		return next, rules.OutcomeUnknown("etcdstore "+mu.op, errors.New("a request went unanswered and the slot has since moved on"))
+	}
+	return next, fmt.Errorf("etcdstore: %s: %w", mu.op, verdict)
+}
+
+// know reads the marker unless the mutation has it, or knows it absent.
+func (mu *mutation) know() error {
+	if mu.cur.present || mu.cur.fresh {
+		return nil
+	}
+	resp, err := mu.s.get(mu.ctx, mu.op, mu.key)
+	if err != nil {
+		if mu.resent {
+			// The transaction sent before may have landed.
+			return rules.OutcomeUnknown("etcdstore "+mu.op, err)
+		}
+		return err
+	}
+	mu.cur = entryOf(resp.Kvs)
+	return nil
+}
+
+// send writes next, with the slot's running copy and holder key, if the
+// marker is still as the mutation read it; the Else reads it back. It
+// returns errResend when the transaction went unanswered and is to be sent
+// again as it was. The cache keeps the marker written while it runs.
+func (mu *mutation) send(next slotstore.Marker) (*clientv3.TxnResponse, error) {
+	s, ref := mu.s, mu.ref
+	v := encodeMarker(stored(next))
+	writes := map[string]write{mu.key: {value: v}}
+	order := []string{mu.key, s.k.run(ref.Job, ref.Slot), s.k.holder(ref.Job, ref.Slot)}
+	if next.State == slotstore.StateRunning {
+		writes[order[1]] = write{value: v}
+		writes[order[2]] = write{value: encodeHolder(ref.Fence), lease: true}
+	} else {
+		writes[order[1]] = write{del: true}
+		writes[order[2]] = write{del: true}
+	}
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(mu.key), "=", mu.cur.mod)}
+	resp, err := s.commit(mu.ctx, mu.op, cmps, order, writes, []clientv3.Op{clientv3.OpGet(mu.key)})
+	if err != nil {
+		s.cache.drop(s.cache.markers, mu.key)
+		if s.unanswered(mu.ctx, err) {
+			// Sent again as it was: if the first landed, the compare fails
+			// and the Else reads the marker back. (A separate read first
+			// would alternate with the transaction over the client's round
+			// robin, and with two members could send every transaction to
+			// the one that does not answer.)
+			mu.resent = true
+			pause(mu.ctx, retryWait(0))
+			return nil, errResend
+		}
+		if mu.resent {
+			return nil, rules.OutcomeUnknown("etcdstore "+mu.op, err) // the request sent before may have landed
+		}
+		return nil, s.fail(mu.op, err)
+	}
+	switch {
+	case resp.Succeeded && next.State == slotstore.StateRunning:
+		s.cache.put(s.cache.markers, mu.key, entry{present: true, value: v, mod: resp.Header.Revision})
+	case resp.Succeeded:
+		s.cache.drop(s.cache.markers, mu.key)
+	}
+	return resp, nil
 }

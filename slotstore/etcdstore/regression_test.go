@@ -17,6 +17,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/etcdstore"
@@ -120,13 +121,12 @@ func TestPauseSeenWhileWatchedMemberIsSilent(t *testing.T) {
 	proxies[1].Cut()
 	proxies[2].Cut()
 	s := openWith(t, etcdstore.Options{Endpoints: eps, Prefix: prefix, RequestTimeout: 300 * time.Millisecond})
-	deadline := time.Now().Add(10 * time.Second)
-	for watchers(t, ms[0]) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the store's pause watch did not start on member 0 within 10s")
+	poll.Until(t, 10*time.Second, "the store's pause watch to start on member 0", func() error {
+		if watchers(t, ms[0]) == 0 {
+			return errors.New("member 0 serves no watch")
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	proxies[1].Restore()
 	proxies[2].Restore()
 	proxies[0].Blackhole()
@@ -134,19 +134,15 @@ func TestPauseSeenWhileWatchedMemberIsSilent(t *testing.T) {
 
 	// The store's requests move to the other members.
 	base := nextHour()
-	deadline = time.Now().Add(20 * time.Second)
-	for i := 0; ; i++ {
+	slot := base
+	poll.Until(t, 20*time.Second, "the store's claims to move off the silent member", func() error {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		defer cancel()
 		_, err := s.Claim(ctx, slotstore.ClaimParams{Replica: "r", Requests: []slotstore.ClaimRequest{
-			{Job: "warm", Slot: base.Add(time.Duration(i) * time.Second), Lease: time.Minute}}})
-		cancel()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the store's claims did not move off the silent member within 20s: %v", err)
-		}
-	}
+			{Job: "warm", Slot: slot, Lease: time.Minute}}})
+		slot = slot.Add(time.Second)
+		return err
+	})
 
 	if err := other.SetPause(t.Context(), slotstore.PauseParams{Job: "paused", Paused: true, By: "other"}); err != nil {
 		t.Fatal(err)
@@ -274,7 +270,8 @@ func TestNewWithTheCallersClient(t *testing.T) {
 // A claim in flight when its store closes may have been
 // recorded, and its error must say the outcome is unknown, not only that
 // the store closed. The store reaches its member through a proxy that
-// holds every request 300 ms; the store closes while the claim is held.
+// holds every request and every reply 300 ms; the store closes once etcd
+// recorded the claim, while its reply is held.
 func TestClaimInFlightAtClose(t *testing.T) {
 	m := sharedEtcd(t).Members()[0]
 	proxy := testserver.StartProxy(t, strings.TrimPrefix(m.ClientURL(), "http://"))
@@ -294,27 +291,21 @@ func TestClaimInFlightAtClose(t *testing.T) {
 			{Job: "close", Slot: slot, Lease: time.Minute}}})
 		errc <- err
 	}()
-	time.Sleep(100 * time.Millisecond) // the claim is held by the proxy
+	poll.Until(t, 10*time.Second, "etcd to record the claim in flight", func() error {
+		ms, err := direct.History(t.Context(), slotstore.HistoryParams{Job: "close"})
+		if err == nil && !slices.ContainsFunc(ms, func(m slotstore.Marker) bool { return m.Slot.Equal(slot) }) {
+			return errors.New("no marker of its slot")
+		}
+		return err
+	})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	err = <-errc
-	if err == nil || errors.Is(err, slotstore.ErrOutcomeUnknown) {
-		return
-	}
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
-		ms, herr := direct.History(t.Context(), slotstore.HistoryParams{Job: "close"})
-		if herr != nil {
-			t.Fatal(herr)
-		}
-		for _, m := range ms {
-			if m.Slot.Equal(slot) {
-				t.Fatalf("a claim in flight at Close answered %v (ErrClosed %v, not ErrOutcomeUnknown), yet it won: marker %s "+
-					"held by %s, fence %d", err, errors.Is(err, slotstore.ErrClosed), m.State, m.Holder, m.Fence)
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
+	// Its reply was held: answered at all, the answer is the claim's, or
+	// unknown.
+	if err = <-errc; err != nil && !errors.Is(err, slotstore.ErrOutcomeUnknown) {
+		t.Fatalf("a claim in flight at Close answered %v (ErrClosed %v, not ErrOutcomeUnknown), yet etcd recorded it",
+			err, errors.Is(err, slotstore.ErrClosed))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/etcdstore"
 )
@@ -66,17 +67,16 @@ func countedStore(t *testing.T, prefix string) (*etcdstore.Store, *rpcCounter) {
 	t.Cleanup(func() { s.Close() })
 	// The store reads the pauses once, in the background, as it opens:
 	// wait until its copy is loaded, when Pauses sends nothing.
-	deadline := time.Now().Add(10 * time.Second)
-	for rc.count(func() {
-		if _, err := s.Pauses(t.Context()); err != nil {
-			t.Fatal(err)
+	poll.Until(t, 10*time.Second, "the store's copy of the pauses to load", func() error {
+		if got := rc.count(func() {
+			if _, err := s.Pauses(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}); got != "" {
+			return fmt.Errorf("Pauses sends %s", got)
 		}
-	}) != "" {
-		if time.Now().After(deadline) {
-			t.Fatal("the store's copy of the pauses was not loaded within 10s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	return s, rc
 }
 
@@ -139,8 +139,7 @@ func TestRoundTrips(t *testing.T) {
 	if err := s.SetPause(ctx, slotstore.PauseParams{Job: "a", Paused: true}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, "Pauses to send nothing after the pause", func() error {
 		var p slotstore.Pauses
 		got := rc.count(func() {
 			var err error
@@ -151,12 +150,9 @@ func TestRoundTrips(t *testing.T) {
 		if len(p.Jobs) != 1 {
 			t.Fatalf("pauses right after a pause: %+v", p)
 		}
-		if got == "" {
-			break
+		if got != "" {
+			return fmt.Errorf("Pauses sends %s", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Pauses still sends %s 5s after the pause", got)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -2,9 +2,11 @@ package etcdstore_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/etcdstore"
 )
@@ -101,13 +103,12 @@ func TestWatchHolderEnds(t *testing.T) {
 	old := next(100 * time.Millisecond)
 	gone := s.WatchHolder(ctx, old.Ref)
 	r := slotstore.ClaimRequest{Job: "we", Slot: old.Slot, Lease: time.Minute}
-	deadline := time.Now().Add(10 * time.Second)
-	for claim(t, s, "r2", r)[0].Status != slotstore.Won {
-		if time.Now().After(deadline) {
-			t.Fatal("no takeover")
+	poll.Until(t, 10*time.Second, "a takeover once the lease expired", func() error {
+		if res := claim(t, s, "r2", r)[0]; res.Status != slotstore.Won {
+			return fmt.Errorf("claim: %v", res.Status)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if !closed(gone, 10*time.Second) {
 		t.Error("takeover: the watch of the old claim did not wake")
 	}
@@ -163,20 +164,16 @@ func TestPauseSeenByAnother(t *testing.T) {
 		if err := a.SetPause(ctx, slotstore.PauseParams{Job: "j", Paused: paused, By: "a"}); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		poll.Until(t, 10*time.Second, fmt.Sprintf("the other replica to see paused %v", paused), func() error {
 			p, err := b.Pauses(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if (len(p.Jobs) == 1) == paused {
-				t.Logf("paused %v: seen by the other replica after %v", paused, time.Since(set))
-				break
+			if (len(p.Jobs) == 1) != paused {
+				return fmt.Errorf("it sees %+v", p)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("paused %v: the other replica still sees %+v after 5s", paused, p)
-			}
-			time.Sleep(time.Millisecond)
-		}
+			return nil
+		})
+		t.Logf("paused %v: seen by the other replica after %v", paused, time.Since(set))
 	}
 }

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/pgstore"
@@ -45,8 +47,7 @@ func lockedTakeover(t *testing.T, s *pgstore.Store, pool *pgxpool.Pool, job stri
 // remains, until none does.
 func waitLeaseEnd(t *testing.T, s slotstore.Store, m slotstore.Marker) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, fmt.Sprintf("the lease of %s@%v to end", m.Job, m.Slot), func() error {
 		res, err := s.Skip(t.Context(), slotstore.SkipParams{Replica: "probe", Requests: []slotstore.SkipRequest{
 			{Job: m.Job, Slot: m.Slot, Reason: "probe", NotBefore: time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)}}})
 		switch {
@@ -54,13 +55,11 @@ func waitLeaseEnd(t *testing.T, s slotstore.Store, m slotstore.Marker) {
 			t.Fatalf("probe of %s@%v: %v", m.Job, m.Slot, err)
 		case res[0].Status != slotstore.Held:
 			t.Fatalf("probe of %s@%v: %v, want held", m.Job, m.Slot, res[0].Status)
-		case res[0].Remaining <= 0:
-			return
-		case time.Now().After(deadline):
-			t.Fatalf("lease of %s@%v still not over: %v remain", m.Job, m.Slot, res[0].Remaining)
+		case res[0].Remaining > 0:
+			return fmt.Errorf("%v remain", res[0].Remaining)
 		}
-		time.Sleep(res[0].Remaining + time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // claimsInServer counts the claims of the store in schema that the server
@@ -283,12 +282,12 @@ func TestClaimDeadlineBoundsTheWholeClaim(t *testing.T) {
 	// Once both locks are gone and no claim of the store is left in the
 	// server, a claim that outlived its client would have won.
 	unlocks.Wait()
-	for deadline := time.Now().Add(10 * time.Second); claimsInServer(t, lockers, s.Schema()) != 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("a claim is still in the server 10 s after its client gave up")
+	poll.Until(t, 10*time.Second, "the server to end the claim its client gave up", func() error {
+		if n := claimsInServer(t, lockers, s.Schema()); n != 0 {
+			return fmt.Errorf("%d claims still in the server", n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	for _, job := range []string{"a", "b"} {
 		if m := findMarker(t, s, job, at); m.Holder == "r2" {
 			t.Errorf("%s won by r2 %v after its claim began, past its 1 s deadline: nobody runs it",

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/pgstore"
@@ -61,20 +62,17 @@ func pastSlots(t *testing.T, pool *pgxpool.Pool, born time.Time) (time.Time, tim
 	t.Helper()
 	first := born.UTC().Truncate(time.Second).Add(time.Second)
 	later := first.Add(time.Second)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, fmt.Sprintf("the database's clock past %v", later), func() error {
 		var now time.Time
 		if err := pool.QueryRow(t.Context(), "SELECT clock_timestamp()").Scan(&now); err != nil {
 			t.Fatal(err)
 		}
-		if now.After(later) {
-			return first, later
+		if !now.After(later) {
+			return fmt.Errorf("it reads %v", now)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the database's clock at %v, still not past %v", now, later)
-		}
-		time.Sleep(later.Sub(now) + time.Millisecond)
-	}
+		return nil
+	})
+	return first, later
 }
 
 // TestGenerationSchemaDropped: a schema dropped while it holds markers and

@@ -2,12 +2,15 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/slotstore"
 )
@@ -117,22 +120,18 @@ func TestClaimLookLocksNoMarker(t *testing.T) {
 // that the backend pid holds.
 func waitForBlockedBy(t *testing.T, pool *pgxpool.Pool, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, fmt.Sprintf("a session to wait for a lock of backend %d", pid), func() error {
 		var n int
 		err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
 			WHERE wait_event_type = 'Lock' AND $1 = ANY (pg_blocking_pids(pid))`, pid).Scan(&n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n > 0 {
-			return
+		if n == 0 {
+			return errors.New("nobody waits")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nobody waited for a lock of backend %d within 5s", pid)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestClaimLookAnswersHeldAsCommitted: a claim that looks answers a slot

@@ -1,6 +1,7 @@
 package pgstore_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/pgstore"
@@ -80,22 +82,18 @@ func waitForLockWait(t *testing.T, pool *pgxpool.Pool, schema string) {
 // while running the function fn of schema.
 func waitForLockWaitIn(t *testing.T, pool *pgxpool.Pool, schema, fn string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, fmt.Sprintf("a %s to wait for a lock", fn), func() error {
 		var n int
 		err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
 			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%' || $2 || '(%'`, schema, fn).Scan(&n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n > 0 {
-			return
+		if n == 0 {
+			return errors.New("nobody waits")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s waited for a lock within 5s", fn)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // findMarker returns the marker of job@at.

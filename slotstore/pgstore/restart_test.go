@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/pgstore"
@@ -90,35 +91,30 @@ func TestRestartDuringClaims(t *testing.T) {
 		})
 	}
 
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				close(stop)
-				wg.Wait()
-				t.Fatalf("%s: not within 20s", what)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	waitFor("claims before the restart", func() bool {
+	halt := sync.OnceFunc(func() {
+		close(stop)
+		wg.Wait()
+	})
+	t.Cleanup(halt) // when a wait below fails
+	poll.Until(t, 20*time.Second, "20 slots won before the restart", func() error {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(winners) >= 20
+		if len(winners) < 20 {
+			return fmt.Errorf("%d won", len(winners))
+		}
+		return nil
 	})
 	pg.Restart(t)
 	restarted.Store(true)
-	waitFor("every replica claiming after the restart", func() bool {
+	poll.Until(t, 20*time.Second, "every replica claiming after the restart", func() error {
 		for i := range afterOK {
-			if afterOK[i].Load() < 5 {
-				return false
+			if n := afterOK[i].Load(); n < 5 {
+				return fmt.Errorf("replica %d made %d claims since, want 5", i, n)
 			}
 		}
-		return true
+		return nil
 	})
-	close(stop)
-	wg.Wait()
+	halt()
 	t.Logf("%d slots won, %d claims failed with an unknown outcome, %d with a plain error", len(winners), unknown.Load(), plain.Load())
 	if unknown.Load()+plain.Load() == 0 {
 		t.Error("no claim failed: the restart happened between claims, not during them")

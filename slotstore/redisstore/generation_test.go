@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/redisstore"
@@ -50,18 +51,21 @@ func TestGenerationAfterDataLoss(t *testing.T) {
 			time.Sleep(time.Until(reqs[1].Slot.Add(100 * time.Millisecond)))
 			tc.lose(t, r)
 
+			// The store's connections from before a restart fail first.
 			var gen slotstore.Generation
 			if tc.enroll {
-				gen = eventually(t, "enroll after the loss", func() (slotstore.Generation, error) {
+				poll.Until(t, 10*time.Second, "enroll after the loss", func() error {
 					g, err := s.Enroll(t.Context(), slotstore.EnrollParams{Jobs: []string{job}})
-					if err != nil {
-						return slotstore.Generation{}, err
+					if err == nil {
+						gen = g[0]
 					}
-					return g[0], nil
+					return err
 				})
 			}
-			after := eventually(t, "claim after the loss", func() ([]slotstore.ClaimResult, error) {
-				return s.Claim(t.Context(), slotstore.ClaimParams{Replica: "r2", Requests: reqs})
+			var after []slotstore.ClaimResult
+			poll.Until(t, 10*time.Second, "claim after the loss", func() (err error) {
+				after, err = s.Claim(t.Context(), slotstore.ClaimParams{Replica: "r2", Requests: reqs})
+				return err
 			})
 			if !tc.enroll {
 				gen = enroll(t, s, job)
@@ -178,22 +182,5 @@ func flushAll(t *testing.T, r *testserver.Redis) {
 	defer c.Close()
 	if err := c.FlushAll(t.Context()).Err(); err != nil {
 		t.Fatalf("flushall: %v", err)
-	}
-}
-
-// eventually calls f until it succeeds, for at most 10 seconds: the
-// store's connections from before a restart fail first.
-func eventually[T any](t *testing.T, what string, f func() (T, error)) T {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		v, err := f()
-		if err == nil {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

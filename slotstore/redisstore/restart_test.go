@@ -1,11 +1,13 @@
 package redisstore_test
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/redisstore"
@@ -73,24 +75,27 @@ func TestFencesSurviveRestart(t *testing.T) {
 			}
 		}
 	})
-	wait := func(what string, done func() bool) {
-		deadline := time.Now().Add(10 * time.Second)
-		for !done() {
-			if time.Now().After(deadline) {
-				close(stop)
-				wg.Wait()
-				t.Fatalf("waiting for %s", what)
-			}
-			time.Sleep(5 * time.Millisecond)
+	halt := sync.OnceFunc(func() {
+		close(stop)
+		wg.Wait()
+	})
+	t.Cleanup(halt) // when a wait below fails
+	poll.Until(t, 10*time.Second, "20 claims won before the restart", func() error {
+		if b, _ := progress(); b < 20 {
+			return fmt.Errorf("%d won", b)
 		}
-	}
-	wait("claims before the restart", func() bool { b, _ := progress(); return b >= 20 })
+		return nil
+	})
 	restarting.Store(true)
 	r.Restart(t)
 	restarted.Store(true)
-	wait("claims after the restart", func() bool { _, a := progress(); return a >= 20 })
-	close(stop)
-	wg.Wait()
+	poll.Until(t, 10*time.Second, "20 claims won after the restart", func() error {
+		if _, a := progress(); a < 20 {
+			return fmt.Errorf("%d won", a)
+		}
+		return nil
+	})
+	halt()
 
 	var maxBefore, minAfter int64 = first[len(first)-1].Claim.Fence, 1<<63 - 1
 	last := maxBefore

@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os/exec"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/redisstore"
@@ -83,8 +85,8 @@ func TestWaitReplicas(t *testing.T) {
 
 	resume()
 	// The replica catches up and acknowledges again.
-	eventually(t, "finish once the replica is back", func() (struct{}, error) {
-		return struct{}{}, other.Finish(ctx, slotstore.FinishParams{Ref: res[1].Claim.Ref, Outcome: slotstore.Succeeded})
+	poll.Until(t, 10*time.Second, "finish once the replica is back", func() error {
+		return other.Finish(ctx, slotstore.FinishParams{Ref: res[1].Claim.Ref, Outcome: slotstore.Succeeded})
 	})
 	if got := state(onReplica, res[1].Claim.Ref); got != "done" {
 		t.Errorf("replica's marker once it is back: %q, want done", got)
@@ -194,19 +196,16 @@ func syncAtOnce(t *testing.T, addr string) {
 func waitAcked(t *testing.T, addr, key string) {
 	t.Helper()
 	c := plainClient(t, addr)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll.Until(t, 20*time.Second, "a replica of "+addr+" to acknowledge writes", func() error {
 		p := c.Pipeline()
 		p.Incr(t.Context(), key)
 		w := p.Do(t.Context(), "wait", 1, 100)
 		_, err := p.Exec(t.Context())
-		if n, _ := w.Int(); err == nil && n == 1 {
-			return
+		if n, _ := w.Int(); err == nil && n != 1 {
+			return fmt.Errorf("WAIT counted %d replicas", n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no replica of %s acknowledges writes: %v", addr, err)
-		}
-	}
+		return err
+	})
 }
 
 // pause stops the server r with SIGSTOP, so its connections stay open and

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/sqlitestore"
 )
@@ -49,16 +50,13 @@ func TestReadsDuringFollow(t *testing.T) {
 		// The move may meet a reader's connection holding the new file
 		// (SQLITE_BUSY); a write fails then and the next one moves, as the
 		// engine's retries do.
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		poll.Until(t, 10*time.Second, "a write that moves to the new file", func() error {
 			_, err := a.Enroll(t.Context(), slotstore.EnrollParams{Jobs: []string{"j"}})
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, sqlitestore.ErrBusy) || time.Now().After(deadline) {
+			if err != nil && !errors.Is(err, sqlitestore.ErrBusy) {
 				t.Fatal(err)
 			}
-		}
+			return err
+		})
 		time.Sleep(5 * time.Millisecond) // let the readers run between moves
 	}
 	cancel()

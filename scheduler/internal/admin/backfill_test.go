@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
@@ -104,7 +105,7 @@ func TestBackfillEndpoint(t *testing.T) {
 	if code != http.StatusAccepted || !plan.Started || plan.DryRun || plan.ToRun != len(want) {
 		t.Fatalf("backfill: %d %s, want 202 running %v", code, raw, want)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	poll.Until(t, 20*time.Second, fmt.Sprintf("every slot of %v to succeed", want), func() error {
 		var p historyPage
 		r.get(t, "/api/jobs/hourly/history?outcome=succeeded", &p)
 		done := 0
@@ -115,13 +116,11 @@ func TestBackfillEndpoint(t *testing.T) {
 				}
 			}
 		}
-		if done == len(want) {
-			break
+		if done != len(want) {
+			return fmt.Errorf("%d succeeded: %+v", done, p.Slots)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 20 s, %d of %v succeeded: %+v", done, want, p.Slots)
-		}
-	}
+		return nil
+	})
 	mu.Lock()
 	for _, w := range want {
 		if !ran[w] {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
@@ -79,16 +81,14 @@ func TestCluster(t *testing.T) {
 	r.marker(t, "report", born.Add(2*time.Minute), "zed", "run", false)
 
 	var c clusterView
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	poll.Until(t, 15*time.Second, "a to beat and lead fanout", func() error {
 		c = clusterView{}
 		r.get(t, "/api/cluster", &c)
-		if len(c.Replicas) > 0 && c.Replicas[0].Seen != "" && len(c.Duties) > 0 && c.Duties[0].Leader == "a" {
-			break
+		if len(c.Replicas) == 0 || c.Replicas[0].Seen == "" || len(c.Duties) == 0 || c.Duties[0].Leader != "a" {
+			return fmt.Errorf("cluster: %+v", c)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 15 s, a has not beaten or does not lead fanout: %+v", c)
-		}
-	}
+		return nil
+	})
 	if c.Replica != "a" || c.Version == "" || c.Started == "" || c.Store.Kind != "admin" || !c.Store.OK || c.Store.Error != "" ||
 		c.Running != 2 || c.Paused || len(c.Errors) != 0 {
 		t.Errorf("cluster: %+v", c)

@@ -3,6 +3,7 @@ package admin
 import (
 	"bufio"
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/schedule"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/policy"
@@ -179,11 +181,12 @@ func newAPIRig(t *testing.T, setup uint8) *apiRig {
 	})
 	t.Cleanup(rig.stop)
 	// Triggers start their runs on the running engine's loop.
-	for deadline := time.Now().Add(10 * time.Second); !running(e); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the engine did not start")
+	poll.Until(t, 10*time.Second, "the engine to start", func() error {
+		if !running(e) {
+			return errors.New("it has no store yet")
 		}
-	}
+		return nil
+	})
 	rig.api = Handler(e, Options{Token: rig.token})
 	return rig
 }

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
 )
@@ -199,12 +201,12 @@ func TestSharedReadBound(t *testing.T) {
 	bg, stop := context.WithCancel(t.Context())
 	done := make(chan int)
 	go func() { done <- r.serve(bg, "GET", "/api/jobs?limit=20").Code }()
-	for deadline := time.Now().Add(10 * time.Second); sp.inFlight() < maxReads; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			calls, _ := sp.reset()
-			t.Fatalf("after 10 s, %d reads in flight, want %d; reads %q", sp.inFlight(), maxReads, calls)
+	poll.Until(t, 10*time.Second, fmt.Sprintf("%d reads in flight", maxReads), func() error {
+		if n := sp.inFlight(); n < maxReads {
+			return fmt.Errorf("%d in flight", n)
 		}
-	}
+		return nil
+	})
 	sp.reset()
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	rec := r.serve(ctx, "GET", "/api/jobs/job-001/history")
@@ -296,11 +298,12 @@ func TestStoreUpOnlyForTheStoresFailures(t *testing.T) {
 	gone, leave := context.WithCancel(t.Context())
 	done := make(chan *httptest.ResponseRecorder)
 	go func() { done <- r.serve(gone, "GET", "/api/jobs/job-000/history") }()
-	for deadline := time.Now().Add(10 * time.Second); sp.inFlight() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("after 10 s, the history read has not begun")
+	poll.Until(t, 10*time.Second, "the history read to begin", func() error {
+		if sp.inFlight() == 0 {
+			return errors.New("no read in flight")
 		}
-	}
+		return nil
+	})
 	leave()
 	rec = <-done
 	wantError(t, "a history whose client went away", rec.Code, rec.Body.String(), http.StatusServiceUnavailable, codeStore, context.Canceled.Error())

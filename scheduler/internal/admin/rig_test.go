@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/schedule"
 	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/jobs"
@@ -92,11 +94,12 @@ func newRig(t *testing.T, c rigConfig) *rig {
 		}
 	})
 	t.Cleanup(r.stop)
-	for deadline := time.Now().Add(10 * time.Second); !running(e); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the engine did not start")
+	poll.Until(t, 10*time.Second, "the engine to start", func() error {
+		if !running(e) {
+			return errors.New("it has no store yet")
 		}
-	}
+		return nil
+	})
 	if c.opts.Token == "" {
 		c.opts.Token = "s3cret"
 	}
