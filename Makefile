@@ -36,7 +36,7 @@ check: ## gofmt, go vet, staticcheck, and the shape: Layout, identifier budgets,
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && exit 1)
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
-	cd tools/check && $(GO) vet . && $(GO) run . -root ../..
+	cd tools/check && $(GO) vet . && $(GO) test -count=1 . && $(GO) run . -root ../..
 
 CHAOS_STORES   ?= sqlite,redis,postgres,etcd
 CHAOS_DURATION ?= 3m
