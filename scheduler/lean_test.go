@@ -92,3 +92,23 @@ func goTool(t *testing.T) string {
 	}
 	return p
 }
+
+// A Redis store handed over with WithStore by a binary that does not link
+// the redis kind is refused by New, naming the import: electing its duties
+// in the slot store would elect a second leader beside replicas that link
+// the kind and elect on Redis.
+func TestWithStoreOfUnlinkedKindNamesTheImport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a program")
+	}
+	out, err := exec.Command(goTool(t), "run", "./testdata/lean/unlinked").CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("go run: %v\n%s", err, out)
+	}
+	want := `a *redisstore.Store elects duties with an elector of its own, whose store kind is not linked into this binary: ` +
+		`import _ "github.com/slotcron/slotcron/scheduler/redis"`
+	if !strings.Contains(string(out), want) {
+		t.Errorf("the program printed\n%s\nwant a line\n%s", out, want)
+	}
+}

@@ -43,7 +43,10 @@ type Option func(*Scheduler)
 // WithStore makes the scheduler use s instead of opening the configured
 // store: one made with New on a client of the caller's, say. The caller
 // keeps ownership: Run does not close it. Duties then campaign with the
-// elector that follows s (see WithElector), when s's kind is linked.
+// elector of s's kind (see WithElector). New refuses a Redis, Postgres or
+// etcd store whose kind the binary does not link, naming the import:
+// electing in the slot store instead would elect a second leader beside
+// replicas that link the kind.
 func WithStore(s slotstore.Store) Option { return func(sc *Scheduler) { sc.store = s } }
 
 // WithElector makes duties campaign with el instead of the elector that
@@ -82,6 +85,11 @@ func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
 	s := &Scheduler{cfg: cfg, jobs: len(plans), duties: len(duties), replica: cfg.replicaName(), now: time.Now}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.store != nil && s.duties > 0 && s.elector == nil {
+		if err := backend.CheckLinked(s.store); err != nil {
+			return nil, fmt.Errorf("scheduler: %w", err)
+		}
 	}
 	if s.baseLog == nil {
 		s.baseLog = newLogger(cfg.Log, os.Stderr)
@@ -142,7 +150,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	backend.RouteClientLogs(st, s.log)
 	rp := engine.RunParams{Store: st, Elector: s.elector}
 	if s.duties > 0 && rp.Elector == nil {
-		el, name, err := backend.Elector(ctx, st, s.baseLog)
+		el, name, err := s.elect(ctx, st)
 		if err != nil {
 			return err
 		}
@@ -160,6 +168,15 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	s.log.Info("scheduler stopped")
 	return nil
+}
+
+// elect returns the elector duties campaign with on st: the configured
+// kind's when Run opened the store, else the one of st's registered kind.
+func (s *Scheduler) elect(ctx context.Context, st slotstore.Store) (leader.Elector, string, error) {
+	if s.store == nil {
+		return backend.KindElector(ctx, s.cfg.Store.Kind, st, s.baseLog)
+	}
+	return backend.Elector(ctx, st, s.baseLog)
 }
 
 // StoreWait is how long Run retries opening a store it cannot reach at

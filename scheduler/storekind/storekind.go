@@ -17,6 +17,7 @@ package storekind
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"reflect"
 	"time"
@@ -62,6 +63,9 @@ type Kind[O any, S slotstore.Store] struct {
 // store.<name> block configures it. Call it from an init function. It
 // panics if name is empty or taken, or k.Open is nil.
 func Register[O any, S slotstore.Store](name string, k Kind[O, S]) {
+	if t := reflect.TypeFor[O](); t.Kind() != reflect.Struct {
+		panic(fmt.Sprintf("slotcron: store kind %q registered with options of type %v: Options must be a struct, the YAML block's", name, t))
+	}
 	e := backend.Kind{
 		Name:    name,
 		Options: reflect.TypeFor[O](),
@@ -82,6 +86,7 @@ func Register[O any, S slotstore.Store](name string, k Kind[O, S]) {
 		}
 	}
 	if k.Elector != nil {
+		e.Store = reflect.TypeFor[S]()
 		e.Elector = func(ctx context.Context, st slotstore.Store, log *slog.Logger) (leader.Elector, bool, error) {
 			s, ok := st.(S)
 			if !ok {

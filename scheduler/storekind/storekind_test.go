@@ -96,6 +96,17 @@ func TestRegisteredKind(t *testing.T) {
 	if _, _, err := backend.Elector(t.Context(), st, slog.New(slog.DiscardHandler)); !errors.Is(err, errElector) {
 		t.Errorf("elector: %v, want the kind's", err)
 	}
+	// A store opened as the memory kind elects as that kind does, in the
+	// slot store, though the test kind claims the same store type.
+	mem, err := backend.Open(t.Context(), backend.Config{Kind: "memory"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	el, name, err := backend.KindElector(t.Context(), "memory", mem, slog.New(slog.DiscardHandler))
+	if err != nil || name != "slot store" || el == nil {
+		t.Errorf("memory kind's elector: %v %q %v, want the slot store's", el, name, err)
+	}
 }
 
 // Register is static setup: a second kind of one name, a kind without a
@@ -106,6 +117,14 @@ func TestRegisterPanics(t *testing.T) {
 		"taken":   func() { storekind.Register("sqlite", storekind.Kind[testOptions, *memstore.Store]{Open: open}) },
 		"no name": func() { storekind.Register("", storekind.Kind[testOptions, *memstore.Store]{Open: open}) },
 		"no open": func() { storekind.Register("no-open", storekind.Kind[testOptions, *memstore.Store]{}) },
+		"two electors on one store type": func() {
+			storekind.Register("second", storekind.Kind[testOptions, *memstore.Store]{Open: open,
+				Elector: func(context.Context, *memstore.Store, *slog.Logger) (leader.Elector, error) { return nil, nil }})
+		},
+		"options not a struct": func() {
+			storekind.Register("pointer", storekind.Kind[*testOptions, *memstore.Store]{
+				Open: func(context.Context, *testOptions) (*memstore.Store, error) { return nil, nil }})
+		},
 	} {
 		func() {
 			defer func() {

@@ -32,6 +32,9 @@ type Kind struct {
 	CheckLease func(opts any, shortest time.Duration, holder string) error
 	// Open opens a store from options of type Options.
 	Open func(ctx context.Context, opts any) (slotstore.Store, error)
+	// Store is the type of the kind's stores, when the kind has an
+	// Elector: two kinds with electors never claim one type.
+	Store reflect.Type
 	// Elector returns the elector for st, and false when st is not of this
 	// kind. nil: duties elect in the slot store itself.
 	Elector func(ctx context.Context, st slotstore.Store, log *slog.Logger) (leader.Elector, bool, error)
@@ -83,6 +86,11 @@ func Register(k Kind) {
 		panic(fmt.Sprintf("slotcron: store kind %q registered without Open", k.Name))
 	case dup:
 		panic(fmt.Sprintf("slotcron: store kind %q registered twice", k.Name))
+	}
+	for _, o := range kinds {
+		if k.Elector != nil && o.Elector != nil && k.Store != nil && k.Store == o.Store {
+			panic(fmt.Sprintf("slotcron: store kinds %q and %q both elect duties on a %v", o.Name, k.Name, k.Store))
+		}
 	}
 	kinds[k.Name] = k
 }
