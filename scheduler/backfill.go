@@ -58,16 +58,19 @@ const (
 	// BackfillRun: the slot never ran (it has no marker, or was recorded
 	// skipped: missed while no replica ran, left by the catch-up policy, or
 	// skipped for overlap), so the backfill claims it and runs it.
-	BackfillRun = engine.BackfillRun
+	BackfillRun = "run"
 	// BackfillLeave: the slot ran, is running, waits for a retry, or was
 	// skipped because the store lost its data and it may have run; it is
 	// left alone.
-	BackfillLeave = engine.BackfillLeave
+	BackfillLeave = "leave"
 )
 
 // backfillResult is the engine's result as the facade's type.
 func backfillResult(r engine.BackfillResult) BackfillResult {
-	out := BackfillResult{Job: r.Job, Slots: make([]BackfillSlot, len(r.Slots))}
+	out := BackfillResult{Job: r.Job}
+	if r.Slots != nil {
+		out.Slots = make([]BackfillSlot, len(r.Slots))
+	}
 	for i, s := range r.Slots {
 		out.Slots[i] = BackfillSlot{Slot: s.Slot, Action: s.Action, State: s.State, Reason: s.Reason,
 			Fence: s.Fence, End: RunEnd(s.End), Err: s.Err}

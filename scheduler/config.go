@@ -56,6 +56,9 @@ type StoreConfig struct {
 	// pgstore.Options for postgres, etcdstore.Options for etcd), or a
 	// pointer to one. Nil means that type's zero value, the backend's
 	// defaults; memory takes none. Load sets it from the kind's block.
+	// The blocks are read by StoreConfig's UnmarshalYAML, so read a Config
+	// with Load or Parse (or go.yaml.in/yaml/v3): other YAML libraries
+	// leave Options nil.
 	Options any `yaml:"-"`
 }
 

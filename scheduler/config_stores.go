@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -123,6 +122,16 @@ func (s *StoreConfig) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// MarshalYAML writes store.kind and the chosen kind's block, so that a
+// Config written out (the effective configuration, say) reads back the same.
+func (s StoreConfig) MarshalYAML() (any, error) {
+	out := map[string]any{"kind": s.Kind}
+	if s.Options != nil {
+		out[backend.KindName(s.Kind)] = s.Options
+	}
+	return out, nil
+}
+
 // notStoreConfig is go-yaml's error for n, no mapping, decoded into a
 // StoreConfig.
 func notStoreConfig(n *yaml.Node) string {
@@ -159,8 +168,9 @@ func plainTypeError(msg string) string {
 }
 
 // storeDurationKeys are, per block of a linked store kind, the keys whose
-// Options field is a time.Duration.
-var storeDurationKeys = sync.OnceValue(func() map[string]map[string]bool {
+// Options field is a time.Duration. Not cached: a kind may be registered
+// after a first configuration was read.
+func storeDurationKeys() map[string]map[string]bool {
 	out := map[string]map[string]bool{}
 	for block, t := range storeFields() {
 		if t.Kind() == reflect.Struct {
@@ -168,7 +178,7 @@ var storeDurationKeys = sync.OnceValue(func() map[string]map[string]bool {
 		}
 	}
 	return out
-})
+}
 
 func durationKeys(t reflect.Type) map[string]bool {
 	keys := map[string]bool{}

@@ -204,9 +204,7 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 		return m.(map[string]reflect.Type)
 	}
 	if t == reflect.TypeFor[StoreConfig]() {
-		out := storeFields()
-		fieldsOf.Store(t, out)
-		return out
+		return storeFields() // not cached: a kind may be registered later
 	}
 	out := map[string]reflect.Type{}
 	for i := 0; i < t.NumField(); i++ {

@@ -26,7 +26,8 @@
 // postgres and etcd kinds are linked by importing scheduler/redis,
 // scheduler/postgres and scheduler/etcd for their side effect, as
 // database/sql drivers are. A service on Postgres links pgx and no gRPC,
-// etcd client or go-redis. A configuration that names a kind its binary
+// etcd client or go-redis (package fence, whose helpers cover Postgres and
+// Redis resources, links both clients). A configuration that names a kind its binary
 // does not link is an error at store.kind naming the import to add.
 // StoreConfig says how a kind is configured, in YAML and in Go; package
 // storekind how a kind registers.

@@ -1,12 +1,14 @@
 package scheduler
 
 import (
+	"bytes"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
+	"go.yaml.in/yaml/v3"
 )
 
 // The facade's types mirror the engine's field for field, so a field the
@@ -39,4 +41,40 @@ func TestPublicTypesMirrorTheEngine(t *testing.T) {
 	if got := backfillResult(in); !reflect.DeepEqual(got, want) {
 		t.Errorf("backfillResult(%+v) = %+v, want %+v", in, got, want)
 	}
+	if got := backfillResult(engine.BackfillResult{Job: "j"}); got.Slots != nil {
+		t.Errorf("no slots became %#v", got.Slots)
+	}
+	if BackfillRun != engine.BackfillRun || BackfillLeave != engine.BackfillLeave {
+		t.Errorf("actions %q, %q; the engine's %q, %q", BackfillRun, BackfillLeave, engine.BackfillRun, engine.BackfillLeave)
+	}
+}
+
+// A Config written out as YAML reads back with its store block: the
+// chosen kind's options survive the round trip.
+func TestStoreConfigRoundTrip(t *testing.T) {
+	in, err := Parse("in.yaml", []byte("store:\n  kind: sqlite\n  sqlite: {path: /var/lib/app/slots.db}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := yaml.Marshal(in.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse("out.yaml", append([]byte("store:\n"), indent(out)...))
+	if err != nil {
+		t.Fatalf("reading back\n%s: %v", out, err)
+	}
+	if !reflect.DeepEqual(back.Store, in.Store) {
+		t.Errorf("read back %+v from\n%s\nwant %+v", back.Store, out, in.Store)
+	}
+}
+
+func indent(b []byte) []byte {
+	var out []byte
+	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+		if len(line) > 0 {
+			out = append(append(out, "  "...), line...)
+		}
+	}
+	return out
 }
