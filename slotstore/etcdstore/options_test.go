@@ -135,6 +135,9 @@ func TestNew(t *testing.T) {
 		!strings.Contains(err.Error(), "endpoints") {
 		t.Errorf("New with endpoints: %v, want ErrInvalid naming them", err)
 	}
+	if _, err := etcdstore.New(t.Context(), nil, etcdstore.Options{}); !errors.Is(err, slotstore.ErrInvalid) {
+		t.Errorf("New with no client: %v, want ErrInvalid", err)
+	}
 	s, err := etcdstore.New(t.Context(), cl, etcdstore.Options{Prefix: freshPrefix()})
 	if err != nil {
 		t.Fatal(err)

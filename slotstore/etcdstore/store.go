@@ -127,6 +127,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 // o.Clock or ClockSource local, or use Open. Requests all go through c's
 // own balancing (Open's route to one member at a time).
 func New(ctx context.Context, c *clientv3.Client, o Options) (*Store, error) {
+	if c == nil {
+		return nil, fmt.Errorf("etcdstore: %w: nil client", slotstore.ErrInvalid)
+	}
 	var conn []string
 	if len(o.Endpoints) > 0 {
 		conn = append(conn, "endpoints")

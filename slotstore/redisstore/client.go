@@ -69,8 +69,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 
 // New returns a store that uses c, a client the caller configured and
 // still owns (Close leaves it open), with keys under o.Prefix (empty means
-// DefaultPrefix). o's other settings are about connecting, or waiting for
-// replicas, which such a store never does: they must be empty. Bad options
+// DefaultPrefix) and waiting for replicas as o.WaitReplicas and
+// o.WaitTimeout say (keep WaitTimeout below c's read timeout). o's other settings are about connecting, which c
+// does: they must be empty. Bad options
 // are an error wrapping slotstore.ErrInvalid. Scripts are loaded on first
 // use. The store never lets c retry its scripts, whatever c's MaxRetries,
 // but c's timeouts bound every call: give it read and write timeouts (the
@@ -87,7 +88,10 @@ func New(c redis.UniversalClient, o Options) (*Store, error) {
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("redisstore: options: %w: %w", slotstore.ErrInvalid, err)
 	}
-	return newStore(c, o.Prefix), nil
+	o = o.withDefaults()
+	s := newStore(c, o.Prefix)
+	s.wait, s.waitTimeout = o.WaitReplicas, o.WaitTimeout
+	return s, nil
 }
 
 // newStore returns a store on c with keys under prefix, which Validate
@@ -100,7 +104,7 @@ func newStore(c redis.UniversalClient, prefix string) *Store {
 	return &Store{client: c, prefix: prefix, single: single}
 }
 
-// connectionKeys names the settings of o, other than Prefix, that are set:
+// connectionKeys names the settings of o about connecting that are set:
 // New takes none of them.
 func (o Options) connectionKeys() []string {
 	var set []string
@@ -111,7 +115,7 @@ func (o Options) connectionKeys() []string {
 		{"addr", o.Addr != ""}, {"addrs", len(o.Addrs) > 0}, {"master_name", o.MasterName != ""},
 		{"username and password", o.Username != "" || o.Password != ""}, {"db", o.DB != 0}, {"tls", o.TLS != TLSOptions{}},
 		{"dial_timeout", o.DialTimeout != 0}, {"read_timeout", o.ReadTimeout != 0}, {"write_timeout", o.WriteTimeout != 0},
-		{"pool_size", o.PoolSize != 0}, {"wait_replicas", o.WaitReplicas != 0}, {"wait_timeout", o.WaitTimeout != 0},
+		{"pool_size", o.PoolSize != 0},
 	} {
 		if f.set {
 			set = append(set, f.key)

@@ -82,9 +82,13 @@ func TestNew(t *testing.T) {
 	if err != nil || len(keys) == 0 {
 		t.Errorf("keys under the default prefix: %v, %v", keys, err)
 	}
-	for _, o := range []redisstore.Options{{Prefix: "x{"}, {Addr: r.Addr(), Prefix: "x:"}, {WaitReplicas: 1}} {
+	for _, o := range []redisstore.Options{{Prefix: "x{"}, {Addr: r.Addr(), Prefix: "x:"}, {PoolSize: 4}} {
 		if _, err := redisstore.New(c, o); !errors.Is(err, slotstore.ErrInvalid) {
 			t.Errorf("New with %+v: %v, want ErrInvalid", o, err)
 		}
+	}
+	// Waiting for replicas is the store's, not the connection's: New takes it.
+	if _, err := redisstore.New(c, redisstore.Options{WaitReplicas: 1, WaitTimeout: 50 * time.Millisecond}); err != nil {
+		t.Errorf("New with wait_replicas: %v", err)
 	}
 }
