@@ -51,7 +51,7 @@ func checkBudgets(m *module, p *problems) {
 		}
 	}
 	for _, pk := range m.pkgs {
-		if public(pk.dir) && !has[pk.dir] {
+		if public(pk.dir) && pk.name != "main" && !has[pk.dir] {
 			p.add("public package %s/ has no budget in %s: add one", pk.dir, budgetFile)
 		}
 	}

@@ -89,3 +89,25 @@ func TestCheckFindsEachBrokenPromise(t *testing.T) {
 		})
 	}
 }
+
+// The store is found under another import name, and behind an interface
+// or an exported field of the engine.
+func TestCheckFindsTheStoreDisguised(t *testing.T) {
+	for name, file := range map[string]string{
+		"scheduler/internal/admin/a.go":  "package admin\n\nimport ss \"example.com/m/slotstore\"\n\nvar _ ss.Store\n",
+		"scheduler/internal/engine/e.go": "package engine\n\nimport \"example.com/m/slotstore\"\n\nfunc Get() interface{ slotstore.Store } { return nil }\n",
+		"scheduler/internal/engine/f.go": "package engine\n\nimport \"example.com/m/slotstore\"\n\ntype View struct{ S slotstore.Store }\n\ntype In struct{ S slotstore.Store }\n\nfunc Take(In) {}\n\nfunc Give() *View { return nil }\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			files := base()
+			files["docs/layout.md"] = "```\nlib/ a\nlib/internal/x/ b\nslotstore/ c\n" + filepath.Dir(name) + "/ d\n```\n"
+			files["tools/check/budgets.txt"] = "pkg lib 2\npkg slotstore 1\n"
+			files["slotstore/slotstore.go"] = "package slotstore\n\ntype Store interface{}\n"
+			files[name] = file
+			tree(t, files)
+			if p := run(t); len(p) != 1 || !strings.Contains(p[0], "store") {
+				t.Errorf("problems %q, want one about the store", p)
+			}
+		})
+	}
+}

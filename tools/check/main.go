@@ -32,7 +32,7 @@ func main() {
 	}
 	if *counts {
 		for _, pk := range mod.pkgs {
-			if public(pk.dir) {
+			if public(pk.dir) && pk.name != "main" {
 				fmt.Printf("pkg %-24s %d\n", pk.dir, exported(pk))
 			}
 		}

@@ -27,6 +27,9 @@ type pkgInfo struct {
 
 func loadModule() (*module, error) {
 	out, err := exec.Command("go", "list", "-f", "{{.Dir}}\t{{.Name}}\t{{join .GoFiles \" \"}}", "./...").Output()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return nil, fmt.Errorf("go list ./...: %w\n%s", err, ee.Stderr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("go list ./...: %w", err)
 	}
