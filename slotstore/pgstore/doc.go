@@ -239,12 +239,24 @@
 // embedded, versioned migrations (migrations/NNNN_*.sql), which change
 // tables and types only; then the functions, each written out once, in
 // functions/ (see Functions below). A schema newer than the build is
-// refused. A schema with nothing to do gets no DDL, so a role without
-// CREATE may open it; the first start of a build whose tables or function
-// texts the schema lacks needs the role that owns them. Version 8:
+// refused.
+//
+// Privileges: a start that has something to do (the first start of a
+// build whose tables or function texts the schema lacks, so every upgrade
+// that changes them) runs DDL, and needs the schema's owner, or, while the
+// schema does not exist, a role with CREATE on the database. Every other
+// start runs no DDL, for it reads whether there is anything to do from
+// schema_migrations and from the functions' comments in the catalogs, and
+// needs only what the store's statements need: USAGE on the schema and
+// SELECT, INSERT, UPDATE, DELETE on its tables (and EXECUTE on its
+// functions, which PUBLIC has unless revoked). A role that lacks the
+// privilege to apply what its build needs gets an error saying so: start
+// the build once as the owner, then as that role (TestRestrictedRole). A
+// grant ON ALL TABLES covers the tables that exist when it is made: after
+// an upgrade whose migrations add a table, grant again (or set ALTER
+// DEFAULT PRIVILEGES for the owner). Version 8:
 //
 //	schema_migrations (version)  one row per applied migration
-//	schema_functions (name)      per function file: version and sha256 of the text applied
 //	fences (job)                 the last fence issued per job
 //	generations (job)            born (database clock), xid, sysid: see Generations
 //	markers                      one row per slot, the claim history
@@ -271,6 +283,7 @@
 //	claim(... less p_backfill)   the claim of the builds of versions 3 to 6: the one above, backfill false
 //	enroll(jobs, now)            begins and returns generations
 //	renew(job, slot, fence, lease)  'renewed', 'finished' or 'lost'
+//	                             each function's comment records its file: see Functions
 //
 // History by state, store-wide (the engine's read of running and retrying
 // markers), walks markers_by_state from its state's first entry and stops
@@ -283,9 +296,12 @@
 // builds call; enroll.sql; renew.sql), and applied from there, CREATE OR
 // REPLACE, whenever the schema lacks the file's text: migrations never
 // hold a function's text. Each file begins with its version, "-- version
-// N", raised with every change of its text; schema_functions records, per
-// file, the version and the SHA-256 of the text applied. In the same
-// locked transaction as the migrations, after them, a file is applied
+// N", raised with every change of its text. The comment of each function
+// a file creates records the file, its version and the SHA-256 of the
+// text applied ("slotcron functions/claim.sql version 1 sha256 …"), set
+// by COMMENT ON FUNCTION in the transaction that applies the file (an
+// argument list therefore holds no DEFAULT: the comment names the
+// signature). In the same locked transaction as the migrations, after them, a file is applied
 // when the schema has no record of it (a new file, or a schema a build
 // from before the record created, whose functions its migrations wrote)
 // or records an older version. A newer version recorded was applied by a

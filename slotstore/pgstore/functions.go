@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -15,11 +16,16 @@ import (
 // functionFiles holds the schema's functions, each in one source file,
 // functions/NAME.sql, whose first line is "-- version N". migrate applies
 // a file (CREATE OR REPLACE) when the schema has no record of it or an
-// older version; the record, in schema_functions, holds the version and
-// the SHA-256 of the text applied. Change a file's text and raise its
-// version with it (TestFunctionVersions records each version's hash); the
-// rules a new text must keep are in the package documentation, under
-// Functions. {schema} in a file stands for the store's quoted schema name.
+// older version. The record is the comment of every function the file
+// creates (COMMENT ON FUNCTION, set in the transaction that applies the
+// file): "slotcron functions/NAME.sql version N sha256 HEX", the SHA-256
+// of the text applied. The catalogs that hold comments are readable by
+// every role, so a role with no privilege beyond the tables' can tell that
+// there is nothing to do. Change a file's text and raise its version with
+// it (TestFunctionVersions records each version's hash); the rules a new
+// text must keep are in the package documentation, under Functions.
+// {schema} in a file stands for the store's quoted schema name; an
+// argument list holds no DEFAULT (its comment names the signature).
 //
 //go:embed functions/*.sql
 var functionFiles embed.FS
@@ -34,8 +40,17 @@ type function struct {
 	name    string // the file's name, less .sql
 	version int
 	sql     string
-	hash    string // hex SHA-256 of sql
+	hash    string   // hex SHA-256 of sql
+	creates []string // the functions it creates: name(arguments), less the schema
 }
+
+// comment is the record of f that migrate sets on each function f creates.
+func (f function) comment() string {
+	return fmt.Sprintf("%s%s.sql version %d sha256 %s", commentPrefix, f.name, f.version, f.hash)
+}
+
+// commentPrefix begins the comment that records a function file.
+const commentPrefix = "slotcron functions/"
 
 // functions are the embedded function files in functionOrder; loading
 // them fails only for a broken build.
@@ -63,46 +78,55 @@ func mustLoadFunctions() []function {
 		if _, err := fmt.Sscanf(first, "-- version %d", &v); err != nil || v < 1 {
 			panic("pgstore: function file " + name + ".sql does not begin with -- version N")
 		}
+		creates, err := createdFunctions(sql)
+		if err != nil {
+			panic("pgstore: function file " + name + ".sql: " + err.Error())
+		}
 		sum := sha256.Sum256([]byte(sql))
-		out = append(out, function{name: name, version: v, sql: sql, hash: hex.EncodeToString(sum[:])})
+		out = append(out, function{name: name, version: v, sql: sql, hash: hex.EncodeToString(sum[:]), creates: creates})
 	}
 	return out
 }
 
-// applied is what schema_functions records of a function file.
+// applied is what the comments record of a function file.
 type applied struct {
 	version int
 	hash    string
 }
 
-// readFunctions returns the records of schema_functions by file name:
-// none when there is no such table (a schema created by a build from
-// before the table, or no schema yet).
-func readFunctions(ctx context.Context, tx pgx.Tx, q string) (map[string]applied, error) {
-	var exists bool
-	if err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", q+".schema_functions").Scan(&exists); err != nil {
-		return nil, err
-	}
-	out := map[string]applied{}
-	if !exists {
-		return out, nil
-	}
-	rows, err := tx.Query(ctx, "SELECT name, version, sha256 FROM "+q+".schema_functions")
+// readFunctions returns, by file name, the records the comments of
+// schema's functions hold (none for a function with no such comment: one a
+// build from before the comments created). A file's record is the highest
+// version one of its functions carries. It reads only pg_proc and
+// pg_description, which need no privilege.
+func readFunctions(ctx context.Context, tx pgx.Tx, schema string) (map[string]applied, error) {
+	rows, err := tx.Query(ctx, `SELECT d.description FROM pg_catalog.pg_proc p
+		JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+		JOIN pg_catalog.pg_description d ON d.objoid = p.oid AND d.classoid = 'pg_catalog.pg_proc'::regclass AND d.objsubid = 0
+		WHERE n.nspname = $1 AND starts_with(d.description, $2)
+		ORDER BY d.description`, schema, commentPrefix)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
+	comments, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]applied{}
+	for _, c := range comments {
 		var (
-			name string
+			file string
 			a    applied
 		)
-		if err := rows.Scan(&name, &a.version, &a.hash); err != nil {
-			return nil, err
+		if _, err := fmt.Sscanf(strings.TrimPrefix(c, commentPrefix), "%s version %d sha256 %s", &file, &a.version, &a.hash); err != nil {
+			return nil, fmt.Errorf("function comment %q: %w", c, err)
 		}
-		out[name] = a
+		name := strings.TrimSuffix(file, ".sql")
+		if have, ok := out[name]; !ok || a.version > have.version {
+			out[name] = a
+		}
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // functionsToApply returns the files to apply over the records have: those
@@ -120,25 +144,71 @@ func functionsToApply(have map[string]applied) ([]function, error) {
 			todo = append(todo, f)
 		case a.version == f.version && a.hash != f.hash:
 			return nil, fmt.Errorf("function file %s.sql version %d is not the text the schema has for that version (sha256 %s, not %s): "+
-				"its text changed without its version", f.name, f.version, a.hash, f.hash)
+				"its text changed without its version; raise the version on the file's first line past %d (and record its hash in "+
+				"functionHashes) and build again; a version whose text a build that was rolled back applied is spent, never reused",
+				f.name, f.version, a.hash, f.hash, f.version)
 		}
 	}
 	return todo, nil
 }
 
 // applyFunctions creates or replaces the functions of todo and records
-// them, in tx.
+// each file in the comments of the functions it creates, in tx.
 func applyFunctions(ctx context.Context, tx pgx.Tx, q string, todo []function) error {
 	for _, f := range todo {
 		if _, err := tx.Exec(ctx, strings.ReplaceAll(f.sql, "{schema}", q)); err != nil {
 			return fmt.Errorf("apply functions/%s.sql version %d: %w", f.name, f.version, err)
 		}
-		_, err := tx.Exec(ctx, "INSERT INTO "+q+`.schema_functions AS s (name, version, sha256) VALUES ($1, $2, $3)
-			ON CONFLICT (name) DO UPDATE SET version = excluded.version, sha256 = excluded.sha256, applied_at = now()`,
-			f.name, f.version, f.hash)
-		if err != nil {
-			return fmt.Errorf("record functions/%s.sql version %d: %w", f.name, f.version, err)
+		for _, sig := range f.creates {
+			// COMMENT takes no parameters: the comment is a quoted literal.
+			sql := "COMMENT ON FUNCTION " + q + "." + sig + " IS '" + strings.ReplaceAll(f.comment(), "'", "''") + "'"
+			if _, err := tx.Exec(ctx, sql); err != nil {
+				return fmt.Errorf("record functions/%s.sql version %d on %s: %w", f.name, f.version, sig, err)
+			}
 		}
 	}
 	return nil
+}
+
+// createStatement begins, at the start of a line, a statement of a
+// function file that creates a function; its first group is the name.
+var createStatement = regexp.MustCompile(`(?m)^CREATE OR REPLACE FUNCTION \{schema\}\.(\w+)\(`)
+
+// createdFunctions returns the functions that the text of a function file
+// creates, each as name(arguments) with the arguments' comments left out
+// and their spaces collapsed: what COMMENT ON FUNCTION names it by.
+func createdFunctions(sql string) ([]string, error) {
+	var out []string
+	for _, m := range createStatement.FindAllStringSubmatchIndex(sql, -1) {
+		var args strings.Builder
+		depth, i := 1, m[1]
+		for ; i < len(sql) && depth > 0; i++ {
+			switch c := sql[i]; {
+			case strings.HasPrefix(sql[i:], "--"):
+				i += strings.IndexByte(sql[i:]+"\n", '\n') // to the line's end
+				args.WriteByte(' ')
+				continue
+			case c == '(':
+				depth++
+			case c == ')':
+				depth--
+			}
+			if depth > 0 {
+				args.WriteByte(sql[i])
+			}
+		}
+		name := sql[m[2]:m[3]]
+		if depth > 0 {
+			return nil, fmt.Errorf("the arguments of %s do not end", name)
+		}
+		list := strings.Join(strings.Fields(args.String()), " ")
+		if strings.Contains(strings.ToUpper(list), "DEFAULT") || strings.Contains(list, "=") {
+			return nil, fmt.Errorf("%s has an argument with a default: COMMENT ON FUNCTION cannot name it", name)
+		}
+		out = append(out, name+"("+list+")")
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("creates no function (a line beginning CREATE OR REPLACE FUNCTION {schema}.NAME()")
+	}
+	return out, nil
 }

@@ -51,10 +51,7 @@ func TestFunctionsNeverDowngraded(t *testing.T) {
 	if _, err := s.pool.Exec(ctx, strings.ReplaceAll(newer, "{schema}", q)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.pool.Exec(ctx, "UPDATE "+q+".schema_functions SET version = $1, sha256 = 'newer' WHERE name = 'renew'",
-		renew.version+1); err != nil {
-		t.Fatal(err)
-	}
+	record(t, s, renew, renew.version+1, "newer")
 	renewText := func() string {
 		t.Helper()
 		var src string
@@ -70,11 +67,9 @@ func TestFunctionsNeverDowngraded(t *testing.T) {
 		t.Error("an older build replaced a newer build's renew")
 	}
 
-	if _, err := s.pool.Exec(ctx, "UPDATE "+q+".schema_functions SET version = $1 WHERE name = 'renew'", renew.version); err != nil {
-		t.Fatal(err)
-	}
+	record(t, s, renew, renew.version, "newer")
 	err := s.migrate(ctx)
-	if err == nil || !strings.Contains(err.Error(), "changed without its version") {
+	if err == nil || !strings.Contains(err.Error(), "changed without its version") || !strings.Contains(err.Error(), "raise the version") {
 		t.Errorf("migrate with another text of renew's version %d recorded: %v", renew.version, err)
 	}
 	if !strings.Contains(renewText(), "a newer build's text") {
@@ -82,13 +77,45 @@ func TestFunctionsNeverDowngraded(t *testing.T) {
 	}
 
 	// An older version recorded: this build's text replaces it.
-	if _, err := s.pool.Exec(ctx, "UPDATE "+q+".schema_functions SET version = $1 WHERE name = 'renew'", renew.version-1); err != nil {
-		t.Fatal(err)
-	}
+	record(t, s, renew, renew.version-1, "newer")
 	if err := s.migrate(ctx); err != nil {
 		t.Fatalf("migrate over an older renew: %v", err)
 	}
 	if strings.Contains(renewText(), "a newer build's text") {
 		t.Error("this build did not apply its renew over an older version")
+	}
+}
+
+// record writes on the functions that f creates in s's schema the record
+// of f's file at version with hash, as a build that applied it would.
+func record(t *testing.T, s *Store, f function, version int, hash string) {
+	t.Helper()
+	g := f
+	g.version, g.hash = version, hash
+	for _, sig := range f.creates {
+		if _, err := s.pool.Exec(t.Context(), "COMMENT ON FUNCTION "+quote(s.schema)+"."+sig+" IS '"+g.comment()+"'"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCreatedFunctions: the signatures a function file's comments are set
+// on are read from its CREATE statements, their comments left out; a file
+// that creates nothing, or an argument with a default, is refused.
+func TestCreatedFunctions(t *testing.T) {
+	got, err := createdFunctions("-- version 1\n-- CREATE OR REPLACE FUNCTION {schema}.not_this(x int)\n" +
+		"CREATE OR REPLACE FUNCTION {schema}.f(\n    a text[], -- a note (with parentheses)\n    b numeric(10, 2)\n) RETURNS int\n" +
+		"LANGUAGE sql AS $$ SELECT 1 $$;\nCREATE OR REPLACE FUNCTION {schema}.g() RETURNS int LANGUAGE sql AS $$ SELECT 2 $$;\n")
+	if want := []string{"f(a text[], b numeric(10, 2))", "g()"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("createdFunctions: %q, %v; want %q", got, err, want)
+	}
+	for _, sql := range []string{
+		"-- version 1\nDROP FUNCTION IF EXISTS {schema}.f(int);\n",
+		"CREATE OR REPLACE FUNCTION {schema}.f(a int DEFAULT 1) RETURNS int LANGUAGE sql AS $$ SELECT a $$;\n",
+		"CREATE OR REPLACE FUNCTION {schema}.f(a int -- never closed\n",
+	} {
+		if got, err := createdFunctions(sql); err == nil {
+			t.Errorf("createdFunctions(%q) = %q; want an error", sql, got)
+		}
 	}
 }

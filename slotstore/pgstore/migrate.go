@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"path"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // migrationFiles holds the schema's versions: migrations/NNNN_name.sql
@@ -78,8 +80,12 @@ func advisoryKey(purpose, schema string) int64 {
 // applies the migrations (tables), then the function files whose text the
 // schema lacks (functions.go), and the others find nothing left to do. The
 // lock ends with the transaction, so a failed migration cannot leave it
-// held. A schema with nothing to do is left without any DDL, so a role
-// without CREATE may open it.
+// held. Whether there is anything to do is read from schema_migrations and
+// the catalogs (the functions' comments), which need no privilege beyond
+// the tables': a schema with nothing to do is left without any DDL, so a
+// role with USAGE on the schema and the tables' DML may open it. Where
+// there is something to do, a role that may not do it gets an error
+// saying who must (privilegeError).
 func (s *Store) migrate(ctx context.Context) error {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
@@ -97,7 +103,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if have > len(migrations) {
 		return fmt.Errorf("migrate schema %s: version %d is newer than this build's %d", s.schema, have, len(migrations))
 	}
-	records, err := readFunctions(ctx, tx, q)
+	records, err := readFunctions(ctx, tx, s.schema)
 	if err != nil {
 		return fmt.Errorf("migrate schema %s: read functions: %w", s.schema, err)
 	}
@@ -108,11 +114,11 @@ func (s *Store) migrate(ctx context.Context) error {
 	if have == len(migrations) && len(todo) == 0 {
 		return nil
 	}
-	if err := migrateTables(ctx, tx, q, have); err != nil {
-		return fmt.Errorf("migrate schema %s: %w", s.schema, err)
+	if err := migrateTables(ctx, tx, s.schema, have); err != nil {
+		return fmt.Errorf("migrate schema %s: %w", s.schema, privilegeError(err, have, todo))
 	}
 	if err := applyFunctions(ctx, tx, q, todo); err != nil {
-		return fmt.Errorf("migrate schema %s: %w", s.schema, err)
+		return fmt.Errorf("migrate schema %s: %w", s.schema, privilegeError(err, have, todo))
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("migrate schema %s: commit: %w", s.schema, err)
@@ -120,21 +126,29 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// migrateTables creates the schema and its bookkeeping tables if missing,
-// and applies the migrations after version have, in tx.
-func migrateTables(ctx context.Context, tx pgx.Tx, q string, have int) error {
-	ddl := []string{
-		"CREATE SCHEMA IF NOT EXISTS " + q,
-		"CREATE TABLE IF NOT EXISTS " + q + `.schema_migrations (
+// migrateTables creates the schema and its bookkeeping table if missing,
+// and applies the migrations after version have, in tx. CREATE SCHEMA runs
+// only for a schema that does not exist: Postgres checks CREATE on the
+// database before it looks whether the schema exists, and the schema's
+// owner need not have it. It drops schema_functions, where a build that
+// was never released recorded the function files before their comments
+// did (functions.go).
+func migrateTables(ctx context.Context, tx pgx.Tx, schema string, have int) error {
+	q := quote(schema)
+	var exists bool
+	if err := tx.QueryRow(ctx, "SELECT to_regnamespace($1) IS NOT NULL", q).Scan(&exists); err != nil {
+		return fmt.Errorf("look for the schema: %w", err)
+	}
+	var ddl []string
+	if !exists {
+		ddl = append(ddl, "CREATE SCHEMA "+q)
+	}
+	ddl = append(ddl,
+		"CREATE TABLE IF NOT EXISTS "+q+`.schema_migrations (
 			version    integer PRIMARY KEY,
 			name       text NOT NULL,
 			applied_at timestamptz NOT NULL DEFAULT now())`,
-		"CREATE TABLE IF NOT EXISTS " + q + `.schema_functions (
-			name       text PRIMARY KEY,
-			version    integer NOT NULL,
-			sha256     text NOT NULL,
-			applied_at timestamptz NOT NULL DEFAULT now())`,
-	}
+		"DROP TABLE IF EXISTS "+q+".schema_functions")
 	for _, sql := range ddl {
 		if _, err := tx.Exec(ctx, sql); err != nil {
 			return err
@@ -164,4 +178,28 @@ func schemaVersion(ctx context.Context, tx pgx.Tx, q string) (int, error) {
 	var v int
 	err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+q+".schema_migrations").Scan(&v)
 	return v, err
+}
+
+// privilegeError explains err, when it is Postgres's "insufficient
+// privilege" (SQLSTATE 42501), as what to do: the schema lacks this
+// build's tables (its version have) or the function texts of todo, and
+// only the schema's owner, or a role with CREATE on the database when the
+// schema does not exist yet, may write them. Other errors are returned as
+// they are.
+func privilegeError(err error, have int, todo []function) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+		return err
+	}
+	var lacks []string
+	if have < len(migrations) {
+		lacks = append(lacks, fmt.Sprintf("schema version %d (it is at %d)", len(migrations), have))
+	}
+	for _, f := range todo {
+		lacks = append(lacks, fmt.Sprintf("functions/%s.sql version %d", f.name, f.version))
+	}
+	return fmt.Errorf("this build needs %s, which this role may not apply: start this build once as the schema's owner "+
+		"(or, while the schema does not exist, as a role with CREATE on the database), then as this role, which needs only "+
+		"USAGE on the schema and SELECT, INSERT, UPDATE, DELETE on its tables: %w",
+		strings.Join(lacks, ", "), err)
 }

@@ -43,7 +43,7 @@ func TestUpgradeCatalog(t *testing.T) {
 	for _, line := range []string{
 		"function claim(text,text,text[],timestamp with time zone[],bigint[],boolean[],integer[],timestamp with time zone[],boolean[],text[],boolean[],boolean[],boolean[],text[],timestamp with time zone[],text) sql",
 		"function renew(text,timestamp with time zone,bigint,bigint) plpgsql",
-		"table schema_functions",
+		"comment renew slotcron functions/renew.sql version ",
 	} {
 		if !slices.ContainsFunc(want, func(l string) bool { return strings.HasPrefix(l, line) }) {
 			t.Fatalf("a fresh schema has no %q:\n%s", line, strings.Join(want, "\n"))
@@ -80,6 +80,10 @@ func describeSchema(t *testing.T, s *Store) []string {
 		UNION ALL
 		SELECT 'constraint ' || r.conrelid::regclass || ' ' || r.conname || ' ' || pg_get_constraintdef(r.oid)
 		FROM pg_constraint r WHERE r.connamespace = $1::regnamespace
+		UNION ALL
+		SELECT 'comment ' || p.proname || ' ' || d.description
+		FROM pg_proc p JOIN pg_description d ON d.objoid = p.oid AND d.classoid = 'pg_proc'::regclass
+		WHERE p.pronamespace = $1::regnamespace
 		UNION ALL
 		SELECT 'function ' || p.proname || '(' || coalesce((SELECT string_agg(format_type(x, NULL), ',' ORDER BY n)
 			FROM unnest(p.proargtypes::oid[]) WITH ORDINALITY AS u(x, n)), '') || ') ' || l.lanname || ' ' ||
