@@ -39,9 +39,10 @@ func (l *loop) enroll(ctx context.Context) (map[string]slotstore.Generation, boo
 			for _, g := range gens {
 				// Begun by this enrolment (give or take the clocks): the
 				// store has just started to record the job, so slots before
-				// it were never run here; skipping them is no news.
+				// it were never the job's (wake records them so); skipping
+				// them is no news.
 				if g.Born.After(sent.Add(-time.Second)) {
-					l.memo.newJobs[g.Job] = true
+					l.memo.newJobs[g.Job] = g.Born
 				}
 				out[g.Job] = g
 			}
@@ -220,6 +221,10 @@ const (
 	// catchUpPrefix begins the reason of a slot the job's catch-up policy
 	// left: "catch_up none", "catch_up latest"...
 	catchUpPrefix = "catch_up "
+	// reasonNewJob is the reason of a slot due before the store began to
+	// record its job, at this replica's start-up: the slot was never the
+	// job's, and no claim can win it (slotstore.Generation).
+	reasonNewJob = "not caught up: the store has just begun to record the job"
 )
 
 // missedReason is the reason label slots_missed_total counts a slot this
@@ -328,10 +333,11 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 // each; more are logged as one summary line.
 const burstLines = 3
 
-// logMissed logs the missed slots this replica's skips recorded: one line
-// per slot in the cluster (the replicas whose skip found the marker there
-// say nothing), and one line for a burst of a job's slots missed for one
-// reason, such as the slots of an outage.
+// logMissed logs the missed slots this replica's skips recorded, and those
+// due before the store began to record their job: one line per slot in the
+// cluster (the replicas whose skip found the marker there say nothing), and
+// one line for a burst of a job's slots missed for one reason, such as the
+// slots of an outage.
 func (l *loop) logMissed(recorded []slotstore.SkipRequest) {
 	type burst struct {
 		job, reason string
@@ -341,8 +347,11 @@ func (l *loop) logMissed(recorded []slotstore.SkipRequest) {
 	bursts := map[[2]string]*burst{}
 	for _, q := range recorded {
 		reason, ok := strings.CutPrefix(q.Reason, "missed: ")
-		if !ok {
+		if !ok && q.Reason != reasonNewJob {
 			continue // paused and catch-up records are logged where decided
+		}
+		if !ok {
+			reason = q.Reason
 		}
 		k := [2]string{q.Job, reason}
 		b := bursts[k]
@@ -355,6 +364,10 @@ func (l *loop) logMissed(recorded []slotstore.SkipRequest) {
 	}
 	now := l.s.now()
 	for _, b := range order {
+		if b.reason == reasonNewJob {
+			l.logNewJob(b.job, b.slots)
+			continue
+		}
 		if len(b.slots) <= burstLines {
 			for _, s := range b.slots {
 				l.s.log.Warn("slot missed", "job", b.job, "slot", s.Format(time.RFC3339), "reason", b.reason,
@@ -366,4 +379,19 @@ func (l *loop) logMissed(recorded []slotstore.SkipRequest) {
 		l.s.log.Warn("slots missed", "job", b.job, "count", len(b.slots), "first", b.slots[0].Format(time.RFC3339),
 			"last", b.slots[len(b.slots)-1].Format(time.RFC3339), "reason", b.reason)
 	}
+}
+
+// logNewJob logs the slots of job due before the store began to record it,
+// which were never the job's: the one its catch-up looked at, and those its
+// jitter delayed past the start-up.
+func (l *loop) logNewJob(job string, slots []time.Time) {
+	if len(slots) <= burstLines {
+		for _, s := range slots {
+			l.s.log.Info("slot "+reasonNewJob, "job", job, "slot", s.Format(time.RFC3339))
+		}
+		return
+	}
+	slices.SortFunc(slots, time.Time.Compare)
+	l.s.log.Info("slots "+reasonNewJob, "job", job, "count", len(slots), "first", slots[0].Format(time.RFC3339),
+		"last", slots[len(slots)-1].Format(time.RFC3339))
 }
