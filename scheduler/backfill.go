@@ -59,9 +59,9 @@ const (
 	// skipped: missed while no replica ran, left by the catch-up policy, or
 	// skipped for overlap), so the backfill claims it and runs it.
 	BackfillRun = "run"
-	// BackfillLeave: the slot ran, is running, waits for a retry, or was
-	// skipped because the store lost its data and it may have run; it is
-	// left alone.
+	// BackfillLeave: the slot ran, is running, waits for a retry, was
+	// skipped because the store lost its data and it may have run, or came
+	// due before the store began to record the job; it is left alone.
 	BackfillLeave = "leave"
 )
 

@@ -117,7 +117,8 @@ func (e *Engine) PlanBackfill(ctx context.Context, st slotstore.Store, job strin
 	}
 	// A slot older than the job's generation, with no marker, is one the
 	// store cannot vouch for: a claim would record it skipped for data
-	// loss. Say so now rather than plan to run it.
+	// loss. Say so now rather than plan to run it, and without naming a
+	// loss: the slot may as well be from before the job was enrolled.
 	gens, err := st.Enroll(ctx, slotstore.EnrollParams{Jobs: []string{job}})
 	if err != nil {
 		return out, fmt.Errorf("backfill %s: enroll: %w", job, err)
@@ -143,7 +144,8 @@ func (e *Engine) PlanBackfill(ctx context.Context, st slotstore.Store, job strin
 				bs.Action = BackfillLeave
 			}
 		} else if !gens[0].Covers(s) {
-			bs.Action, bs.Reason = BackfillLeave, slotstore.ReasonDataLoss
+			bs.Action, bs.Reason = BackfillLeave, fmt.Sprintf("before the store began to record the job (%s): it cannot tell whether the slot ran",
+				gens[0].Born.UTC().Format(time.RFC3339))
 		}
 		out.Slots = append(out.Slots, bs)
 	}

@@ -19,15 +19,16 @@ import (
 const maxMissedRecords = 1000
 
 // enroll enrolls every job in the store before the first claim, so that
-// the store knows how far back its record of each job goes (Generation), and
-// returns the slot of each job's newest marker, read in the same batches. It
-// retries until the store answers or ctx ends, and reports which.
-func (l *loop) enroll(ctx context.Context) (map[string]time.Time, bool) {
+// the store knows how far back its record of each job goes, and returns
+// each job's generation, with the slot of its newest marker, read in the
+// same batches. It retries until the store answers or ctx ends, and reports
+// which.
+func (l *loop) enroll(ctx context.Context) (map[string]slotstore.Generation, bool) {
 	names := make([]string, len(l.s.plans))
 	for i, p := range l.s.plans {
 		names[i] = p.name
 	}
-	newest := make(map[string]time.Time)
+	out := make(map[string]slotstore.Generation)
 	for tries := 1; ; tries++ {
 		for len(names) > 0 {
 			n := min(len(names), maxBatch)
@@ -38,13 +39,12 @@ func (l *loop) enroll(ctx context.Context) (map[string]time.Time, bool) {
 			for _, g := range gens {
 				// Begun by this enrolment (give or take the clocks): the
 				// store has just started to record the job, so slots before
-				// it were never run here; skipping them is no news.
+				// it were never the job's (wake records them so); skipping
+				// them is no news.
 				if g.Born.After(sent.Add(-time.Second)) {
-					l.memo.newJobs[g.Job] = true
+					l.memo.newJobs[g.Job] = g.Born
 				}
-				if !g.Newest.IsZero() {
-					newest[g.Job] = g.Newest
-				}
+				out[g.Job] = g
 			}
 			l.s.metrics.storeCall(err)
 			if err != nil {
@@ -57,7 +57,7 @@ func (l *loop) enroll(ctx context.Context) (map[string]time.Time, bool) {
 			names = names[n:]
 		}
 		if len(names) == 0 {
-			return newest, true
+			return out, true
 		}
 		select {
 		case <-ctx.Done():
@@ -71,7 +71,7 @@ func (l *loop) enroll(ctx context.Context) (map[string]time.Time, bool) {
 // slots they missed, before the loop serves its heap. It reports false if
 // ctx ended first.
 func (l *loop) scheduleAll(ctx context.Context) bool {
-	newest, ok := l.enroll(ctx)
+	gens, ok := l.enroll(ctx)
 	if !ok {
 		return false
 	}
@@ -83,7 +83,7 @@ func (l *loop) scheduleAll(ctx context.Context) bool {
 		}
 		// Sent as they fill a batch: after a long outage every job may
 		// have up to maxMissedRecords of them.
-		if skips = append(skips, l.schedule(p, now, newest[p.name])...); len(skips) >= maxBatch {
+		if skips = append(skips, l.schedule(p, now, gens[p.name])...); len(skips) >= maxBatch {
 			l.skip(ctx, skips)
 			skips = skips[:0]
 		}
@@ -101,17 +101,18 @@ func (l *loop) scheduleAll(ctx context.Context) bool {
 //     that are up, and when their starting window has closed for every
 //     replica with no claim, recorded skipped with reason
 //     "catch_up <policy>", so history shows them;
-//   - slots older than that, back to the job's newest marker, can no longer
-//     start: they are recorded skipped with reason "missed: no replica
-//     claimed it in time", so a nightly job missed in an outage is visible.
+//   - slots older than that, back to the first the store's record of the
+//     job owes (owedFrom), can no longer start: they are recorded skipped
+//     with reason "missed: no replica claimed it in time", so a nightly job
+//     missed in an outage is visible, also one that has never run.
 //
 // It walks the slots lazily and records at most maxMissedRecords of each
 // kind, so its cost is bounded by the policy (catch_up_limit, at most
-// MaxCatchUpLimit) and not by how many slots the window holds. newest is
-// the slot of the job's newest marker (zero for none), which enroll read; it
-// returns the slots to record skipped now, which the caller sends in
+// MaxCatchUpLimit) and not by how many slots the window holds. g is the
+// job's generation, with the slot of its newest marker, which enroll read;
+// it returns the slots to record skipped now, which the caller sends in
 // batches with every other job's.
-func (l *loop) schedule(p *plan, now, newest time.Time) []slotstore.SkipRequest {
+func (l *loop) schedule(p *plan, now time.Time, g slotstore.Generation) []slotstore.SkipRequest {
 	// The oldest slot not yet due (jitter tries a slot after it) starts the
 	// job's chain of fire entries, each of which pushes the next: slots of
 	// the window still waiting for their try are ordinary slots, pushed one
@@ -129,7 +130,7 @@ func (l *loop) schedule(p *plan, now, newest time.Time) []slotstore.SkipRequest 
 		keep = p.catchUpLimit
 	}
 	from := now.Add(-p.deadline)
-	known := !newest.IsZero()
+	first := p.owedFrom(g, now)
 	var skips []slotstore.SkipRequest
 	// lapseAt is when no replica may start s any more: its starting window
 	// has closed on every clock within a second of this one.
@@ -149,11 +150,10 @@ func (l *loop) schedule(p *plan, now, newest time.Time) []slotstore.SkipRequest 
 			continue
 		}
 		// Left to the replicas that are up; if none claims it before its
-		// window closes, history records why it did not run. Slots before
-		// the job's newest marker (or any, for a job with no history yet)
-		// are from before the cluster ran it: not worth a record, and
-		// every older slot is one of them.
-		if !known || !s.After(newest) {
+		// window closes, history records why it did not run. Slots the
+		// store's record of the job does not owe are not worth a record,
+		// and every older slot is one of them.
+		if first.IsZero() || s.Before(first) {
 			l.s.log.Debug("slots not caught up", "job", p.name, "newest", s.Format(time.RFC3339),
 				"window_start", from.Format(time.RFC3339), "catch_up", p.catchUp)
 			break
@@ -167,11 +167,8 @@ func (l *loop) schedule(p *plan, now, newest time.Time) []slotstore.SkipRequest 
 		l.s.log.Info("slot not caught up", "job", p.name, "slot", s.Format(time.RFC3339), "catch_up", p.catchUp)
 		l.h.push(&entry{at: lapseAt(s), p: p, slot: s, kind: lapse, reason: catchUpPrefix + string(p.catchUp)})
 	}
-	if !known {
-		return nil
-	}
 	n := 0
-	for s := p.sched.Next(newest); !s.IsZero() && s.Before(from); s = p.sched.Next(s) {
+	for s := first; !s.IsZero() && s.Before(from); s = p.sched.Next(s) {
 		if n == maxMissedRecords {
 			l.s.log.Warn("more missed slots than recorded", "job", p.name, "recorded", n, "until", from.Format(time.RFC3339))
 			break
@@ -184,6 +181,30 @@ func (l *loop) schedule(p *plan, now, newest time.Time) []slotstore.SkipRequest 
 		skips = append(skips, p.missedSkip(s, reasonDown))
 	}
 	return skips
+}
+
+// owedFrom returns the oldest slot of p whose lack of a marker means that
+// no replica ran it, as g, the job's generation, tells: the one after the
+// job's newest marker; for a job with none, the first of its generation
+// (before it the job was not enrolled yet, or the store lost what it knew)
+// but not older than the job's history (an older slot may have run and had
+// its marker pruned). So a job enrolled but never run owes the slots since
+// its enrolment, and one the store has just begun to record owes none from
+// before. Zero when the store knows neither.
+func (p *plan) owedFrom(g slotstore.Generation, now time.Time) time.Time {
+	if !g.Newest.IsZero() {
+		return p.sched.Next(g.Newest)
+	}
+	if g.Born.IsZero() {
+		return time.Time{}
+	}
+	floor := now.Add(-p.history)
+	if g.Born.After(floor) {
+		floor = g.Born
+	}
+	// The first slot at or after floor: a slot of the generation's very
+	// instant is covered (slotstore.Generation.Covers).
+	return p.sched.Next(floor.Add(-time.Nanosecond))
 }
 
 const (
@@ -200,6 +221,10 @@ const (
 	// catchUpPrefix begins the reason of a slot the job's catch-up policy
 	// left: "catch_up none", "catch_up latest"...
 	catchUpPrefix = "catch_up "
+	// reasonNewJob is the reason of a slot due before the store began to
+	// record its job, at this replica's start-up: the slot was never the
+	// job's, and no claim can win it (slotstore.Generation).
+	reasonNewJob = "not caught up: the store has just begun to record the job"
 )
 
 // missedReason is the reason label slots_missed_total counts a slot this
@@ -308,10 +333,11 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 // each; more are logged as one summary line.
 const burstLines = 3
 
-// logMissed logs the missed slots this replica's skips recorded: one line
-// per slot in the cluster (the replicas whose skip found the marker there
-// say nothing), and one line for a burst of a job's slots missed for one
-// reason, such as the slots of an outage.
+// logMissed logs the missed slots this replica's skips recorded, and those
+// due before the store began to record their job: one line per slot in the
+// cluster (the replicas whose skip found the marker there say nothing), and
+// one line for a burst of a job's slots missed for one reason, such as the
+// slots of an outage.
 func (l *loop) logMissed(recorded []slotstore.SkipRequest) {
 	type burst struct {
 		job, reason string
@@ -321,8 +347,11 @@ func (l *loop) logMissed(recorded []slotstore.SkipRequest) {
 	bursts := map[[2]string]*burst{}
 	for _, q := range recorded {
 		reason, ok := strings.CutPrefix(q.Reason, "missed: ")
-		if !ok {
+		if !ok && q.Reason != reasonNewJob {
 			continue // paused and catch-up records are logged where decided
+		}
+		if !ok {
+			reason = q.Reason
 		}
 		k := [2]string{q.Job, reason}
 		b := bursts[k]
@@ -335,6 +364,10 @@ func (l *loop) logMissed(recorded []slotstore.SkipRequest) {
 	}
 	now := l.s.now()
 	for _, b := range order {
+		if b.reason == reasonNewJob {
+			l.logNewJob(b.job, b.slots)
+			continue
+		}
 		if len(b.slots) <= burstLines {
 			for _, s := range b.slots {
 				l.s.log.Warn("slot missed", "job", b.job, "slot", s.Format(time.RFC3339), "reason", b.reason,
@@ -346,4 +379,19 @@ func (l *loop) logMissed(recorded []slotstore.SkipRequest) {
 		l.s.log.Warn("slots missed", "job", b.job, "count", len(b.slots), "first", b.slots[0].Format(time.RFC3339),
 			"last", b.slots[len(b.slots)-1].Format(time.RFC3339), "reason", b.reason)
 	}
+}
+
+// logNewJob logs the slots of job due before the store began to record it,
+// which were never the job's: the one its catch-up looked at, and those its
+// jitter delayed past the start-up.
+func (l *loop) logNewJob(job string, slots []time.Time) {
+	if len(slots) <= burstLines {
+		for _, s := range slots {
+			l.s.log.Info("slot "+reasonNewJob, "job", job, "slot", s.Format(time.RFC3339))
+		}
+		return
+	}
+	slices.SortFunc(slots, time.Time.Compare)
+	l.s.log.Info("slots "+reasonNewJob, "job", job, "count", len(slots), "first", slots[0].Format(time.RFC3339),
+		"last", slots[len(slots)-1].Format(time.RFC3339))
 }

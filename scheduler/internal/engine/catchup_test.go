@@ -50,12 +50,12 @@ func TestCatchUpIsBounded(t *testing.T) {
 			e := newEngine(t, j)
 			var runs sync.WaitGroup
 			l := newLoop(e, st, ctx, &runs)
-			newest, ok := l.enroll(ctx)
+			gens, ok := l.enroll(ctx)
 			if !ok {
 				t.Fatal("enroll failed")
 			}
 			p := e.plans[0]
-			l.skip(ctx, l.schedule(p, now, newest["j"]))
+			l.skip(ctx, l.schedule(p, now, gens["j"]))
 
 			kinds := map[entryKind]int{}
 			caughtUp := 0
@@ -80,6 +80,55 @@ func TestCatchUpIsBounded(t *testing.T) {
 			}
 			if bound := tc.retries + 2*maxMissedRecords + 2; len(l.h) > bound {
 				t.Errorf("%d heap entries, want at most %d", len(l.h), bound)
+			}
+		})
+	}
+}
+
+// The slots a job owes a record of when no replica ran them go back to its
+// newest marker, or, for a job with none, to its enrolment, but never to
+// before the job's history, whose markers may have been pruned after they
+// ran (an upgraded store's generations begin at the epoch).
+func TestOwedFrom(t *testing.T) {
+	j := job("j", (&recorder{}).fn)
+	j.Schedule, j.History = mustSchedule(t, "0 12 * * *"), 72*time.Hour
+	p := newEngine(t, j).plans[0]
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	now := at("2026-12-06T15:00:00Z")
+	for _, tc := range []struct {
+		name         string
+		born, newest string
+		want         string // empty for none
+	}{
+		{"nothing known", "", "", ""},
+		{"enrolled long ago, never run", "2026-11-20T08:00:00Z", "", "2026-12-04T12:00:00Z"},
+		{"enrolled at the epoch", "1970-01-01T00:00:00Z", "", "2026-12-04T12:00:00Z"},
+		{"enrolled yesterday", "2026-12-05T03:00:00Z", "", "2026-12-05T12:00:00Z"},
+		{"enrolled at a slot's instant", "2026-12-05T12:00:00Z", "", "2026-12-05T12:00:00Z"},
+		{"enrolled just after a slot", "2026-12-05T12:00:00.5Z", "", "2026-12-06T12:00:00Z"},
+		{"enrolled just now", "2026-12-06T15:00:00Z", "", "2026-12-07T12:00:00Z"},
+		{"ran yesterday", "2026-11-20T08:00:00Z", "2026-12-05T12:00:00Z", "2026-12-06T12:00:00Z"},
+		// Markers from before the generation (a store upgraded, or a
+		// backup restored): as they say, however old.
+		{"ran before its generation", "2026-12-06T14:00:00Z", "2026-12-01T12:00:00Z", "2026-12-02T12:00:00Z"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var g slotstore.Generation
+			if tc.born != "" {
+				g.Born = at(tc.born)
+			}
+			if tc.newest != "" {
+				g.Newest = at(tc.newest)
+			}
+			got := p.owedFrom(g, now)
+			if tc.want == "" && !got.IsZero() || tc.want != "" && !got.Equal(at(tc.want)) {
+				t.Errorf("owedFrom(born %s, newest %s) = %v, want %s", tc.born, tc.newest, got, tc.want)
 			}
 		})
 	}

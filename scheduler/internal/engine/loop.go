@@ -249,6 +249,12 @@ func (l *loop) wake(ctx context.Context) {
 				l.s.log.Debug("timer lag", "job", e.p.name, "lag", lag)
 			}
 		}
+		if e.kind != watch && l.beforeRecord(e) {
+			// Never the job's slot, and no claim can win it: history says
+			// why rather than "data loss" (logged by skip).
+			missed = append(missed, slotstore.SkipRequest{Job: e.p.name, Slot: e.slot, Reason: reasonNewJob, Retain: e.p.history})
+			continue
+		}
 		if e.kind != watch && e.late(now) {
 			skipReason := reasonLate
 			if e.tries > 0 {
@@ -263,6 +269,17 @@ func (l *loop) wake(ctx context.Context) {
 	batch = l.dropPaused(ctx, batch)
 	l.skip(ctx, missed)
 	l.claimAll(ctx, batch)
+}
+
+// beforeRecord reports whether e's slot came due before the store began to
+// record its job, at this replica's start-up: the slot catch-up looks at,
+// or one the job's jitter delayed past the start-up, of a job the store has
+// never seen. A claim of it would be refused and recorded as a loss of
+// data (slotstore.Generation); it was the job's no more than a slot of
+// last year.
+func (l *loop) beforeRecord(e *entry) bool {
+	born, ok := l.memo.newJobs[e.p.name]
+	return ok && e.slot.Before(born)
 }
 
 // push schedules e at at; a watch of a slot already watched is dropped.

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slotcron/slotcron/internal/schedule"
+	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/memstore"
 )
 
@@ -81,7 +82,7 @@ func BenchmarkScheduleSeries(b *testing.B) {
 				before = liveHeap()
 				start = time.Now()
 				for _, p := range e.plans {
-					l.schedule(p, now, time.Time{})
+					l.schedule(p, now, slotstore.Generation{})
 				}
 				whole.add(liveHeap()-before, time.Since(start))
 				runtime.KeepAlive(e)
@@ -121,7 +122,7 @@ func BenchmarkGatherScheduled(b *testing.B) {
 			l := newLoop(e, memstore.New(memstore.Options{}), context.Background(), &sync.WaitGroup{})
 			now := time.Now()
 			for _, p := range e.plans {
-				l.schedule(p, now, time.Time{})
+				l.schedule(p, now, slotstore.Generation{})
 				if made {
 					e.metrics.run(p, EndFailed)
 					e.metrics.run(p, EndTimedOut)

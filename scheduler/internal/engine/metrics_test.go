@@ -122,7 +122,7 @@ func TestScheduledJobSeries(t *testing.T) {
 	l := newLoop(e, memstore.New(memstore.Options{}), context.Background(), &sync.WaitGroup{})
 	now := time.Now()
 	for _, p := range e.plans {
-		l.schedule(p, now, time.Time{})
+		l.schedule(p, now, slotstore.Generation{})
 	}
 	got := gather(t, reg)
 	var perJob []string
@@ -159,7 +159,7 @@ func TestScheduledJobSeries(t *testing.T) {
 	p := e.byName["daily"]
 	e.metrics.run(p, EndFailed).Inc()
 	e.metrics.leaseLost(p).Add(2)
-	l.schedule(p, now, time.Time{})
+	l.schedule(p, now, slotstore.Generation{})
 	got = gather(t, reg)
 	for k, want := range map[string]float64{
 		"slotcron_runs_total,job_name=daily,outcome=failed":  1,

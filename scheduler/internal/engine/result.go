@@ -23,12 +23,13 @@ type claimMemo struct {
 	// since the last one it did not: the loss is logged once.
 	dataLoss map[string]bool
 	// newJobs holds the jobs whose generation this replica's start-up
-	// began: their skipped catch-up is logged as such, not as a loss.
-	newJobs map[string]bool
+	// began, with when it began: their slots from before are recorded
+	// skipped as never theirs (beforeRecord), not claimed as a loss.
+	newJobs map[string]time.Time
 }
 
 func newClaimMemo() claimMemo {
-	return claimMemo{unknown: make(map[slotKey]bool), dataLoss: make(map[string]bool), newJobs: make(map[string]bool)}
+	return claimMemo{unknown: make(map[slotKey]bool), dataLoss: make(map[string]bool), newJobs: make(map[string]time.Time)}
 }
 
 // result acts on the store's answer r to the claim of e, sent at sent, on
@@ -118,14 +119,10 @@ func (l *loop) won(e *entry, r slotstore.ClaimResult, sent time.Time) {
 // skipped logs a slot the store has recorded skipped, m, and counts it
 // missed when this replica's claim is what recorded it (a loss of the
 // store's data, an overlap). A loss is logged as a warning once per job
-// until a claim of the job wins again, and is no news for a job the store
-// has just begun to record.
+// until a claim of the job wins again. (The slots of a job the store has
+// just begun to record are not claimed: beforeRecord.)
 func (l *loop) skipped(e *entry, m slotstore.Marker, log slotDecisions) {
 	mine := m.Holder == l.s.replica
-	if m.Reason == slotstore.ReasonDataLoss && mine && l.memo.newJobs[e.p.name] {
-		log.at(slog.LevelInfo, "slot not caught up: the store has just begun to record the job")
-		return
-	}
 	if m.Reason == slotstore.ReasonDataLoss && mine {
 		l.s.metrics.missed.WithLabelValues(e.p.name, "data loss").Inc()
 		if !l.memo.dataLoss[e.p.name] {
