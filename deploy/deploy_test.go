@@ -499,7 +499,7 @@ func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
 	known := map[string]bool{}
 	for _, name := range []string{
 		"claims_total", "runs_total", "run_duration_seconds", "dispatch_delay_seconds", "timer_lag_seconds",
-		"lease_renewal_seconds", "leases_lost_total", "takeovers_total", "slots_missed_total",
+		"lease_renewal_seconds", "leases_lost_total", "takeovers_total", "slots_missed_total", "jobs_auto_paused_total",
 		"next_run_timestamp_seconds", "last_success_timestamp_seconds", "store_up",
 		"leader", "leadership_changes_total", "leader_renewal_seconds", "fence_rejections_total",
 		"fence_repeats_total", "schedule_interval_seconds", "build_info", "cluster_paused", "job_paused",

@@ -115,6 +115,15 @@ type Policy struct {
 	// claims the retry, never past the slot's starting deadline nor into
 	// its next slot.
 	Retries RetryPolicy `yaml:"retries"`
+	// PauseAfterFailures pauses the job on every replica after this many
+	// failed slots in a row (a slot counts once, when its retries are
+	// spent; a success ends the row), with by "slotcron" and the count and
+	// the last error as the pause's reason, until an operator resumes it;
+	// then it pauses again after as many more. The row is the cluster's,
+	// read from the job's history: slots run by different replicas count
+	// together. At most 1000. 0 never pauses, also in a job whose defaults
+	// say otherwise; nil inherits. Default: never.
+	PauseAfterFailures *int `yaml:"pause_after_failures"`
 }
 
 // RetryPolicy bounds the retries of one slot.
@@ -180,6 +189,18 @@ const (
 	MaxCatchUpLimit = 1000
 )
 
+// maxPauseAfterFailures bounds pause_after_failures: the failed slots a
+// replica reads back from the job's history at each failure.
+const maxPauseAfterFailures = 1000
+
+// pauseAfterFailures is p's pause_after_failures, 0 when not set.
+func (p Policy) pauseAfterFailures() int {
+	if p.PauseAfterFailures == nil {
+		return 0
+	}
+	return *p.PauseAfterFailures
+}
+
 // merge returns p with every zero field taken from d.
 func (p Policy) merge(d Policy) Policy {
 	return Policy{
@@ -199,6 +220,7 @@ func (p Policy) merge(d Policy) Policy {
 			Backoff:    pick(p.Retries.Backoff, d.Retries.Backoff),
 			MaxBackoff: pick(p.Retries.MaxBackoff, d.Retries.MaxBackoff),
 		},
+		PauseAfterFailures: pick(p.PauseAfterFailures, d.PauseAfterFailures),
 	}
 }
 

@@ -274,8 +274,11 @@ func join(path, key string) string {
 
 // truncatedFloat reports whether n is a number with a fraction (or an
 // infinity) that go-yaml would cut to a whole one, without a word, to
-// decode it into t, an integer type.
+// decode it into t, an integer type or a pointer to one.
 func truncatedFloat(n *yaml.Node, t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	if n.Kind != yaml.ScalarNode || !isInt(t) || n.ShortTag() != "!!float" {
 		return false
 	}

@@ -180,7 +180,8 @@ func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, sp
 		OnCrash: pol.OnCrash, MaxAttempts: pol.MaxAttempts,
 		Deadline: pol.StartingDeadline.D(), CatchUp: pol.CatchUp, CatchUpLimit: pol.CatchUpLimit,
 		History: pol.History.D(), Jitter: jitterFor(name, pol.Jitter.D()), Overlap: pol.Overlap,
-		Retries: engine.Retries{Max: pol.Retries.Max, Backoff: pol.Retries.Backoff.D(), MaxBackoff: pol.Retries.MaxBackoff.D()},
+		Retries:            engine.Retries{Max: pol.Retries.Max, Backoff: pol.Retries.Backoff.D(), MaxBackoff: pol.Retries.MaxBackoff.D()},
+		PauseAfterFailures: pol.pauseAfterFailures(),
 	}, true
 }
 
@@ -346,6 +347,11 @@ func (c *Config) checkPolicy(p Policy, path []string, add func(*ConfigError)) {
 	}
 	if p.CatchUpLimit < 0 {
 		add(c.errAt("catch_up_limit must not be negative", at("catch_up_limit")...))
+	}
+	if n := p.pauseAfterFailures(); n < 0 {
+		add(c.errAt("pause_after_failures must not be negative (0 never pauses)", at("pause_after_failures")...))
+	} else if n > maxPauseAfterFailures {
+		add(c.errAt(fmt.Sprintf("pause_after_failures %d is more than %d, the most failed slots a replica reads back from a job's history", n, maxPauseAfterFailures), at("pause_after_failures")...))
 	}
 	if p.CatchUpLimit > MaxCatchUpLimit {
 		add(c.errAt(fmt.Sprintf("catch_up_limit %d is more than %d, the most slots of one job a replica starts at once when it comes up", p.CatchUpLimit, MaxCatchUpLimit), at("catch_up_limit")...))

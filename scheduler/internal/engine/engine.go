@@ -59,6 +59,9 @@ type JobSpec struct {
 	Jitter       time.Duration // this job's fixed delay after each slot
 	Overlap      policy.Overlap
 	Retries      Retries
+	// PauseAfterFailures pauses the job after this many failed slots in a
+	// row (see autopause.go); 0 never does.
+	PauseAfterFailures int
 }
 
 // Retries is a job's retry policy.
@@ -91,6 +94,7 @@ type plan struct {
 	jitter       time.Duration
 	overlap      policy.Overlap
 	retries      Retries
+	pauseAfter   int
 	// metrics holds the job's metric series once it has any.
 	metrics atomic.Pointer[jobMetrics]
 	// mark is set once Run scheduled the job, with its schedule interval.
@@ -138,7 +142,8 @@ func New(c Config) (*Engine, error) {
 	for i, j := range c.Jobs {
 		p := &plan{name: j.Name, fn: j.Fn, sched: j.Schedule, params: j.Params, lease: j.Lease, timeout: j.Timeout,
 			onCrash: j.OnCrash, maxAtt: j.MaxAttempts, deadline: j.Deadline, catchUp: j.CatchUp,
-			catchUpLimit: j.CatchUpLimit, history: j.History, jitter: j.Jitter, overlap: j.Overlap, retries: j.Retries}
+			catchUpLimit: j.CatchUpLimit, history: j.History, jitter: j.Jitter, overlap: j.Overlap, retries: j.Retries,
+			pauseAfter: j.PauseAfterFailures}
 		e.plans[i] = p
 		e.byName[p.name] = p
 	}
@@ -188,7 +193,8 @@ func (e *Engine) Jobs() []JobSpec {
 	for i, p := range e.plans {
 		out[i] = JobSpec{Name: p.name, Schedule: p.sched, Lease: p.lease, Timeout: p.timeout, OnCrash: p.onCrash,
 			MaxAttempts: p.maxAtt, Deadline: p.deadline, CatchUp: p.catchUp, CatchUpLimit: p.catchUpLimit,
-			History: p.history, Jitter: p.jitter, Overlap: p.overlap, Retries: p.retries}
+			History: p.history, Jitter: p.jitter, Overlap: p.overlap, Retries: p.retries,
+			PauseAfterFailures: p.pauseAfter}
 	}
 	return out
 }

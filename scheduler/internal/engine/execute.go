@@ -181,6 +181,9 @@ func (x *execution) record(keeper *lease.Keeper, res jobResult, hooks runHooks) 
 	default:
 		log().Warn("run finished", attrs()...)
 	}
+	if outcome != slotstore.Succeeded {
+		x.s.pauseAfterFailure(failedSlot{st: x.st, p: x.p, slot: x.c.Slot, err: errString(res.err), log: x.log})
+	}
 	return End(outcome)
 }
 

@@ -31,6 +31,7 @@ type metrics struct {
 	leasesLost    *prometheus.CounterVec   // job_name
 	takeovers     *prometheus.CounterVec   // job_name
 	missed        *prometheus.CounterVec   // job_name, reason
+	autoPaused    *prometheus.CounterVec   // job_name
 	nextRun       *prometheus.GaugeVec     // job_name
 	lastSuccess   *prometheus.GaugeVec     // job_name
 	interval      *prometheus.Desc         // job_name; see intervalGauge
@@ -76,6 +77,8 @@ func newMetrics(perJob bool) *metrics {
 			Help: "Slots this replica took over from an expired or released claim."}, []string{jobLabel}),
 		missed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "slots_missed_total",
 			Help: "Slots this replica recorded as not run (each slot is counted by the one replica whose record made it), by job and reason: late, store unavailable, down (no replica ran them), paused, catch up (left by the job's catch_up policy), overlap, data loss; and retry window closed (a retry this replica watched was not run in time)."}, []string{jobLabel, "reason"}),
+		autoPaused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "jobs_auto_paused_total",
+			Help: "Times this replica paused a job after pause_after_failures failed slots in a row (the replica whose failed slot reached the count pauses it; the pause's note says by slotcron, with the count and the last error)."}, []string{jobLabel}),
 		nextRun: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "next_run_timestamp_seconds",
 			Help: "Nominal time of the job's next slot, in Unix seconds."}, []string{jobLabel}),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "last_success_timestamp_seconds",
@@ -107,7 +110,7 @@ func (m *metrics) register(r prometheus.Registerer, withRuntime bool) error {
 	leasesLost := newZeroed(m.leasesLost, &m.jobs, "")
 	interval := &intervalGauge{desc: m.interval, jobs: &m.jobs}
 	cs := []prometheus.Collector{m.claims, runs, m.runDuration, m.dispatchDelay, m.timerLag, m.renewLatency,
-		leasesLost, m.takeovers, m.missed, m.nextRun, m.lastSuccess, interval, m.storeUp, m.buildInfo, &m.paused}
+		leasesLost, m.takeovers, m.missed, m.autoPaused, m.nextRun, m.lastSuccess, interval, m.storeUp, m.buildInfo, &m.paused}
 	if withRuntime {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -188,6 +191,9 @@ func (m *metrics) takeover(p *plan) prometheus.Counter {
 func (m *metrics) leaseLost(p *plan) prometheus.Counter {
 	return m.of(p).leasesLost.get(func() prometheus.Counter { return m.leasesLost.WithLabelValues(p.name) })
 }
+
+// autoPause is p's count of pauses on failure; rare, so not kept on p.
+func (m *metrics) autoPause(p *plan) prometheus.Counter { return m.autoPaused.WithLabelValues(p.name) }
 
 func (m *metrics) next(p *plan) prometheus.Gauge {
 	return m.of(p).nextRun.get(func() prometheus.Gauge { return m.nextRun.WithLabelValues(p.name) })
