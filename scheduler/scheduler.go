@@ -173,6 +173,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if err := s.eng.Run(ctx, rp); err != nil {
 		return err
 	}
+	stopTracing() // its last spans, before the last line
 	s.log.Info("scheduler stopped")
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -90,8 +91,9 @@ func (c *Config) checkTracing(add func(*ConfigError)) {
 }
 
 // openTracing builds the tracer provider of the configuration's tracing
-// block and returns it with the function that flushes and stops it; nil
-// when there is none or WithTracerProvider gave one.
+// block and returns it with the function that flushes and stops it (once,
+// however often it is called); nil when there is none or
+// WithTracerProvider gave one.
 func (s *Scheduler) openTracing(ctx context.Context) (trace.TracerProvider, func(), error) {
 	t := s.cfg.Tracing
 	if s.tracing != nil || !t.on() {
@@ -110,12 +112,12 @@ func (s *Scheduler) openTracing(ctx context.Context) (trace.TracerProvider, func
 	if err != nil {
 		return nil, nil, fmt.Errorf("scheduler: start tracing: %w", err)
 	}
-	stop := func() {
+	stop := sync.OnceFunc(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if err := shutdown(ctx); err != nil {
 			s.log.Warn("tracing: flushing spans failed", "err", err)
 		}
-	}
+	})
 	return tp, stop, nil
 }
