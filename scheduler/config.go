@@ -32,6 +32,8 @@ type Config struct {
 	// Duties maps each duty name to its settings: long-running singleton
 	// responsibilities held by one elected replica at a time.
 	Duties map[string]DutyConfig `yaml:"duties"`
+	// Tracing exports OpenTelemetry spans of every run; off by default.
+	Tracing TracingConfig `yaml:"tracing"`
 
 	src *source // where the config came from, for error positions; nil if built in code
 }

@@ -12,13 +12,15 @@ import (
 
 // The clients of the stores a program does not use: each store kind links
 // its own, so a service that imports package scheduler links only those of
-// the kinds it imports (storekind).
+// the kinds it imports (storekind); nor does it link tracing's SDK.
 var storeClients = map[string]string{
 	"redis":    "github.com/redis/go-redis/",
 	"postgres": "github.com/jackc/pgx/",
 	"etcd":     "go.etcd.io/",
 	"grpc":     "google.golang.org/grpc", // etcd's transport
 	"zap":      "go.uber.org/zap",        // etcd's logger
+	// Not a store's: tracing's SDK and exporter, which scheduler/otlp links.
+	"otel sdk": "go.opentelemetry.io/otel/sdk",
 }
 
 // A service that imports package scheduler alone links SQLite and no

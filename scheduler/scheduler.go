@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/slotcron/slotcron/internal/fencemetrics"
 	"github.com/slotcron/slotcron/jobs"
@@ -35,6 +36,7 @@ type Scheduler struct {
 	now      func() time.Time
 	baseLog  *slog.Logger
 	registry *prometheus.Registry
+	tracing  trace.TracerProvider // from WithTracerProvider
 }
 
 // Option configures a Scheduler beyond its Config.
@@ -148,7 +150,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		kind = fmt.Sprintf("%T", st)
 	}
 	backend.RouteClientLogs(st, s.log)
-	rp := engine.RunParams{Store: st, Elector: s.elector}
+	tp, stopTracing, err := s.openTracing(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	rp := engine.RunParams{Store: st, Elector: s.elector, Tracing: tp}
 	if s.duties > 0 && rp.Elector == nil {
 		el, name, err := s.elect(ctx, st)
 		if err != nil {
@@ -166,6 +173,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if err := s.eng.Run(ctx, rp); err != nil {
 		return err
 	}
+	stopTracing() // its last spans, before the last line
 	s.log.Info("scheduler stopped")
 	return nil
 }

@@ -36,6 +36,7 @@ func (c *Config) resolveContext(ctx context.Context, reg *jobs.Registry) ([]engi
 	add := func(e *ConfigError) { errs = append(errs, e) }
 
 	c.checkStore(add)
+	c.checkTracing(add)
 	if l := c.HTTP.Listen; l != "" {
 		if _, _, err := net.SplitHostPort(l); err != nil {
 			add(c.errAt(fmt.Sprintf("listen %q: want host:port, such as 127.0.0.1:9090", l), "http", "listen"))

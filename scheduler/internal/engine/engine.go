@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/slotcron/slotcron/internal/buildinfo"
 	"github.com/slotcron/slotcron/internal/schedule"
@@ -126,6 +127,10 @@ type Engine struct {
 	now       func() time.Time
 	grace     time.Duration
 	metrics   *metrics
+	// tracer starts the spans of runs; Run sets it from RunParams.Tracing
+	// (a run outside Run, TriggerOn's, may read it meanwhile). Nil traces
+	// nothing.
+	tracer atomic.Pointer[trace.Tracer]
 	// live is the loop of a Run in progress, which triggers go through.
 	live liveEngine
 	// started is when the engine was built; build is this binary's build.

@@ -36,11 +36,12 @@ type runHooks struct {
 func (s *Engine) execute(ctx context.Context, cancel context.CancelCauseFunc, st slotstore.Store, p *plan,
 	c slotstore.Claim, sent time.Time, hooks runHooks) End {
 	defer cancel(nil)
+	ctx, span := s.traceRun(ctx, p, c, sent)
 	run := jobs.Run{Job: p.name, Slot: c.Slot, Fence: c.Fence, Attempt: c.Attempt, Replica: s.replica}.
 		WithParams(p.params).WithLogger(s.base).WithStore(st)
 	// The run's logger is built on its first line: most runs write one.
-	rl := &runLease{s: s, st: st, p: p, ref: c.Ref, cancel: cancel, log: runLogger{base: s.base, run: run}}
-	x := execution{s: s, st: st, p: p, c: c, log: &rl.log}
+	rl := &runLease{s: s, st: st, p: p, ref: c.Ref, cancel: cancel, log: runLogger{base: s.base, run: run}, span: span}
+	x := execution{s: s, st: st, p: p, c: c, log: &rl.log, span: span}
 	x.noteTakeover()
 
 	keeper := rl.keep(sent)
@@ -52,6 +53,7 @@ func (s *Engine) execute(ctx context.Context, cancel context.CancelCauseFunc, st
 		end = x.record(keeper, res, hooks)
 	}
 	s.metrics.run(p, end).Inc()
+	span.end(end, res.err)
 	return end
 }
 
@@ -62,6 +64,9 @@ type execution struct {
 	p   *plan
 	c   slotstore.Claim
 	log *runLogger
+
+	// span is the run's span, which traces it.
+	span runSpan
 }
 
 // jobResult is what calling the job came to.
@@ -152,7 +157,7 @@ func (x *execution) record(keeper *lease.Keeper, res jobResult, hooks runHooks) 
 	if outcome != slotstore.Succeeded {
 		fp.RetryAt, _ = x.p.retryAt(x.c.Slot, x.c.Attempt, x.s.now())
 	}
-	if !x.s.finish(x.st, keeper, fp, x.log) {
+	if !x.span.finish(outcome, func() bool { return x.s.finish(x.st, keeper, fp, x.log) }) {
 		return EndLeaseLost
 	}
 	attrs := func(more ...any) []any {

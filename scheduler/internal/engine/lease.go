@@ -23,6 +23,7 @@ type runLease struct {
 	cancel     context.CancelCauseFunc
 	renewUntil time.Time
 	log        runLogger
+	span       runSpan
 }
 
 // keepLease keeps the lease of one run's claim (package lease: renewal every
@@ -37,7 +38,10 @@ func (r *runLease) keep(sent time.Time) *lease.Keeper {
 }
 
 func (r *runLease) Renew(ctx context.Context) error {
-	return r.st.Renew(ctx, slotstore.RenewParams{Ref: r.ref, Lease: r.p.lease})
+	done := r.span.renewing()
+	err := r.st.Renew(ctx, slotstore.RenewParams{Ref: r.ref, Lease: r.p.lease})
+	done(err)
+	return err
 }
 
 func (r *runLease) Gone(err error) bool { return errors.Is(err, slotstore.ErrLeaseLost) }

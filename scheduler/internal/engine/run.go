@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/slotcron/slotcron/leader"
 	"github.com/slotcron/slotcron/slotstore"
 )
@@ -19,6 +21,9 @@ type RunParams struct {
 	// Serve, when set, starts the admin API; wait returns once it has
 	// stopped after ctx ended. An error stops Run before the loop starts.
 	Serve func(ctx context.Context) (wait func(), err error)
+	// Tracing, when set, traces every run (engine/trace.go); nil traces
+	// none.
+	Tracing trace.TracerProvider
 }
 
 // ErrShutdown is the cause of a job context cancelled by shutdown.
@@ -33,6 +38,7 @@ var ErrShutdown = errors.New("scheduler: shutting down")
 // grace, then left behind, logged.
 func (e *Engine) Run(ctx context.Context, rp RunParams) error {
 	st := rp.Store
+	e.setTracing(rp.Tracing)
 	// runCtx outlives ctx by the shutdown grace: running jobs see it end.
 	runCtx, stopRuns := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopRuns(nil)

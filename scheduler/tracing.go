@@ -1,0 +1,123 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/slotcron/slotcron/scheduler/internal/runtrace"
+)
+
+// TracingConfig exports OpenTelemetry spans of every run: the run, its
+// claim, each lease renewal and the recording of its outcome, with the
+// job, slot, fence, attempt and replica as attributes; a takeover or retry
+// links to the attempt before it. The job's context carries the run's
+// span, so spans the job starts nest under it. Off by default: the zero
+// value traces nothing.
+//
+// The YAML block is served by package scheduler/otlp, which links the
+// OpenTelemetry SDK and its OTLP/HTTP exporter: a binary whose
+// configuration has a tracing block imports it,
+//
+//	import _ "github.com/slotcron/slotcron/scheduler/otlp"
+//
+// and one that does not is refused at tracing, naming that import. In Go,
+// WithTracerProvider hands the scheduler a provider of your own instead.
+type TracingConfig struct {
+	// OTLP is where spans are exported to.
+	OTLP OTLPConfig `yaml:"otlp"`
+	// SampleRatio is the share of slots traced, from 0 to 1; every attempt
+	// of a slot is traced or none is, on every replica alike. Nil means 1:
+	// every slot.
+	SampleRatio *float64 `yaml:"sample_ratio"`
+}
+
+// OTLPConfig says where OTLP/HTTP export requests go.
+type OTLPConfig struct {
+	// Endpoint is the collector's host:port (requests go to /v1/traces on
+	// it), or a URL, http or https, whose path is the traces path (none
+	// means /v1/traces). Required in a tracing block.
+	Endpoint string `yaml:"endpoint"`
+	// Insecure sends plain HTTP to a host:port endpoint; without it, HTTPS.
+	// A URL says which itself.
+	Insecure bool `yaml:"insecure"`
+	// Headers are sent with every export request, such as an
+	// authorization header. Default: none.
+	Headers map[string]string `yaml:"headers"`
+}
+
+// WithTracerProvider traces runs through tp instead of the configuration's
+// tracing block, which is then not read. The caller keeps ownership and
+// shuts tp down after Run. A takeover's link to the attempt before names
+// IDs derived from the slot: build an SDK provider with
+// sdktrace.WithIDGenerator(otlp.IDGenerator()) so that they are the IDs
+// its spans get.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(sc *Scheduler) { sc.tracing = tp }
+}
+
+// on reports whether the configuration has a tracing block.
+func (t TracingConfig) on() bool {
+	return t.OTLP.Endpoint != "" || t.OTLP.Insecure || len(t.OTLP.Headers) > 0 || t.SampleRatio != nil
+}
+
+// checkTracing reports what in the tracing block is wrong, each at its key.
+func (c *Config) checkTracing(add func(*ConfigError)) {
+	t := c.Tracing
+	if !t.on() {
+		return
+	}
+	if _, ok := runtrace.Linked(); !ok {
+		add(c.errAt(fmt.Sprintf("tracing is not linked into this binary: import _ %q", runtrace.Import), "tracing"))
+	}
+	if r := t.SampleRatio; r != nil && !(*r >= 0 && *r <= 1) {
+		add(c.errAt(fmt.Sprintf("sample_ratio %v must be from 0 to 1", *r), "tracing", "sample_ratio"))
+	}
+	ep := t.OTLP.Endpoint
+	switch u, err := url.Parse(ep); {
+	case ep == "":
+		add(c.errAt("endpoint is required: the collector's host:port or URL", "tracing", "otlp", "endpoint"))
+	case !strings.Contains(ep, "://"):
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		add(c.errAt(fmt.Sprintf("endpoint %q: want host:port or an http or https URL", ep), "tracing", "otlp", "endpoint"))
+	case t.OTLP.Insecure && u.Scheme == "https":
+		add(c.errAt("insecure is set but the endpoint is an https URL", "tracing", "otlp", "insecure"))
+	}
+}
+
+// openTracing builds the tracer provider of the configuration's tracing
+// block and returns it with the function that flushes and stops it (once,
+// however often it is called); nil when there is none or
+// WithTracerProvider gave one.
+func (s *Scheduler) openTracing(ctx context.Context) (trace.TracerProvider, func(), error) {
+	t := s.cfg.Tracing
+	if s.tracing != nil || !t.on() {
+		return s.tracing, func() {}, nil
+	}
+	open, ok := runtrace.Linked()
+	if !ok {
+		return nil, nil, fmt.Errorf("scheduler: tracing is not linked into this binary: import _ %q", runtrace.Import)
+	}
+	ratio := 1.0
+	if t.SampleRatio != nil {
+		ratio = *t.SampleRatio
+	}
+	tp, shutdown, err := open(ctx, runtrace.Settings{Endpoint: t.OTLP.Endpoint, Insecure: t.OTLP.Insecure,
+		Headers: t.OTLP.Headers, SampleRatio: ratio, Replica: s.replica, Log: s.log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("scheduler: start tracing: %w", err)
+	}
+	stop := sync.OnceFunc(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := shutdown(ctx); err != nil {
+			s.log.Warn("tracing: flushing spans failed", "err", err)
+		}
+	})
+	return tp, stop, nil
+}
