@@ -29,7 +29,9 @@ function h(tag, props, ...kids) {
   add(e, kids);
   return e;
 }
-function add(e, kids) {
+// add appends kids to e: nodes, strings (text) or arrays of them, to any
+// depth; null, undefined and false are left out.
+function add(e, ...kids) {
   for (const k of kids.flat(Infinity)) {
     if (k === null || k === undefined || k === false) continue;
     e.append(k instanceof Node ? k : document.createTextNode(String(k)));
