@@ -11,8 +11,9 @@ import (
 )
 
 // The dashboard in the incident an operator opens it for, in a real
-// headless Chromium with a 1280×800 window and four jobs with the names,
-// zones and histories of a real deployment: a job paused after failures in a row (by slotcron, with the
+// headless Chromium with a 1280×800 window: four jobs with the names, zones
+// and histories of a real deployment fit the window without scrolling
+// sideways; a job paused after failures in a row (by slotcron, with the
 // last error, as pause_after_failures pauses it) says on its page who
 // paused it and why; and while the whole cluster is paused every view (the
 // jobs, a job's page with its history, the cluster) loads without an error
@@ -24,12 +25,12 @@ func TestDashboardInIncident(t *testing.T) {
 	b := r.browse(t)
 	b.do("a 1280×800 window", chromedp.EmulateViewport(1280, 800))
 
-	// The jobs view, before any pause.
+	// Every column of the jobs view, the next slot's too, within the window.
 	b.open("#/")
-	b.wait("every job with its next slot", incidentHelpers+`
+	b.wait("every job with its next slot, within the window's width", incidentHelpers+`
 		if (!incidentJobs.every((j) => row(j) && /\d\d:\d\d:\d\d/.test(cell(j, 'next').textContent))) return false;
 		return cell('search-index-rebuild', 'running').textContent.includes('scheduler-7c9f8d6b5-x2kqp') &&
-			cell('crm-contacts-sync', 'last_failure').textContent.includes(`+jsString(lastError)+`)`)
+			cell('crm-contacts-sync', 'last_failure').textContent.includes(`+jsString(lastError)+`) && fits()`)
 	b.wait("no error", healthy)
 	b.shot("jobs-1280")
 
@@ -47,13 +48,13 @@ func TestDashboardInIncident(t *testing.T) {
 	// The whole cluster paused: every view, its note in each.
 	r.pause(t, "", "carol", "store failover in progress")
 	b.open("#/")
-	b.wait("the jobs view: the banner with who and why, each job paused", incidentHelpers+`
+	b.wait("the jobs view: the banner with who and why, each job paused, within the window's width", incidentHelpers+`
 		const banner = document.getElementById('cluster-banner');
 		return !banner.hidden && banner.textContent === 'The whole cluster is paused by carol: “store failover in progress”. ' +
 			'No job starts a scheduled slot until it is resumed (Cluster view).' &&
 			incidentJobs.every((j) => row(j) && cell(j, 'health').textContent.includes('cluster paused by carol') &&
 				cell(j, 'next').textContent.includes('none while paused')) &&
-			cell('crm-contacts-sync', 'health').textContent.includes('job paused by slotcron')`)
+			cell('crm-contacts-sync', 'health').textContent.includes('job paused by slotcron') && fits()`)
 	b.wait("no error", healthy)
 	b.shot("jobs-cluster-paused")
 	for _, job := range []string{"crm-contacts-sync", "billing-invoice-export"} {
@@ -87,13 +88,16 @@ const (
 )
 
 // healthy holds while the page's last refresh succeeded and it shows no
-// problem.
+// problem; fits while the jobs table needs no scrolling sideways.
 const (
 	healthy = `const s = document.getElementById('status');
 		return s.className === 'status ok' && s.textContent.startsWith('updated') && document.getElementById('problem').hidden`
 	incidentHelpers = `
 	const incidentJobs = ['billing-invoice-export', 'postgres-nightly-backup', 'search-index-rebuild', 'crm-contacts-sync'];
-`
+	const fits = () => {
+		const wrap = document.querySelector('#jobs-view .table-wrap'), page = document.documentElement;
+		return wrap.scrollWidth <= wrap.clientWidth && page.scrollWidth <= page.clientWidth;
+	};`
 )
 
 // newIncidentRig runs a replica with four jobs as a deployment has them,

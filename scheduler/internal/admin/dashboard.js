@@ -228,11 +228,13 @@ function msg(el, text, ok) {
   el.textContent = text;
 }
 // nextSlot shows a job's next slot: how soon, then when in its zone
-// and, for a zone other than UTC, in UTC.
+// and, for a zone other than UTC, in UTC. The zone's name may go to a
+// line of its own, so that the column stays as narrow as a time.
 function nextSlot(j) {
+  const inUTC = j.timezone === 'UTC';
   return [h('span', { text: rel(j.next), class: 'nowrap' }),
-    h('div', { class: 'small muted nowrap', text: local(j.next_local) + (j.timezone === 'UTC' ? '' : ' ' + j.timezone) }),
-    j.timezone === 'UTC' ? '' : h('div', { class: 'small muted nowrap', text: utc(j.next) })];
+    h('div', { class: 'small muted' }, h('span', { class: 'nowrap', text: local(j.next_local) }), inUTC ? '' : ' ' + j.timezone),
+    inUTC ? '' : h('div', { class: 'small muted nowrap', text: utc(j.next) })];
 }
 function failureText(f) {
   return f.error || f.reason || f.outcome || f.state;
