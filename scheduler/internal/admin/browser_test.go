@@ -35,16 +35,9 @@ const chromium = "/usr/bin/chromium"
 // after a confirmation; the page fits a phone. Screenshots of each are
 // saved where the log says.
 func TestDashboardInBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a browser")
-	}
-	if _, err := exec.LookPath(chromium); err != nil {
-		t.Skipf("no %s (scripts/setup.sh installs Debian's chromium): %v", chromium, err)
-	}
+	needBrowser(t)
 	r := newDashboardRig(t)
-	srv := httptest.NewServer(r.api)
-	defer srv.Close()
-	b := newBrowser(t, srv.URL)
+	b := r.browse(t)
 
 	// The jobs view.
 	b.open("#/")
@@ -240,6 +233,26 @@ func (r *rig) pauses(t *testing.T) slotstore.Pauses {
 
 func (r *rig) pauseNote(t *testing.T, job string) slotstore.PauseNote {
 	return r.pauses(t).Notes[job]
+}
+
+// needBrowser skips a test that drives the browser when the tests run
+// short or the browser is not installed.
+func needBrowser(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a browser")
+	}
+	if _, err := exec.LookPath(chromium); err != nil {
+		t.Skipf("no %s (scripts/setup.sh installs Debian's chromium): %v", chromium, err)
+	}
+}
+
+// browse serves r's API and opens a browser on it, both closed when the
+// test ends.
+func (r *rig) browse(t *testing.T) *browser {
+	srv := httptest.NewServer(r.api)
+	t.Cleanup(srv.Close)
+	return newBrowser(t, srv.URL)
 }
 
 // browser is one tab of a headless Chromium of its own.

@@ -29,7 +29,9 @@ function h(tag, props, ...kids) {
   add(e, kids);
   return e;
 }
-function add(e, kids) {
+// add appends kids to e: nodes, strings (text) or arrays of them, to any
+// depth; null, undefined and false are left out.
+function add(e, ...kids) {
   for (const k of kids.flat(Infinity)) {
     if (k === null || k === undefined || k === false) continue;
     e.append(k instanceof Node ? k : document.createTextNode(String(k)));
@@ -226,11 +228,13 @@ function msg(el, text, ok) {
   el.textContent = text;
 }
 // nextSlot shows a job's next slot: how soon, then when in its zone
-// and, for a zone other than UTC, in UTC.
+// and, for a zone other than UTC, in UTC. The zone's name may go to a
+// line of its own, so that the column stays as narrow as a time.
 function nextSlot(j) {
+  const inUTC = j.timezone === 'UTC';
   return [h('span', { text: rel(j.next), class: 'nowrap' }),
-    h('div', { class: 'small muted nowrap', text: local(j.next_local) + (j.timezone === 'UTC' ? '' : ' ' + j.timezone) }),
-    j.timezone === 'UTC' ? '' : h('div', { class: 'small muted nowrap', text: utc(j.next) })];
+    h('div', { class: 'small muted' }, h('span', { class: 'nowrap', text: local(j.next_local) }), inUTC ? '' : ' ' + j.timezone),
+    inUTC ? '' : h('div', { class: 'small muted nowrap', text: utc(j.next) })];
 }
 function failureText(f) {
   return f.error || f.reason || f.outcome || f.state;

@@ -57,7 +57,7 @@ function jobsView() {
     const cells = {
       health: [dot(j.health), pauseText(j.pause, 'job'), pauseText(j.cluster_pause, 'cluster')],
       name: [h('a', { href: '#/jobs/' + enc(j.name), text: j.name, class: 'job-link' }),
-        h('div', { class: 'small muted nowrap' }, h('code', { text: j.schedule }), ' · ', j.timezone)],
+        h('div', { class: 'small muted' }, h('code', { class: 'nowrap', text: j.schedule }), ' ', h('span', { class: 'nowrap', text: '· ' + j.timezone }))],
       last_success: j.last_success ? [when(j.last_success.finished_at), h('div', { class: 'small muted', text: dur(j.last_success.duration_seconds) })]
         : h('span', { class: 'muted', text: j.scanned >= 50 ? 'none in the last ' + j.scanned + ' slots' : 'none yet' }),
       last_failure: j.last_failure ? [when(j.last_failure.finished_at || j.last_failure.slot),
