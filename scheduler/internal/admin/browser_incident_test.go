@@ -57,6 +57,14 @@ func TestDashboardInIncident(t *testing.T) {
 			cell('crm-contacts-sync', 'health').textContent.includes('job paused by slotcron') && fits()`)
 	b.wait("no error", healthy)
 	b.shot("jobs-cluster-paused")
+	// A search that matches no job still shows the cluster's pause.
+	b.keys("#filter", "no-such-job")
+	b.wait("no job matches, and the banner stays", `
+		const banner = document.getElementById('cluster-banner');
+		return document.getElementById('jobs-body').textContent.includes('No job matches') &&
+			!banner.hidden && banner.textContent.startsWith('The whole cluster is paused by carol')`)
+	b.wait("no error", healthy)
+	b.js(`const f = document.getElementById('filter'); f.value = ''; f.dispatchEvent(new Event('input'))`)
 	for _, job := range []string{"crm-contacts-sync", "billing-invoice-export"} {
 		b.open("#/jobs/" + job)
 		b.wait(job+"'s page: the cluster's pause with who and why, and the history", `

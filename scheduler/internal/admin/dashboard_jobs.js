@@ -87,11 +87,11 @@ function jobsView() {
     range.textContent = st.total ? (st.offset + 1) + '–' + (st.offset + st.jobs.length) + ' of ' + st.total : '';
     prev.disabled = st.offset === 0;
     next.disabled = st.offset + st.jobs.length >= st.total;
-    const cp = st.jobs.find((j) => j.cluster_pause);
+    const cp = st.clusterPause;
     banner.hidden = !cp;
     banner.replaceChildren();
-    if (cp) add(banner, 'The whole cluster is paused', cp.cluster_pause.by ? ' by ' + cp.cluster_pause.by : '',
-      cp.cluster_pause.reason ? ': “' + cp.cluster_pause.reason + '”' : '', '. No job starts a scheduled slot until it is resumed (Cluster view).');
+    if (cp) add(banner, 'The whole cluster is paused', cp.by ? ' by ' + cp.by : '',
+      cp.reason ? ': “' + cp.reason + '”' : '', '. No job starts a scheduled slot until it is resumed (Cluster view).');
   }
   return {
     name: 'jobs', root,
@@ -101,6 +101,11 @@ function jobsView() {
       const r = await api('GET', '/api/jobs?' + q);
       st.jobs = r.data || [];
       st.total = Number(r.headers.get('X-Total-Count')) || st.jobs.length;
+      // The cluster's pause comes with every job; a page that holds none
+      // (a search that matches nothing) asks for any one job to learn it.
+      let any = st.jobs[0];
+      if (!any && st.q) any = ((await api('GET', '/api/jobs?limit=1')).data || [])[0];
+      st.clusterPause = any ? any.cluster_pause : undefined;
       paint();
     },
   };
