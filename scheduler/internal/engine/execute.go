@@ -40,7 +40,7 @@ func (s *Engine) execute(ctx context.Context, cancel context.CancelCauseFunc, st
 		WithParams(p.params).WithLogger(s.base).WithStore(st)
 	// The run's logger is built on its first line: most runs write one.
 	rl := &runLease{s: s, st: st, p: p, ref: c.Ref, cancel: cancel, log: runLogger{base: s.base, run: run}}
-	x := execution{s: s, st: st, p: p, c: c, log: &rl.log}
+	x := execution{s: s, st: st, p: p, c: c, log: &rl.log, lease: rl}
 	x.noteTakeover()
 
 	keeper := rl.keep(sent)
@@ -62,6 +62,8 @@ type execution struct {
 	p   *plan
 	c   slotstore.Claim
 	log *runLogger
+	// lease is the run's claim as its keeper holds it.
+	lease *runLease
 }
 
 // jobResult is what calling the job came to.
@@ -123,6 +125,7 @@ func (x *execution) cutShort(ctx context.Context, keeper *lease.Keeper, res jobR
 		x.s.metrics.succeeded(x.p, x.c.Slot)
 		return EndSucceeded, true
 	case !keeper.Trusted():
+		x.lease.lostUnnoticed() // a no-op when the keeper reported it
 		log.get().Warn("run ended after lease lost; outcome not recorded", "duration", res.dur, "err", errString(res.err))
 		return EndLeaseLost, true
 	case res.err != nil && errors.Is(context.Cause(ctx), ErrShutdown):
