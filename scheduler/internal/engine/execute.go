@@ -182,7 +182,8 @@ func (x *execution) record(keeper *lease.Keeper, res jobResult, hooks runHooks) 
 		// Its retries are spent, or its window closed: the slot is final.
 		log().Error("run finished", attrs("retries", "exhausted")...)
 	default:
-		log().Warn("run finished", attrs()...)
+		// No retry is due: the slot is final, failed.
+		log().Error("run finished", attrs()...)
 	}
 	return End(outcome)
 }
