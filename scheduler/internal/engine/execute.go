@@ -30,17 +30,17 @@ type runHooks struct {
 
 // execute runs one won claim to its end: it keeps the lease, calls the job,
 // and records the outcome (or the retry it earned), or releases the slot on
-// shutdown. ctx is the run's own context and cancel its cancel function,
+// shutdown; o marks its lines. ctx is the run's own context and cancel its cancel function,
 // which the loop may call too (a replaced run). A replica whose lease was
 // lost records nothing: the slot belongs to its successor.
 func (s *Engine) execute(ctx context.Context, cancel context.CancelCauseFunc, st slotstore.Store, p *plan,
-	c slotstore.Claim, sent time.Time, hooks runHooks) End {
+	c slotstore.Claim, o origin, sent time.Time, hooks runHooks) End {
 	defer cancel(nil)
 	run := jobs.Run{Job: p.name, Slot: c.Slot, Fence: c.Fence, Attempt: c.Attempt, Replica: s.replica}.
 		WithParams(p.params).WithLogger(s.base).WithStore(st)
 	// The run's logger is built on its first line: most runs write one.
 	rl := &runLease{s: s, st: st, p: p, ref: c.Ref, cancel: cancel, log: runLogger{base: s.base, run: run}}
-	x := execution{s: s, st: st, p: p, c: c, log: &rl.log, lease: rl}
+	x := execution{s: s, st: st, p: p, c: c, log: &rl.log, lease: rl, origin: o}
 	x.noteTakeover()
 
 	keeper := rl.keep(sent)
@@ -64,6 +64,8 @@ type execution struct {
 	log *runLogger
 	// lease is the run's claim as its keeper holds it.
 	lease *runLease
+	// origin is what started the run.
+	origin origin
 }
 
 // jobResult is what calling the job came to.
@@ -95,7 +97,7 @@ func (x *execution) call(ctx context.Context, run jobs.Run) jobResult {
 	delay := x.s.now().Sub(x.c.Slot)
 	m.delay(x.p).Observe(delay.Seconds())
 	if x.s.log.Enabled(context.Background(), slog.LevelInfo) {
-		x.log.get().Info("run started", "delay", delay.Round(time.Millisecond))
+		x.log.get().Info("run started", append([]any{"delay", delay.Round(time.Millisecond)}, x.origin.attrs()...)...)
 	}
 	err := call(tctx, x.p.fn, run, x.log)
 	dur := time.Since(start)

@@ -44,7 +44,7 @@ func TestFrozenHolderCountsLeaseLost(t *testing.T) {
 		p := e.plans[0]
 		rctx, cancel := context.WithCancelCause(ctx)
 		frozenSince := time.Now().Add(-2 * p.lease)
-		if end := e.execute(rctx, cancel, st, p, rs[0].Claim, frozenSince, runHooks{}); end != EndLeaseLost {
+		if end := e.execute(rctx, cancel, st, p, rs[0].Claim, scheduled, frozenSince, runHooks{}); end != EndLeaseLost {
 			t.Fatalf("the run ended %q, want %q", end, EndLeaseLost)
 		}
 		synctest.Wait() // the keeper's timers, had they anything left to say

@@ -113,7 +113,7 @@ func (l *loop) won(e *entry, r slotstore.ClaimResult, sent time.Time) {
 			cancel(ErrReplaced) // ours: stop it now, not at its next renewal
 		}
 	}
-	l.start(e.p, r.Claim, sent)
+	l.start(e.p, r.Claim, originOf(r.Marker), sent)
 }
 
 // skipped logs a slot the store has recorded skipped, m, and counts it
@@ -192,6 +192,6 @@ func (l *loop) adopt(p *plan, m slotstore.Marker) bool {
 		return false
 	}
 	l.s.log.Info("claim adopted", "job", p.name, "slot", m.Slot.Format(time.RFC3339), "fence", m.Fence, "reason", "its reply was lost")
-	l.start(p, slotstore.Claim{Ref: m.Ref(), Attempt: m.Attempt, PrevHolder: ""}, sent)
+	l.start(p, slotstore.Claim{Ref: m.Ref(), Attempt: m.Attempt, PrevHolder: ""}, originOf(m), sent)
 	return true
 }
