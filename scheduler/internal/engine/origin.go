@@ -13,15 +13,19 @@ const (
 	scheduled origin = iota
 	// triggered: a manual trigger's slot (slotstore.Marker.Manual).
 	triggered
-	// backfilled: a slot a backfill claimed after it never ran.
+	// backfilled: a slot a backfill claimed after it never ran
+	// (slotstore.Marker.Backfill).
 	backfilled
 )
 
 // originOf is the origin of the run of a slot whose marker is m: the loop
-// takes over and adopts manual slots too.
+// takes over and adopts manual and backfilled slots too.
 func originOf(m slotstore.Marker) origin {
-	if m.Manual {
+	switch {
+	case m.Manual:
 		return triggered
+	case m.Backfill:
+		return backfilled
 	}
 	return scheduled
 }

@@ -60,3 +60,16 @@ func TestRunStartedMarksManualAndBackfill(t *testing.T) {
 		}
 	})
 }
+
+// A run the loop starts of a manual or backfilled slot — a takeover, an
+// adoption — is marked as the slot's first run was.
+func TestOriginOfMarker(t *testing.T) {
+	for _, tc := range []struct {
+		m    slotstore.Marker
+		want origin
+	}{{slotstore.Marker{}, scheduled}, {slotstore.Marker{Manual: true}, triggered}, {slotstore.Marker{Backfill: true}, backfilled}} {
+		if got := originOf(tc.m); got != tc.want {
+			t.Errorf("originOf(%+v) = %v, want %v", tc.m, got, tc.want)
+		}
+	}
+}
