@@ -30,9 +30,9 @@ type runHooks struct {
 
 // execute runs one won claim to its end: it keeps the lease, calls the job,
 // and records the outcome (or the retry it earned), or releases the slot on
-// shutdown; o marks its lines. ctx is the run's own context and cancel its cancel function,
-// which the loop may call too (a replaced run). A replica whose lease was
-// lost records nothing: the slot belongs to its successor.
+// shutdown; o marks its lines. ctx is the run's own context and cancel its
+// cancel function, which the loop may call too (a replaced run). A replica
+// whose lease was lost records nothing: the slot belongs to its successor.
 func (s *Engine) execute(ctx context.Context, cancel context.CancelCauseFunc, st slotstore.Store, p *plan,
 	c slotstore.Claim, o origin, sent time.Time, hooks runHooks) End {
 	defer cancel(nil)
@@ -97,7 +97,7 @@ func (x *execution) call(ctx context.Context, run jobs.Run) jobResult {
 	delay := x.s.now().Sub(x.c.Slot)
 	m.delay(x.p).Observe(delay.Seconds())
 	if x.s.log.Enabled(context.Background(), slog.LevelInfo) {
-		x.log.get().Info("run started", append([]any{"delay", delay.Round(time.Millisecond)}, x.origin.attrs()...)...)
+		x.log.get().Info("run started", x.origin.attrs("delay", delay.Round(time.Millisecond))...)
 	}
 	err := call(tctx, x.p.fn, run, x.log)
 	dur := time.Since(start)

@@ -30,14 +30,15 @@ func originOf(m slotstore.Marker) origin {
 	return scheduled
 }
 
-// attrs are the attributes that mark a run's `run started` line: none for a
-// scheduled run, manual=true or backfill=true for the others.
-func (o origin) attrs() []any {
+// attrs returns attrs with the attribute that marks a run's `run started`
+// line: none for a scheduled run, manual=true or backfill=true for the
+// others.
+func (o origin) attrs(attrs ...any) []any {
 	switch o {
 	case triggered:
-		return []any{"manual", true}
+		return append(attrs, "manual", true)
 	case backfilled:
-		return []any{"backfill", true}
+		return append(attrs, "backfill", true)
 	}
-	return nil
+	return attrs
 }
