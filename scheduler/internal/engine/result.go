@@ -119,9 +119,9 @@ func (l *loop) won(e *entry, r slotstore.ClaimResult, sent time.Time) {
 // skipped logs a slot the store has recorded skipped, m, and counts it
 // missed when this replica's claim is what recorded it (a loss of the
 // store's data, an overlap); one recorded by another replica is logged at
-// DEBUG, as that replica logged it. A loss is logged as a warning once per job
-// until a claim of the job wins again, and is no news for a job the store
-// has just begun to record.
+// DEBUG, as that replica logged it. A loss is logged as a warning once per
+// job until a claim of the job wins again, and is no news for a job the
+// store has just begun to record.
 func (l *loop) skipped(e *entry, m slotstore.Marker, log slotDecisions) {
 	mine := m.Holder == l.s.replica
 	if m.Reason == slotstore.ReasonDataLoss && mine && l.memo.newJobs[e.p.name] {
