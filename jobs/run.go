@@ -22,6 +22,12 @@ type Run struct {
 	// Job is the name declared in YAML.
 	Job string
 	// Slot is the nominal instant of the occurrence, in UTC, to the second.
+	// For a backfilled run it is the scheduled slot that never ran, long
+	// past. A manual run (a trigger) has a slot of its own, never one of
+	// the schedule's: the current second when the trigger claims it, or the
+	// first later second that is neither a scheduled slot nor another
+	// trigger's, so a manual run may start before its Slot (a negative
+	// dispatch delay); its Key is as unique as a scheduled run's.
 	Slot time.Time
 	// Fence is greater than every fence issued earlier for this job. Pass it
 	// to the resource the job writes to so a stale holder's writes are

@@ -333,6 +333,14 @@ func TestCLIBackfill(t *testing.T) {
 	if code != ExitOK || !strings.Contains(out, `"to_run":0`) || len(rec.snapshot()) != 3 {
 		t.Errorf("a second backfill: exit %d, ran %d:\n%s%s", code, len(rec.snapshot()), out, errs)
 	}
+	// The history marks the backfilled runs, in text and in JSON.
+	if out, errs, code := run("history", "--config", conf, "--job", "tick"); code != ExitOK || strings.Count(out, "done (backfill)") != 3 {
+		t.Errorf("history: exit %d, want 3 runs marked backfill:\n%s%s", code, out, errs)
+	}
+	if out, errs, code := run("history", "--config", conf, "--job", "tick", "--json"); code != ExitOK ||
+		strings.Count(out, `"backfill":true`) != 3 {
+		t.Errorf("history --json: exit %d, want 3 runs marked backfill:\n%s%s", code, out, errs)
+	}
 
 	if _, errs, code := run("backfill", "--config", conf, "tick", "--from", "2000-01-01"); code != ExitUsage || !strings.Contains(errs, "more than 1000 slots") {
 		t.Errorf("too long a range: exit %d: %s", code, errs)

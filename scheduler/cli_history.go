@@ -70,8 +70,11 @@ a line, as the HTTP API does.
 			dur = m.Duration.Round(time.Millisecond).String()
 		}
 		state := string(m.State)
-		if m.Manual {
+		switch {
+		case m.Manual:
 			state += " (manual)"
+		case m.Backfill:
+			state += " (backfill)"
 		}
 		note := m.Error
 		if m.Reason != "" {

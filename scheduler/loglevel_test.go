@@ -16,8 +16,10 @@ import (
 	"github.com/slotcron/slotcron/slotstore/memstore"
 )
 
-// A run that failed is logged at WARN, and at ERROR once its retries are
-// spent: an operator filtering on WARN sees every failure.
+// A run that failed is logged at WARN while a retry is due, and at ERROR
+// when its slot is final — its retries spent, or none configured (the
+// default): an operator filtering on WARN sees every failure, and a
+// pipeline alerting on ERROR every failed slot.
 func TestFailedRunsLogAtWarnAndError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var buf testlog.Buffer
@@ -42,7 +44,7 @@ func TestFailedRunsLogAtWarnAndError(t *testing.T) {
 				got[l.Job] = append(got[l.Job], l.Level+" "+l.Msg)
 			}
 		}
-		if want := []string{"WARN run finished"}; !slices.Equal(got["plain"], want) {
+		if want := []string{"ERROR run finished"}; !slices.Equal(got["plain"], want) {
 			t.Errorf("plain: %q, want %q", got["plain"], want)
 		}
 		if want := []string{"WARN run failed; retry scheduled", "ERROR run finished"}; !slices.Equal(got["retried"], want) {

@@ -77,8 +77,9 @@
 // have run before a loss of data), nor one whose skip was recorded before
 // the generation began (a marker a restored backup brought back: the slot
 // may have been backfilled since). The winner holds the slot as a first
-// claim would (attempt 1, a fence above every fence of the job), so a
-// second backfill finds it held, then finished, and a repeated backfill of
+// claim would (attempt 1, a fence above every fence of the job, and
+// Marker.Backfill set, which its takeovers keep, as a backfill's claim of a
+// slot with no marker sets it too), so a second backfill finds it held, then finished, and a repeated backfill of
 // a range is safe beside running replicas. With policy.OverlapForbid it
 // waits for the job's other runs: while one holds a live lease, it changes
 // nothing and answers Skipped. Before its NotBefore it changes nothing and

@@ -128,15 +128,15 @@ type ClaimRequest struct {
 	// a loss of data says nothing of whether an older slot ran before it),
 	// is won as a first claim is: the marker becomes running with Attempt
 	// 1, a new fence above every fence of the job, this claim's Holder,
-	// Incarnation, Lease and Retain, Manual false, and no Reason, Outcome or
-	// Error. Before NotBefore by the store's clock such a claim changes
-	// nothing and answers NotYet, as a first claim would; with Overlap
-	// forbid, one made while another slot of the job runs under a live
-	// lease changes nothing and answers Skipped. Overlap must be allow or
-	// forbid with Backfill (ErrInvalid else); Term must be false. Once the
-	// store's clock has reached Slot + Retain (the slot may have run and
-	// its marker been pruned), a Backfill claim is a TakeoverOnly claim
-	// without Backfill: it creates no marker, and a skipped one loses.
+	// Incarnation, Lease and Retain, Manual false, Backfill true (as one that
+	// creates it sets), no Reason, Outcome or Error. Before NotBefore by the
+	// store's clock such a claim changes nothing and answers NotYet, as a
+	// first claim would; with Overlap forbid, one made while another slot of
+	// the job runs under a live lease changes nothing and answers Skipped.
+	// Overlap must be allow or forbid with Backfill (ErrInvalid else); Term
+	// must be false. Once the store's clock has reached Slot + Retain (the
+	// slot may have run and its marker been pruned), a Backfill claim is a
+	// TakeoverOnly claim without Backfill: it creates no marker; a skipped one loses.
 	Backfill bool
 }
 
@@ -490,7 +490,8 @@ type Marker struct {
 	// "catch_up " and the job's policy.CatchUp.
 	Reason string
 	// Manual is true for the slot of a manual trigger.
-	Manual bool
+	Manual   bool
+	Backfill bool // a Backfill claim won the slot; its takeovers keep the mark
 	// Incarnation is ClaimParams.Incarnation of the current or last claim.
 	Incarnation string
 }

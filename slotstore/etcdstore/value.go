@@ -41,6 +41,7 @@ type markerValue struct {
 	Duration    int64     `json:"duration_ns,omitempty"`
 	Reason      string    `json:"reason,omitempty"`
 	Manual      bool      `json:"manual,omitempty"`
+	Backfill    bool      `json:"backfill,omitempty"`
 	Incarnation string    `json:"incarnation,omitempty"`
 }
 
@@ -51,7 +52,7 @@ func encodeMarker(m slotstore.Marker) []byte {
 		Job: m.Job, Slot: m.Slot.Unix(), State: string(m.State), Holder: m.Holder, Fence: max(m.Fence, 0),
 		Attempt: m.Attempt, ClaimedAt: m.ClaimedAt, LeaseEnd: m.LeaseEnd, KeepUntil: m.KeepUntil,
 		FinishedAt: m.FinishedAt, Outcome: string(m.Outcome), Error: m.Error, Duration: int64(m.Duration),
-		Reason: m.Reason, Manual: m.Manual, Incarnation: m.Incarnation,
+		Reason: m.Reason, Manual: m.Manual, Backfill: m.Backfill, Incarnation: m.Incarnation,
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -72,7 +73,8 @@ func decodeMarker(b []byte, mod, base int64) (slotstore.Marker, error) {
 		Job: v.Job, Slot: time.Unix(v.Slot, 0), State: slotstore.State(v.State), Holder: v.Holder, Fence: v.Fence,
 		Attempt: v.Attempt, ClaimedAt: v.ClaimedAt, LeaseEnd: v.LeaseEnd, KeepUntil: v.KeepUntil,
 		FinishedAt: v.FinishedAt, Outcome: slotstore.Outcome(v.Outcome), Error: v.Error,
-		Duration: time.Duration(v.Duration), Reason: v.Reason, Manual: v.Manual, Incarnation: v.Incarnation,
+		Duration: time.Duration(v.Duration), Reason: v.Reason, Manual: v.Manual, Backfill: v.Backfill,
+		Incarnation: v.Incarnation,
 	})
 	if m.Fence == 0 && m.Attempt > 0 {
 		m.Fence = mod

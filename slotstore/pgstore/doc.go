@@ -254,7 +254,7 @@
 // the build once as the owner, then as that role (TestRestrictedRole). A
 // grant ON ALL TABLES covers the tables that exist when it is made: after
 // an upgrade whose migrations add a table, grant again (or set ALTER
-// DEFAULT PRIVILEGES for the owner). Version 8:
+// DEFAULT PRIVILEGES for the owner). Version 9:
 //
 //	schema_migrations (version)  one row per applied migration
 //	fences (job)                 the last fence issued per job
@@ -263,7 +263,7 @@
 //	  job, slot                    unique index markers_by_job (job, slot DESC)
 //	  state, holder, fence,        as slotstore.Marker; holder is the replica
 //	  attempt, outcome, error,     (fence and attempt 0 only when skipped)
-//	  reason, manual, incarnation
+//	  reason, manual, incarnation, backfill
 //	  claimed_at, lease_end        database clock; lease_end is the retry's time when retrying
 //	  keep_until, finished_at      slot + retention; set once neither running nor released
 //	  duration_ns                  nanoseconds
@@ -339,7 +339,10 @@
 //     transaction. Such a migration raises the schema version, and a
 //     replica of the previous build then refuses to start (it still runs
 //     if started); a change of function texts alone keeps the schema
-//     version, and a replica of the previous build starts as before.
+//     version, and a replica of the previous build starts as before. A
+//     migration that adds to the claim's row type (versions 3 and 9) fails
+//     a claim of the old text in flight while it runs (its row no longer
+//     casts to the type); the replica retries it as any failed claim.
 //
 // TestRollingUpgrade shows replicas of the previous build and of version
 // 6's claiming, with those builds' own statements, before, while and
@@ -356,7 +359,8 @@
 // replicas table (a replica of version 6's build pauses and resumes as
 // before, its pauses with no note); 8 backfill claims, a claim with one
 // argument more, beside the one version 6's build calls (versions 7 and 8
-// shipped together). Versions 4, 5, 6 and 8 changed functions alone: their
+// shipped together); 9 the mark of a slot a backfill won (markers.backfill,
+// and the claim's rows with it). Versions 4, 5, 6 and 8 changed functions alone: their
 // migrations now change nothing, and today's texts stand in functions/.
 //
 // The store takes two advisory lock keys per schema, derived from a hash

@@ -14,7 +14,7 @@ import (
 var functionHashes = map[string][]string{
 	"enroll":       {"04736ba9d42b84ad4577f4936f0f00da39479ec455c4700697c1a783a6ca1cad"},
 	"renew":        {"0fdb9378d0d359a3398f89afe8d42213023c31037472c3e1cc2b851d9eb82930"},
-	"claim":        {"170ee472b0e40b01ddf44dcfb4504f8453425ba6854d65f653d3a018168656ff"},
+	"claim":        {"170ee472b0e40b01ddf44dcfb4504f8453425ba6854d65f653d3a018168656ff", "62b998a4922877f081448d0724c773425981b6bef0b10a8b5f83ddc042f54a7d"},
 	"claim_compat": {"84617abbf4ace2fdf372cb33808003f823e163d75ecfa630e61a8b4c64f8c4cb"},
 }
 

@@ -23,6 +23,10 @@ import (
 //go:embed testdata/schema8e30ad2/*.sql.txt
 var oldMigrations embed.FS
 
+// oldVersions is the newest version the fixtures hold: the previous
+// build's. Version 9, the backfill mark, is this build's own.
+const oldVersions = 8
+
 // buildOldSchema creates schema at version as a build of that version
 // left it: the old migration files 1 to version, applied in order in one
 // transaction and recorded in schema_migrations, as that build's migrate

@@ -9,7 +9,7 @@ import (
 
 // columns lists a marker's columns in the order scanMarker reads them.
 const columns = `job, slot, state, holder, fence, attempt, claimed_at, lease_end, keep_until,
-	finished_at, outcome, error, duration_ns, reason, manual, incarnation`
+	finished_at, outcome, error, duration_ns, reason, manual, incarnation, backfill`
 
 // Every fenced mutation is one statement at the database's clock about the
 // slot $1 job, $2 slot, $3 fence: it changes the row only while the slot is
@@ -92,7 +92,7 @@ func markerDest(m *slotstore.Marker) ([]any, func()) {
 		durNS          int64
 	)
 	dest := []any{&m.Job, &m.Slot, &state, &m.Holder, &m.Fence, &m.Attempt, &m.ClaimedAt, &m.LeaseEnd,
-		&m.KeepUntil, &finished, &outcome, &m.Error, &durNS, &m.Reason, &m.Manual, &m.Incarnation}
+		&m.KeepUntil, &finished, &outcome, &m.Error, &durNS, &m.Reason, &m.Manual, &m.Incarnation, &m.Backfill}
 	return dest, func() {
 		m.State, m.Outcome, m.Duration = slotstore.State(state), slotstore.Outcome(outcome), time.Duration(durNS)
 		m.Slot, m.ClaimedAt, m.LeaseEnd, m.KeepUntil = m.Slot.UTC(), m.ClaimedAt.UTC(), m.LeaseEnd.UTC(), m.KeepUntil.UTC()

@@ -274,7 +274,7 @@ func fillClaims(out []slotstore.ClaimResult, reqs []request, idx []int, replica,
 				Job: req.Job, Slot: req.Slot, State: slotstore.StateRunning, Holder: replica, Fence: r.int(),
 				Attempt: 1, ClaimedAt: now, LeaseEnd: now.Add(time.Duration(millisUp(req.Lease)) * time.Millisecond),
 				KeepUntil: time.UnixMilli(req.Slot.UnixMilli() + req.Retain.Milliseconds()).UTC(), Manual: req.Manual,
-				Incarnation: incarnation,
+				Backfill: req.Backfill, Incarnation: incarnation,
 			}
 			out[i] = slotstore.ClaimResult{Status: slotstore.Won, Marker: m, Claim: slotstore.Claim{Ref: m.Ref(), Attempt: 1}}
 			continue

@@ -11,7 +11,7 @@ import (
 
 // markerFields is the number of values a script returns for a marker: the
 // FIELDS of scripts/prelude.lua.
-const markerFields = 14
+const markerFields = 15
 
 // reply reads the values of a script's reply, remembering the first value
 // that is not what it should be.
@@ -97,6 +97,7 @@ func (r *reply) marker(job string, slot int64) slotstore.Marker {
 		Reason:      r.str(),
 		Manual:      r.str() == "1",
 		Incarnation: r.str(),
+		Backfill:    r.str() == "1",
 	}
 }
 

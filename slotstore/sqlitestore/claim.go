@@ -12,7 +12,7 @@ import (
 
 const (
 	selectMarker = `SELECT ` + columns + ` FROM markers WHERE job = ? AND slot = ?`
-	putMarker    = `INSERT OR REPLACE INTO markers (` + columns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	putMarker    = `INSERT OR REPLACE INTO markers (` + columns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// nextFence issues the job's next fence: past the last one and never
 	// below the store's clock in microseconds, so a file deleted or
 	// replaced, whose counters start again, still issues fences above every

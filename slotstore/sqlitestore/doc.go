@@ -47,8 +47,8 @@
 //
 // PRAGMA user_version holds the schema version; Open applies the migrations
 // a file lacks in one transaction and refuses a file newer than it knows.
-// Version 3 (version 2 added generations and markers' incarnation, version
-// 3 pause notes and beats):
+// Version 4 (version 2 added generations and markers' incarnation, version
+// 3 pause notes and beats, version 4 markers' backfill mark):
 //
 //	markers (job, slot)        one row per slot; PRIMARY KEY (job, slot DESC)
 //	  slot                       Unix seconds, UTC
@@ -56,7 +56,7 @@
 //	  keep_until, finished_at    (finished_at 0 while running or released)
 //	  state, holder, fence,      as slotstore.Marker
 //	  attempt, outcome, error,
-//	  reason, manual             (manual 0 or 1)
+//	  reason, manual, backfill   (manual and backfill 0 or 1)
 //	  duration_ns                nanoseconds
 //	  index markers_by_slot (slot DESC, job)        History of every job
 //	  index markers_by_state (state, slot DESC, job) History by state

@@ -9,7 +9,7 @@ import (
 
 // columns lists a marker's columns in the order scanMarker and markerArgs use.
 const columns = `job, slot, state, holder, fence, attempt, claimed_at, lease_end, keep_until,
-	finished_at, outcome, error, duration_ns, reason, manual, incarnation`
+	finished_at, outcome, error, duration_ns, reason, manual, incarnation, backfill`
 
 // scanner is a *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }
@@ -22,7 +22,7 @@ func scanMarker(r scanner) (slotstore.Marker, error) {
 		state, outcome                                      string
 	)
 	err := r.Scan(&m.Job, &slot, &state, &m.Holder, &m.Fence, &m.Attempt, &claimed, &leaseEnd, &keepUntil,
-		&finished, &outcome, &m.Error, &durNS, &m.Reason, &m.Manual, &m.Incarnation)
+		&finished, &outcome, &m.Error, &durNS, &m.Reason, &m.Manual, &m.Incarnation, &m.Backfill)
 	if err != nil {
 		return m, err
 	}
@@ -38,7 +38,7 @@ func markerArgs(m slotstore.Marker) []any {
 	return []any{
 		m.Job, m.Slot.Unix(), string(m.State), m.Holder, m.Fence, m.Attempt,
 		millis(m.ClaimedAt), millis(m.LeaseEnd), millis(m.KeepUntil), millis(m.FinishedAt),
-		string(m.Outcome), m.Error, int64(m.Duration), m.Reason, m.Manual, m.Incarnation,
+		string(m.Outcome), m.Error, int64(m.Duration), m.Reason, m.Manual, m.Incarnation, m.Backfill,
 	}
 }
 

@@ -64,6 +64,8 @@ var migrations = []string{
 		seen        INTEGER NOT NULL, -- Unix milliseconds, store clock
 		keep_until  INTEGER NOT NULL  -- Unix milliseconds: seen + TTL + slotstore.BeatKeep
 	) WITHOUT ROWID;`,
+	// 4: the mark of a slot a backfill won (slotstore.Marker.Backfill).
+	`ALTER TABLE markers ADD COLUMN backfill INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // migrate brings the file's schema to the newest version in one

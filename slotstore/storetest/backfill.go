@@ -34,8 +34,8 @@ func skipMissed(t *testing.T, s slotstore.Store, job string, slot time.Time) slo
 
 // testBackfill: a Backfill claim wins a slot recorded skipped as missed as
 // a first claim wins a slot: attempt 1, a fence above every fence of the
-// job, a marker with nothing of the skip left; the slot then runs once,
-// like any other. An ordinary claim of a skipped slot still loses, no claim
+// job, a marker with nothing of the skip left and marked Backfill, a mark
+// its takeovers keep; the slot then runs once, like any other. An ordinary claim of a skipped slot still loses, no claim
 // wins a slot skipped for data loss, and a Backfill claim of a slot with
 // no marker is an ordinary claim.
 func testBackfill(t *testing.T, s slotstore.Store) {
@@ -80,8 +80,12 @@ func testBackfill(t *testing.T, s slotstore.Store) {
 		t.Errorf("backfill fence %d, want above the job's fences %d and %d", won.Claim.Fence, first.Claim.Fence, later.Claim.Fence)
 	}
 	m := won.Marker
-	if m.Manual || m.Incarnation != "i2" || !m.KeepUntil.Equal(sl[1].Add(time.Hour)) || m.Attempt != 1 {
-		t.Errorf("backfilled marker %+v: want not manual, incarnation i2, kept until %s, attempt 1", m, stamp(sl[1].Add(time.Hour)))
+	if m.Manual || !m.Backfill || m.Incarnation != "i2" || !m.KeepUntil.Equal(sl[1].Add(time.Hour)) || m.Attempt != 1 {
+		t.Errorf("backfilled marker %+v: want not manual, backfill, incarnation i2, kept until %s, attempt 1", m,
+			stamp(sl[1].Add(time.Hour)))
+	}
+	if first.Marker.Backfill || later.Marker.Backfill || mustFind(t, s, job, sl[0]).Backfill {
+		t.Errorf("ordinary claims' markers %+v, %+v: want no backfill mark", first.Marker, later.Marker)
 	}
 	within(t, "backfilled at", m.ClaimedAt, before, after)
 	if d := m.LeaseEnd.Sub(m.ClaimedAt); d < longLease-time.Millisecond || d > longLease+time.Millisecond {
@@ -122,9 +126,16 @@ func testBackfill(t *testing.T, s slotstore.Store) {
 
 	// A slot with no marker is claimed as usual.
 	fresh := mustWin(t, s, "r2", backfillReq(job, sl[2], longLease))
-	if fresh.Claim.Attempt != 1 || fresh.Claim.Fence <= won.Claim.Fence {
-		t.Errorf("backfill of a slot with no marker: %+v", fresh.Claim)
+	if fresh.Claim.Attempt != 1 || fresh.Claim.Fence <= won.Claim.Fence || !fresh.Marker.Backfill {
+		t.Errorf("backfill of a slot with no marker: %+v, marker %+v", fresh.Claim, fresh.Marker)
 	}
+	// A takeover of a backfilled slot keeps its mark, as the history does.
+	short := mustWin(t, s, "r2", backfillReq(job, sl[4], shortLease))
+	took := claimAfterExpiry(t, s, "r3", req(job, sl[4], longLease))
+	if took.Status != slotstore.Won || took.Claim.Attempt != 2 || !took.Marker.Backfill || !mustFind(t, s, job, sl[4]).Backfill {
+		t.Errorf("takeover of a backfilled slot %+v: %v %+v, want won, attempt 2, backfill kept", short.Claim, took.Status, took.Marker)
+	}
+	finish(t, s, slotstore.FinishParams{Ref: took.Claim.Ref, Outcome: slotstore.Succeeded})
 	// Any reason but data loss will do: a slot skipped for overlap too.
 	finish(t, s, slotstore.FinishParams{Ref: later.Claim.Ref, Outcome: slotstore.Succeeded})
 	over := claimOne(t, s, "r1", overlapReq(job, sl[3], longLease, policy.OverlapForbid))

@@ -77,7 +77,8 @@
 //     BeatKeep after the TTL, then gone.
 //   - Backfill: a Backfill claim wins a skipped slot (not for data loss, of
 //     its job's generation, skipped since it began) once, as a first claim
-//     (attempt 1, a higher fence), answers NotYet before its NotBefore, and
+//     (attempt 1, a higher fence, marked Backfill, a mark takeovers keep),
+//     answers NotYet before its NotBefore, and
 //     with forbid changes nothing while another slot runs; ordinary claims
 //     still lose skipped slots; replace or a term is ErrInvalid; concurrent
 //     backfills have one winner; once the store's clock has reached Slot +

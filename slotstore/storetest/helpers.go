@@ -195,7 +195,8 @@ func unchanged(t *testing.T, what string, before, after slotstore.Marker) {
 	if before.State != after.State || before.Holder != after.Holder || before.Fence != after.Fence ||
 		before.Attempt != after.Attempt || !before.LeaseEnd.Equal(after.LeaseEnd) ||
 		before.Outcome != after.Outcome || before.Error != after.Error || before.Duration != after.Duration ||
-		!before.FinishedAt.Equal(after.FinishedAt) || before.Reason != after.Reason || before.Manual != after.Manual {
+		!before.FinishedAt.Equal(after.FinishedAt) || before.Reason != after.Reason || before.Manual != after.Manual ||
+		before.Backfill != after.Backfill {
 		t.Errorf("%s changed the marker:\nbefore %+v\nafter  %+v", what, before, after)
 	}
 }

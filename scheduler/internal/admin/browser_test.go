@@ -119,6 +119,13 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.wait("no scheduled slot of nightly", `return document.getElementById('history-body').textContent.includes('No slot matches.')`)
 	b.selectValue("#f-manual", "true")
 	b.wait("the manual slot", `return document.querySelectorAll('#history-body tr[data-slot]').length === 1`)
+	// A slot a backfill ran is marked so: the store records it (an hour
+	// ahead here, a second no schedule or trigger takes).
+	r.backfilled(t, "nightly", time.Now().Add(time.Hour).Truncate(time.Second))
+	b.selectValue("#f-manual", "false")
+	b.wait("the backfilled slot, marked", `
+		const rows = [...document.querySelectorAll('#history-body tr[data-slot]')];
+		return rows.length === 1 && [...rows[0].querySelectorAll('.badge')].some((e) => e.textContent === 'backfill')`)
 
 	// Pause with a reason: none is refused at once, one is recorded.
 	b.click("#pause-submit")

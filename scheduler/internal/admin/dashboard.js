@@ -199,7 +199,7 @@ function spark(recent) {
     counts[c] = (counts[c] || 0) + 1;
     const bh = Math.max(5, Math.round(hgt * (0.3 + 0.7 * (r.duration_seconds || 0) / longest)));
     svg.append(s('rect', { x: i * w, y: hgt - bh, width: w - 1, height: bh, class: c },
-      utc(r.slot) + ' · ' + outcomeText(r) + (r.duration_seconds ? ' · ' + dur(r.duration_seconds) : '') + (r.manual ? ' · manual' : '') + (r.attempt > 1 ? ' · attempt ' + r.attempt : '')));
+      utc(r.slot) + ' · ' + outcomeText(r) + (r.duration_seconds ? ' · ' + dur(r.duration_seconds) : '') + (r.manual ? ' · manual' : '') + (r.backfill ? ' · backfill' : '') + (r.attempt > 1 ? ' · attempt ' + r.attempt : '')));
   });
   const names = { 's-ok': 'succeeded', 's-fail': 'failed', 's-run': 'running or retrying', 's-skip': 'skipped' };
   svg.setAttribute('aria-label', recent.length ? 'recent slots: ' + Object.entries(counts).map(([c, n]) => n + ' ' + names[c]).join(', ') : 'no slots yet');

@@ -166,7 +166,8 @@ function jobView(name) {
   function paintHistory(p) {
     st.page = p;
     histBody.replaceChildren(...p.slots.map((x) => h('tr', { class: outcomeClass(x), dataset: { slot: x.slot } },
-      h('td', { dataset: { label: 'Slot' } }, h('span', { class: 'mono', text: utc(x.slot) }), x.manual ? [' ', h('span', { class: 'badge', text: 'manual' })] : ''),
+      h('td', { dataset: { label: 'Slot' } }, h('span', { class: 'mono', text: utc(x.slot) }), x.manual ? [' ', h('span', { class: 'badge', text: 'manual' })] : '',
+        x.backfill ? [' ', h('span', { class: 'badge', text: 'backfill' })] : ''),
       h('td', { dataset: { label: 'State' } }, h('span', { class: outcomeClass(x).replace('s-', 'st-'), text: outcomeText(x) })),
       h('td', { dataset: { label: 'Start' }, text: x.attempt ? near(x.claimed_at, x.slot) : '', title: utc(x.claimed_at) }),
       h('td', { dataset: { label: 'Finish' }, text: near(x.finished_at, x.slot), title: utc(x.finished_at) }),

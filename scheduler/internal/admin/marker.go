@@ -17,6 +17,7 @@ type MarkerView struct {
 	Error      string  `json:"error,omitempty"`
 	Reason     string  `json:"reason,omitempty"`
 	Manual     bool    `json:"manual,omitempty"`
+	Backfill   bool    `json:"backfill,omitempty"`
 	Attempt    int     `json:"attempt"`
 	Fence      int64   `json:"fence"`
 	Holder     string  `json:"holder"`
@@ -31,7 +32,7 @@ func MarkerJSON(m slotstore.Marker) MarkerView {
 		Job: m.Job, Slot: m.Slot.UTC().Format(time.RFC3339), Key: jobs.Run{Job: m.Job, Slot: m.Slot}.Key(),
 		State: string(m.State), Outcome: string(m.Outcome), Error: m.Error, Attempt: m.Attempt, Fence: m.Fence,
 		Holder: m.Holder, ClaimedAt: m.ClaimedAt.UTC().Format(time.RFC3339Nano), Duration: m.Duration.Seconds(),
-		Reason: m.Reason, Manual: m.Manual,
+		Reason: m.Reason, Manual: m.Manual, Backfill: m.Backfill,
 	}
 	if !m.FinishedAt.IsZero() {
 		v.FinishedAt = m.FinishedAt.UTC().Format(time.RFC3339Nano)

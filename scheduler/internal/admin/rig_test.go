@@ -214,3 +214,17 @@ func running(e *engine.Engine) bool {
 	_, ok := e.Records()
 	return ok
 }
+
+// backfilled records slot of job run by a backfill claim of replica "b",
+// and succeeded.
+func (r *rig) backfilled(t *testing.T, job string, slot time.Time) {
+	t.Helper()
+	res, err := r.st.Claim(t.Context(), slotstore.ClaimParams{Replica: "b", Requests: []slotstore.ClaimRequest{
+		{Job: job, Slot: slot, Lease: time.Minute, Backfill: true}}})
+	if err != nil || res[0].Status != slotstore.Won || !res[0].Marker.Backfill {
+		t.Fatalf("backfill claim %s@%s: %+v %v", job, slot, res, err)
+	}
+	if err := r.st.Finish(t.Context(), slotstore.FinishParams{Ref: res[0].Claim.Ref, Outcome: slotstore.Succeeded}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -67,6 +67,7 @@ type runningView struct {
 	Fence     int64  `json:"fence"`
 	Attempt   int    `json:"attempt"`
 	Manual    bool   `json:"manual,omitempty"`
+	Backfill  bool   `json:"backfill,omitempty"`
 	ClaimedAt string `json:"claimed_at"`
 	// Elapsed is the time since the claim; LeaseLeft the time until its
 	// lease ends, negative once it has ended. Both are approximate: the
@@ -85,6 +86,7 @@ type recentView struct {
 	Outcome  string  `json:"outcome,omitempty"`
 	Attempt  int     `json:"attempt"`
 	Manual   bool    `json:"manual,omitempty"`
+	Backfill bool    `json:"backfill,omitempty"`
 	Duration float64 `json:"duration_seconds,omitempty"`
 }
 
@@ -92,7 +94,7 @@ type recentView struct {
 func runningJSON(m slotstore.Marker, lease time.Duration, now time.Time) runningView {
 	left := m.LeaseEnd.Sub(now)
 	return runningView{Slot: m.Slot.UTC().Format(time.RFC3339), Key: jobs.Run{Job: m.Job, Slot: m.Slot}.Key(), Holder: m.Holder,
-		Fence: m.Fence, Attempt: m.Attempt, Manual: m.Manual, ClaimedAt: m.ClaimedAt.UTC().Format(time.RFC3339Nano),
+		Fence: m.Fence, Attempt: m.Attempt, Manual: m.Manual, Backfill: m.Backfill, ClaimedAt: m.ClaimedAt.UTC().Format(time.RFC3339Nano),
 		Elapsed: now.Sub(m.ClaimedAt).Seconds(), LeaseLeft: left.Seconds(), Stalled: left < -stallMargin(lease)}
 }
 
@@ -169,7 +171,7 @@ func summarize(ms []slotstore.Marker, full bool) jobStatus {
 	s.ConsecutiveMore = streak && full && s.ConsecutiveFailures > 0
 	for _, m := range ms[:min(len(ms), recentLen)] {
 		s.Recent = append(s.Recent, recentView{Slot: m.Slot.UTC().Format(time.RFC3339), State: string(m.State),
-			Outcome: string(m.Outcome), Attempt: m.Attempt, Manual: m.Manual, Duration: m.Duration.Seconds()})
+			Outcome: string(m.Outcome), Attempt: m.Attempt, Manual: m.Manual, Backfill: m.Backfill, Duration: m.Duration.Seconds()})
 	}
 	slices.Reverse(s.Recent)
 	return s

@@ -6,6 +6,7 @@ package engine
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -291,6 +292,10 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 				recorded = append(recorded, q)
 				continue
 			}
+			if q.Reason == reasonPaused && r.Status == slotstore.Skipped {
+				l.logSkipped(slog.LevelDebug, q, r.Marker) // another replica's skip recorded it
+				continue
+			}
 			if r.Status == slotstore.Held {
 				// Claimed meanwhile by a replica that may die: watch it, as
 				// a replica whose claim lost does.
@@ -333,10 +338,11 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 // each; more are logged as one summary line.
 const burstLines = 3
 
-// logMissed logs the missed slots this replica's skips recorded, and those
-// due before the store began to record their job: one line per slot in the
-// cluster (the replicas whose skip found the marker there say nothing), and
-// one line for a burst of a job's slots missed for one reason, such as the
+// logMissed logs the missed and paused slots this replica's skips
+// recorded, and those due before the store began to record their job: one
+// line per slot in the cluster (the replicas whose skip found the marker
+// there say nothing, or log a paused slot at DEBUG), and one line for a
+// burst of a job's slots missed for one reason, such as the
 // slots of an outage.
 func (l *loop) logMissed(recorded []slotstore.SkipRequest) {
 	type burst struct {
@@ -346,9 +352,13 @@ func (l *loop) logMissed(recorded []slotstore.SkipRequest) {
 	var order []*burst
 	bursts := map[[2]string]*burst{}
 	for _, q := range recorded {
+		if q.Reason == reasonPaused {
+			l.logSkipped(slog.LevelInfo, q, slotstore.Marker{Reason: q.Reason, Holder: l.s.replica})
+			continue
+		}
 		reason, ok := strings.CutPrefix(q.Reason, "missed: ")
 		if !ok && q.Reason != reasonNewJob {
-			continue // paused and catch-up records are logged where decided
+			continue // catch-up records are logged where decided
 		}
 		if !ok {
 			reason = q.Reason
@@ -394,4 +404,12 @@ func (l *loop) logNewJob(job string, slots []time.Time) {
 	slices.SortFunc(slots, time.Time.Compare)
 	l.s.log.Info("slots "+reasonNewJob, "job", job, "count", len(slots), "first", slots[0].Format(time.RFC3339),
 		"last", slots[len(slots)-1].Format(time.RFC3339))
+}
+
+// logSkipped logs the slot of q recorded skipped as m says, at level.
+func (l *loop) logSkipped(level slog.Level, q slotstore.SkipRequest, m slotstore.Marker) {
+	if l.s.log.Enabled(context.Background(), level) {
+		l.s.log.Log(context.Background(), level, "slot skipped", "job", q.Job, "slot", q.Slot.Format(time.RFC3339),
+			"reason", m.Reason, "by", m.Holder)
+	}
 }

@@ -17,7 +17,7 @@
 // (result.go):
 //
 //	won       run the job in its own goroutine (see below)
-//	held      log "slot lost"; claim again when the holder's lease ends by
+//	held      log "slot lost" (DEBUG); claim again when the holder's lease ends by
 //	          the store's reckoning (at least every lease/3), so a dead
 //	          holder's slot is taken over at once and a released one soon
 //	finished  nothing: the slot never runs again

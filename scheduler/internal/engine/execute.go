@@ -30,18 +30,18 @@ type runHooks struct {
 
 // execute runs one won claim to its end: it keeps the lease, calls the job,
 // and records the outcome (or the retry it earned), or releases the slot on
-// shutdown. ctx is the run's own context and cancel its cancel function,
-// which the loop may call too (a replaced run). A replica whose lease was
-// lost records nothing: the slot belongs to its successor.
+// shutdown; o marks its lines. ctx is the run's own context and cancel its
+// cancel function, which the loop may call too (a replaced run). A replica
+// whose lease was lost records nothing: the slot belongs to its successor.
 func (s *Engine) execute(ctx context.Context, cancel context.CancelCauseFunc, st slotstore.Store, p *plan,
-	c slotstore.Claim, sent time.Time, hooks runHooks) End {
+	c slotstore.Claim, o origin, sent time.Time, hooks runHooks) End {
 	defer cancel(nil)
 	ctx, span := s.traceRun(ctx, p, c, sent)
 	run := jobs.Run{Job: p.name, Slot: c.Slot, Fence: c.Fence, Attempt: c.Attempt, Replica: s.replica}.
 		WithParams(p.params).WithLogger(s.base).WithStore(st)
 	// The run's logger is built on its first line: most runs write one.
 	rl := &runLease{s: s, st: st, p: p, ref: c.Ref, cancel: cancel, log: runLogger{base: s.base, run: run}, span: span}
-	x := execution{s: s, st: st, p: p, c: c, log: &rl.log, span: span}
+	x := execution{s: s, st: st, p: p, c: c, log: &rl.log, span: span, lease: rl, origin: o}
 	x.noteTakeover()
 
 	keeper := rl.keep(sent)
@@ -67,6 +67,10 @@ type execution struct {
 
 	// span is the run's span, which traces it.
 	span runSpan
+	// lease is the run's claim as its keeper holds it.
+	lease *runLease
+	// origin is what started the run.
+	origin origin
 }
 
 // jobResult is what calling the job came to.
@@ -98,7 +102,7 @@ func (x *execution) call(ctx context.Context, run jobs.Run) jobResult {
 	delay := x.s.now().Sub(x.c.Slot)
 	m.delay(x.p).Observe(delay.Seconds())
 	if x.s.log.Enabled(context.Background(), slog.LevelInfo) {
-		x.log.get().Info("run started", "delay", delay.Round(time.Millisecond))
+		x.log.get().Info("run started", x.origin.attrs("delay", delay.Round(time.Millisecond))...)
 	}
 	err := call(tctx, x.p.fn, run, x.log)
 	dur := time.Since(start)
@@ -128,6 +132,7 @@ func (x *execution) cutShort(ctx context.Context, keeper *lease.Keeper, res jobR
 		x.s.metrics.succeeded(x.p, x.c.Slot)
 		return EndSucceeded, true
 	case !keeper.Trusted():
+		x.lease.lostUnnoticed() // a no-op when the keeper reported it
 		log.get().Warn("run ended after lease lost; outcome not recorded", "duration", res.dur, "err", errString(res.err))
 		return EndLeaseLost, true
 	case res.err != nil && errors.Is(context.Cause(ctx), ErrShutdown):
@@ -184,7 +189,8 @@ func (x *execution) record(keeper *lease.Keeper, res jobResult, hooks runHooks) 
 		// Its retries are spent, or its window closed: the slot is final.
 		log().Error("run finished", attrs("retries", "exhausted")...)
 	default:
-		log().Warn("run finished", attrs()...)
+		// No retry is due: the slot is final, failed.
+		log().Error("run finished", attrs()...)
 	}
 	if outcome != slotstore.Succeeded {
 		x.s.pauseAfterFailure(failedSlot{st: x.st, p: x.p, slot: x.c.Slot, err: errString(res.err), log: x.log})

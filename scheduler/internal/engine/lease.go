@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/slotcron/slotcron/internal/lease"
@@ -24,6 +25,9 @@ type runLease struct {
 	renewUntil time.Time
 	log        runLogger
 	span       runSpan
+	// reported is set by the first report of the lease's loss: the keeper
+	// and the run's end may each find it, and it is counted once.
+	reported atomic.Bool
 }
 
 // keepLease keeps the lease of one run's claim (package lease: renewal every
@@ -51,6 +55,9 @@ func (r *runLease) Gone(err error) bool { return errors.Is(err, slotstore.ErrLea
 func (r *runLease) Ended(err error) bool { return errors.Is(err, slotstore.ErrFinished) }
 
 func (r *runLease) Lost(expired bool, err error) {
+	if !r.reported.CompareAndSwap(false, true) {
+		return
+	}
 	r.cancel(ErrLeaseLost)
 	r.s.metrics.leaseLost(r.p).Inc()
 	switch {
@@ -61,6 +68,14 @@ func (r *runLease) Lost(expired bool, err error) {
 	default:
 		r.log.get().Warn("lease lost", "reason", "trust window ended without a successful renewal")
 	}
+}
+
+// lostUnnoticed reports a lease whose trust window ended before the keeper
+// could say so: the replica was frozen (kill -STOP, a GC pause, a suspended
+// VM) past its lease, and the job ended with it. It is counted and logged as
+// any lost lease, once.
+func (r *runLease) lostUnnoticed() {
+	r.Lost(true, nil)
 }
 
 func (r *runLease) Renewed(_ time.Time, rtt time.Duration) {

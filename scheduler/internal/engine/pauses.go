@@ -221,7 +221,8 @@ func (l *loop) holdNew(batch []*entry) []*entry {
 }
 
 // skipPaused records the slots of batch's new entries whose job is paused
-// skipped with reason "paused", and returns the rest of batch.
+// skipped with reason "paused", and returns the rest of batch. Every
+// replica asks; the one whose skip recorded a slot logs it.
 func (l *loop) skipPaused(ctx context.Context, batch []*entry) []*entry {
 	ps := l.pauses.ps
 	if !ps.All && len(ps.Jobs) == 0 {
@@ -238,7 +239,8 @@ func (l *loop) skipPaused(ctx context.Context, batch []*entry) []*entry {
 			kept = append(kept, e)
 			continue
 		}
-		l.s.log.Info("slot skipped", "job", e.p.name, "slot", e.slot.Format(time.RFC3339), "reason", "paused")
+		// Logged once the store answers: at INFO by the replica whose skip
+		// recorded it, one line in the cluster (skip).
 		// Not before its slot by the store's clock: a replica whose clock
 		// runs fast must not erase slots a resume may still let run.
 		skips = append(skips, slotstore.SkipRequest{Job: e.p.name, Slot: e.slot, Reason: reasonPaused, Retain: e.p.history,

@@ -47,7 +47,8 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 	case slotstore.Won:
 		l.won(e, r, sent)
 	case slotstore.Held:
-		log.at(log.first, "slot lost", "holder", r.Marker.Holder, "fence", r.Marker.Fence, "attempt", r.Marker.Attempt,
+		// Lost at DEBUG: the holder logs the decision that matters.
+		log.at(slog.LevelDebug, "slot lost", "holder", r.Marker.Holder, "fence", r.Marker.Fence, "attempt", r.Marker.Attempt,
 			"remaining", r.Remaining.Round(time.Millisecond))
 		// Claim again exactly when the holder's lease ends, by the store's
 		// reckoning, so a dead holder's slot is taken over at once; and at
@@ -56,7 +57,7 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 		wait := max(min(r.Remaining-time.Since(sent), e.p.lease/3), time.Millisecond)
 		l.push(&entry{p: e.p, slot: e.slot, kind: watch}, l.s.now().Add(wait))
 	case slotstore.Finished:
-		log.at(log.first, "slot lost", "holder", r.Marker.Holder, "fence", r.Marker.Fence, "state", r.Marker.State,
+		log.at(slog.LevelDebug, "slot lost", "holder", r.Marker.Holder, "fence", r.Marker.Fence, "state", r.Marker.State,
 			"outcome", r.Marker.Outcome)
 	case slotstore.Waiting:
 		log.at(log.first, "slot waiting for its retry", "due_in", r.Remaining.Round(time.Millisecond))
@@ -113,14 +114,15 @@ func (l *loop) won(e *entry, r slotstore.ClaimResult, sent time.Time) {
 			cancel(ErrReplaced) // ours: stop it now, not at its next renewal
 		}
 	}
-	l.start(e.p, r.Claim, sent)
+	l.start(e.p, r.Claim, originOf(r.Marker), sent)
 }
 
 // skipped logs a slot the store has recorded skipped, m, and counts it
 // missed when this replica's claim is what recorded it (a loss of the
-// store's data, an overlap). A loss is logged as a warning once per job
-// until a claim of the job wins again. (The slots of a job the store has
-// just begun to record are not claimed: beforeRecord.)
+// store's data, an overlap); one recorded by another replica is logged at
+// DEBUG, as that replica logged it. A loss is logged as a warning once per
+// job until a claim of the job wins again. (The slots of a job the store
+// has just begun to record are not claimed: beforeRecord.)
 func (l *loop) skipped(e *entry, m slotstore.Marker, log slotDecisions) {
 	mine := m.Holder == l.s.replica
 	if m.Reason == slotstore.ReasonDataLoss && mine {
@@ -132,7 +134,11 @@ func (l *loop) skipped(e *entry, m slotstore.Marker, log slotDecisions) {
 			return
 		}
 	}
-	log.at(log.first, "slot skipped", "reason", m.Reason, "by", m.Holder)
+	level := log.first
+	if !mine {
+		level = slog.LevelDebug // the replica whose skip recorded it logs it
+	}
+	log.at(level, "slot skipped", "reason", m.Reason, "by", m.Holder)
 	if mine && m.Reason == slotstore.ReasonOverlap {
 		l.s.metrics.missed.WithLabelValues(e.p.name, slotstore.ReasonOverlap).Inc()
 	}
@@ -183,6 +189,6 @@ func (l *loop) adopt(p *plan, m slotstore.Marker) bool {
 		return false
 	}
 	l.s.log.Info("claim adopted", "job", p.name, "slot", m.Slot.Format(time.RFC3339), "fence", m.Fence, "reason", "its reply was lost")
-	l.start(p, slotstore.Claim{Ref: m.Ref(), Attempt: m.Attempt, PrevHolder: ""}, sent)
+	l.start(p, slotstore.Claim{Ref: m.Ref(), Attempt: m.Attempt, PrevHolder: ""}, originOf(m), sent)
 	return true
 }

@@ -87,7 +87,7 @@ func (e *Engine) Start(ctx context.Context, job string) (Started, error) {
 		return Started{Manual: m}, err
 	}
 	done := make(chan End, 1)
-	l.startWith(p, c, sent, done)
+	l.startWith(p, c, triggered, sent, done)
 	return Started{Manual: m, l: l, key: slotKey{p.name, c.Slot.Unix()}, done: done}, nil
 }
 
@@ -126,7 +126,7 @@ func (e *Engine) TriggerOn(ctx context.Context, st slotstore.Store, job string) 
 	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() { cancel(ErrShutdown) })
 	defer stop()
-	return m, End(e.execute(rctx, cancel, st, p, c, sent, runHooks{})), nil
+	return m, End(e.execute(rctx, cancel, st, p, c, triggered, sent, runHooks{})), nil
 }
 
 // maxManualTries bounds the slots one trigger tries: a minute of seconds,

@@ -349,7 +349,7 @@ func diff(g, m slotstore.ClaimResult) string {
 		return fmt.Sprintf("claim %+v, memstore %+v", g.Claim, m.Claim)
 	case gm.Job != mm.Job || !gm.Slot.Equal(mm.Slot) || gm.State != mm.State || gm.Holder != mm.Holder ||
 		gm.Attempt != mm.Attempt || gm.Outcome != mm.Outcome || gm.Error != mm.Error || gm.Reason != mm.Reason ||
-		gm.Manual != mm.Manual || gm.Incarnation != mm.Incarnation || !gm.KeepUntil.Equal(mm.KeepUntil) ||
+		gm.Manual != mm.Manual || gm.Backfill != mm.Backfill || gm.Incarnation != mm.Incarnation || !gm.KeepUntil.Equal(mm.KeepUntil) ||
 		gm.FinishedAt.IsZero() != mm.FinishedAt.IsZero():
 		return fmt.Sprintf("marker %+v, memstore %+v", gm, mm)
 	case (g.Status == slotstore.Held || g.Status == slotstore.Waiting || g.Status == slotstore.NotYet) &&

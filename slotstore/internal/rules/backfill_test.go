@@ -132,7 +132,7 @@ func TestDecideBackfill(t *testing.T) {
 			switch {
 			case res.Status == slotstore.Won && cur.State == slotstore.StateSkipped:
 				want := slotstore.Marker{Job: "j", Slot: r.Slot, State: slotstore.StateRunning, Holder: "b", Fence: 8, Attempt: 1,
-					ClaimedAt: now, LeaseEnd: now.Add(time.Minute), KeepUntil: r.Slot.Add(r.Retain), Incarnation: "i2"}
+					ClaimedAt: now, LeaseEnd: now.Add(time.Minute), KeepUntil: r.Slot.Add(r.Retain), Backfill: true, Incarnation: "i2"}
 				if got != want || res.Marker != want {
 					t.Errorf("backfilled marker\n%+v\nwant\n%+v", got, want)
 				}

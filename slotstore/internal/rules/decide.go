@@ -209,23 +209,23 @@ func others(running []slotstore.Marker, job string, slot time.Time) []slotstore.
 // for DecideWin and DecideReplace and must come from the job's fence source.
 // For DecideReplace the caller also stores what Supersede returns and lists
 // it in ClaimResult.Replaced. A win of a skipped marker (a backfill) is a
-// first claim's: attempt 1, no previous holder, not manual.
+// first claim's: attempt 1, no previous holder, not manual, backfilled.
 func Apply(d Decision, m slotstore.Marker, r slotstore.ClaimRequest, replica, incarnation string, fence int64, now time.Time) (slotstore.Marker, slotstore.ClaimResult) {
 	switch d {
 	case DecideWin, DecideReplace:
-		prev, manual, attempt := "", r.Manual, 1
+		prev, manual, backfill, attempt := "", r.Manual, r.Backfill, 1
 		switch m.State {
 		case "":
 		case slotstore.StateSkipped:
 			manual = false
 		default:
-			prev, manual, attempt = m.Holder, m.Manual, m.Attempt+1
+			prev, manual, backfill, attempt = m.Holder, m.Manual, m.Backfill, m.Attempt+1
 		}
 		retry := m.State == slotstore.StateRetrying
 		m = slotstore.Marker{
 			Job: r.Job, Slot: r.Slot, State: slotstore.StateRunning, Holder: replica, Fence: fence,
 			Attempt: attempt, ClaimedAt: now, LeaseEnd: now.Add(r.Lease),
-			KeepUntil: r.Slot.Add(r.Retain), Manual: manual, Incarnation: incarnation,
+			KeepUntil: r.Slot.Add(r.Retain), Manual: manual, Backfill: backfill, Incarnation: incarnation,
 		}
 		return m, slotstore.ClaimResult{Status: slotstore.Won, Marker: m, Claim: slotstore.Claim{
 			Ref: m.Ref(), Attempt: m.Attempt, PrevHolder: prev, Retry: retry,

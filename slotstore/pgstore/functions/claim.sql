@@ -1,4 +1,4 @@
--- version 1 (raise it with every change of this file; see ../functions.go)
+-- version 2 (raise it with every change of this file; see ../functions.go)
 --
 -- claim decides every request of a batch, in request order: a claim, or,
 -- where p_skipping is true, a skip (Store.Skip). It encodes the decision
@@ -233,16 +233,16 @@ BEGIN
             FROM cls c
         ),
         win AS (
-            SELECT d.ord, d.job, d.slot, d.lease_us, d.keep_until, d.manual,
+            SELECT d.ord, d.job, d.slot, d.lease_us, d.keep_until, d.manual, d.backfill,
                 greatest(l.fence, v_floor) + row_number() OVER (PARTITION BY d.job ORDER BY d.ord) AS fence
             FROM dec d JOIN unnest(v_jobs, v_last) AS l(job, fence) ON l.job = d.job
             WHERE d.d = 'win' AND v_write
         ),
         ins AS (
             INSERT INTO {schema}.markers AS m (job, slot, state, holder, fence, attempt, claimed_at, lease_end,
-                keep_until, manual, incarnation)
+                keep_until, manual, incarnation, backfill)
             SELECT w.job, w.slot, 'running', p_replica, w.fence, 1, v_now,
-                v_now + w.lease_us * interval '1 microsecond', w.keep_until, w.manual, p_incarnation
+                v_now + w.lease_us * interval '1 microsecond', w.keep_until, w.manual, p_incarnation, w.backfill
             FROM win w ORDER BY w.job, w.slot
             RETURNING m
         ),
@@ -262,7 +262,8 @@ BEGIN
                 coalesce((o.x).claimed_at, '0001-01-01 00:00:00+00'), coalesce((o.x).lease_end, '0001-01-01 00:00:00+00'),
                 coalesce((o.x).keep_until, '0001-01-01 00:00:00+00'), (o.x).finished_at, coalesce((o.x).outcome, ''),
                 coalesce((o.x).error, ''), coalesce((o.x).duration_ns, 0), coalesce((o.x).reason, ''),
-                coalesce((o.x).manual, false), NULL, NULL, v_now, coalesce((o.x).incarnation, ''))::{schema}.claim_result
+                coalesce((o.x).manual, false), NULL, NULL, v_now, coalesce((o.x).incarnation, ''),
+                coalesce((o.x).backfill, false))::{schema}.claim_result
                 ORDER BY o.ord) FILTER (WHERE o.d <> 'slow'),
             array_agg(o.ord ORDER BY o.ord) FILTER (WHERE o.d = 'slow'),
             count(*) FILTER (WHERE o.d = 'win')
@@ -399,9 +400,9 @@ BEGIN
                 RETURNING m.* INTO v_cur;
             ELSE
                 INSERT INTO {schema}.markers AS m (job, slot, state, holder, fence, attempt, claimed_at, lease_end,
-                    keep_until, manual, incarnation)
+                    keep_until, manual, incarnation, backfill)
                 VALUES (p_job[i], p_slot[i], 'running', p_replica, v_fence, 1, v_now,
-                    v_now + p_lease_us[i] * interval '1 microsecond', p_keep_until[i], p_manual[i], p_incarnation)
+                    v_now + p_lease_us[i] * interval '1 microsecond', p_keep_until[i], p_manual[i], p_incarnation, v_bf)
                 RETURNING m.* INTO v_cur;
             END IF;
         ELSIF v_dec = 'backfill' THEN
@@ -413,7 +414,7 @@ BEGIN
             SET state = 'running', holder = p_replica, fence = v_fence, attempt = 1, claimed_at = v_now,
                 lease_end = v_now + p_lease_us[i] * interval '1 microsecond', keep_until = p_keep_until[i],
                 finished_at = NULL, outcome = '', error = '', duration_ns = 0, reason = '', manual = false,
-                incarnation = p_incarnation
+                incarnation = p_incarnation, backfill = true
             WHERE m.job = p_job[i] AND m.slot = p_slot[i]
             RETURNING m.* INTO v_cur;
         ELSIF v_dec IN ('abandon', 'abandon loss') THEN
@@ -449,6 +450,7 @@ BEGIN
             v_res.reason := v_cur.reason;
             v_res.manual := v_cur.manual;
             v_res.incarnation := v_cur.incarnation;
+            v_res.backfill := v_cur.backfill;
         ELSE
             -- No marker: a takeover-only claim (absent), or a skip or a
             -- claim before its time (not yet).
@@ -467,6 +469,7 @@ BEGIN
             v_res.reason := '';
             v_res.manual := false;
             v_res.incarnation := '';
+            v_res.backfill := false;
         END IF;
         RETURN NEXT v_res;
     END LOOP;

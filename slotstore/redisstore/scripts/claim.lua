@@ -270,7 +270,7 @@ for i = 1, n do
 
   local status, prev, remaining, retry, replaced = 0, '', 0, '0', {}
   if decision == 'backfill' then
-    m = {'running', replica, int(nextFence(g)), '1', nowText, int(now + lease), keep, '', '', '', '', '', '', incarnation}
+    m = {'running', replica, int(nextFence(g)), '1', nowText, int(now + lease), keep, '', '', '', '', '', '', incarnation, '1'}
     noteRunning(g, slot)
     status = 1
   elseif decision == 'win' or decision == 'replace' then
@@ -283,17 +283,22 @@ for i = 1, n do
         replaced[#replaced + 1] = o[1] .. ' ' .. om[3]
       end
     end
-    local mark = ''
+    local mark, bf = '', ''
     if state then
-      prev, mark = m[2], m[13] or ''
-    elseif manual then
-      mark = '1'
+      prev, mark, bf = m[2], m[13] or '', m[15] or ''
+    else
+      if manual then
+        mark = '1'
+      end
+      if backfill then
+        bf = '1'
+      end
     end
     if state == 'retrying' then
       retry = '1'
     end
     m = {'running', replica, int(nextFence(g)), int(tonumber(m[4] or '0') + 1),
-      nowText, int(now + lease), keep, '', '', '', '', '', mark, incarnation}
+      nowText, int(now + lease), keep, '', '', '', '', '', mark, incarnation, bf}
     noteRunning(g, slot)
     status = 1
   elseif decision == 'abandon' then
@@ -310,7 +315,7 @@ for i = 1, n do
     if manual then
       mark = '1'
     end
-    m = {'skipped', replica, '0', '0', nowText, nowText, keep, nowText, '', '', '', reason, mark, ''}
+    m = {'skipped', replica, '0', '0', nowText, nowText, keep, nowText, '', '', '', reason, mark, '', ''}
     status = 6
   elseif early then
     status, remaining = 8, tonumber(notBefore) - micros
@@ -390,6 +395,9 @@ for _, key in ipairs(dirtyOrder) do
     end
     if m[14] ~= '' then
       args[#args + 1], args[#args + 2] = 'i', m[14]
+    end
+    if m[15] ~= '' then
+      args[#args + 1], args[#args + 2] = 'bf', m[15]
     end
   else
     for j = 1, #FIELDS do

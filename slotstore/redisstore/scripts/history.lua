@@ -9,7 +9,7 @@
 --       wanted ('' for any), the slot to list below ('' for the newest), the
 --       most entries to look at, the store's live index ('' for none).
 -- Reply: the slot to go on below, or '' when the index is exhausted; then
---       fifteen values a marker: its slot (Unix s), then its FIELDS.
+--       sixteen values a marker: its slot (Unix s), then its FIELDS.
 local want, state, cap = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[5])
 local max = '+inf'
 if ARGV[4] ~= '' then

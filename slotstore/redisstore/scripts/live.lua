@@ -10,7 +10,7 @@
 -- ARGV: the state wanted, the entry to list below ('' for the newest), the
 --       most entries to look at, the length of the store's prefix.
 -- Reply: the entry to go on below, or '' when the index is exhausted; then
---       fifteen values a marker: its key, then its FIELDS.
+--       sixteen values a marker: its key, then its FIELDS.
 local state, cap = ARGV[1], tonumber(ARGV[3])
 local max = '+'
 if ARGV[2] ~= '' then

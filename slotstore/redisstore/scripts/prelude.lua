@@ -3,8 +3,9 @@
 -- The fields of a marker hash, in the order scripts read and return them:
 -- state, holder, fence, attempt, claimed at, lease end (or retry due),
 -- keep until, finished at (Unix ms, Redis's clock), outcome, error,
--- duration (ns), reason, manual ('1' or ''), incarnation of the claim.
-local FIELDS = {'s', 'h', 'f', 'a', 'c', 'l', 'k', 'fa', 'o', 'e', 'd', 'r', 'mn', 'i'}
+-- duration (ns), reason, manual ('1' or ''), incarnation of the claim,
+-- backfill ('1' or '').
+local FIELDS = {'s', 'h', 'f', 'a', 'c', 'l', 'k', 'fa', 'o', 'e', 'd', 'r', 'mn', 'i', 'bf'}
 -- PLACE is the place of each field in FIELDS.
 local PLACE = {}
 for j, f in ipairs(FIELDS) do
