@@ -472,15 +472,24 @@ func storeFailed(lines []logLine, frozen string, from, to time.Time) bool {
 	return false
 }
 
+// reasonNewJob is the engine's reason (scheduler/internal/engine) for a
+// slot due before the store began to record its job.
+const reasonNewJob = "not caught up: the store has just begun to record the job"
+
 // earlySkips lists every slot the store recorded missed before its
-// starting window closed by the store's clock.
+// starting window closed by the store's clock. A slot skipped because no
+// claim of it can ever win is no miss, and may be recorded at once: one the
+// store refused for data loss, one passed over for overlap, and one due
+// before the store began to record its job, which the store refuses as it
+// does a slot from before a loss.
 func (s *session) earlySkips() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
 	for k, vs := range s.markers {
 		for _, m := range vs {
-			if m.State != slotstore.StateSkipped || m.Reason == slotstore.ReasonDataLoss || m.Reason == slotstore.ReasonOverlap {
+			if m.State != slotstore.StateSkipped || m.Reason == slotstore.ReasonDataLoss || m.Reason == slotstore.ReasonOverlap ||
+				m.Reason == reasonNewJob {
 				continue
 			}
 			if m.ClaimedAt.Before(k.slot.Add(s.o.Deadline)) {
