@@ -171,6 +171,27 @@ func TestSlowClockNoFalseMiss(t *testing.T) {
 	})
 }
 
+// A replica whose clock runs 2 s ahead of the store's starts a brand-new
+// store: the first slot, due before the store began to record the job, is
+// recorded as such, not as "data loss" (a generation born within the
+// clocks' margin of the start-up's enrolment was begun by it).
+func TestFastClockNewStoreSaysJustBegun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New(memstore.Options{Clock: func() time.Time { return time.Now().Add(-2 * time.Second) }})
+		reg := jobs.NewRegistry()
+		reg.Register("tick", func(context.Context, jobs.Run) error { return nil })
+		time.Sleep(5 * time.Second)
+		first := time.Now().Add(-5 * time.Second)
+		stop := start(t, replica(t, st, "a", `jobs: {tick: {schedule: "@every 10s"}}`, reg))
+		time.Sleep(30 * time.Second)
+		stop()
+		m, ok := markerOf(history(t, st, "tick"), first)
+		if !ok || m.State != slotstore.StateSkipped || !strings.Contains(m.Reason, "the store has just begun to record the job") {
+			t.Errorf("first slot %v of a brand-new store, replica clock 2 s fast: %+v, want skipped as just begun", first, m)
+		}
+	})
+}
+
 // markerOf returns the marker of slot among ms.
 func markerOf(ms []slotstore.Marker, slot time.Time) (slotstore.Marker, bool) {
 	for _, m := range ms {

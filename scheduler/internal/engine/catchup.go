@@ -21,7 +21,9 @@ const maxMissedRecords = 1000
 // clockMargin is how far apart the clocks of a replica and its store may
 // be for the rules that compare a slot or a generation, by the store's
 // clock, with this replica's: a slot older than the job's history less it
-// may have had its marker pruned (catch-up and backfill leave it alone).
+// may have had its marker pruned (catch-up and backfill leave it alone), and
+// a generation born up to it before this start-up's enrolment was begun by
+// that enrolment.
 const clockMargin = time.Minute
 
 // enroll enrolls every job in the store before the first claim, so that
@@ -43,11 +45,15 @@ func (l *loop) enroll(ctx context.Context) (map[string]slotstore.Generation, boo
 			gens, err := l.st.Enroll(ectx, slotstore.EnrollParams{Jobs: names[:n]})
 			cancel()
 			for _, g := range gens {
-				// Begun by this enrolment (give or take the clocks): the
-				// store has just started to record the job, so slots before
-				// it were never the job's (wake records them so); skipping
-				// them is no news.
-				if g.Born.After(sent.Add(-time.Second)) {
+				// Begun by this enrolment (give or take the clocks, whose
+				// skew clockMargin bounds): the store has just started to
+				// record the job, so slots before it were never the job's
+				// (wake records them so); skipping them is no news. Taking
+				// a generation another start-up, or a claim after a loss,
+				// began within the margin for this one's is safe: no claim
+				// can win a slot before Born, so all that changes is the
+				// reason its record gives.
+				if g.Born.After(sent.Add(-clockMargin)) {
 					l.memo.newJobs[g.Job] = g.Born
 				}
 				out[g.Job] = g
