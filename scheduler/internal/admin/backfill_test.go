@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -29,10 +30,13 @@ func TestBackfillEndpoint(t *testing.T) {
 	}
 	r := newRig(t, rigConfig{jobs: []engine.JobSpec{hourly, spec(t, "other", never, "")},
 		// The store's record of the job begins six hours ago, so the
-		// slots since are ones it can vouch never ran.
-		before: func(r *rig) { r.lag.Store(int64(6 * time.Hour)) }})
-	r.enroll(t, "hourly")
-	r.lag.Store(0)
+		// slots since are ones it can vouch never ran: the engine's
+		// start-up records them missed, and a backfill runs them.
+		before: func(r *rig) {
+			r.lag.Store(int64(6 * time.Hour))
+			r.enroll(t, "hourly")
+			r.lag.Store(0)
+		}})
 
 	now := time.Now()
 	from, to := now.Add(-5*time.Hour), now.Add(-2*time.Hour)
@@ -40,6 +44,21 @@ func TestBackfillEndpoint(t *testing.T) {
 	for s := hourly.Schedule.Next(from.Add(-time.Second)); !s.After(to); s = hourly.Schedule.Next(s) {
 		want = append(want, "hourly@"+s.UTC().Format(time.RFC3339))
 	}
+	const missed = "missed: no replica claimed it in time"
+	poll.Until(t, 10*time.Second, fmt.Sprintf("the start-up to record %v missed", want), func() error {
+		var p historyPage
+		r.get(t, "/api/jobs/hourly/history", &p)
+		n := 0
+		for _, s := range p.Slots {
+			if slices.Contains(want, s.Key) && s.State == "skipped" && s.Reason == missed {
+				n++
+			}
+		}
+		if n != len(want) {
+			return fmt.Errorf("%d recorded: %+v", n, p.Slots)
+		}
+		return nil
+	})
 	rng := fmt.Sprintf(`"from": %q, "to": %q`, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
 	post := func(body string) (int, backfillView, string) {
 		t.Helper()
@@ -80,8 +99,8 @@ func TestBackfillEndpoint(t *testing.T) {
 		t.Fatalf("dry run: %d %s, want 200 planning %v", code, raw, want)
 	}
 	for i, s := range plan.Slots {
-		if s.Key != want[i] || s.Action != engine.BackfillRun || s.State != "" {
-			t.Errorf("dry run slot %d: %+v, want %s to run", i, s, want[i])
+		if s.Key != want[i] || s.Action != engine.BackfillRun || s.State != "skipped" || s.Reason != missed {
+			t.Errorf("dry run slot %d: %+v, want %s, recorded missed, to run", i, s, want[i])
 		}
 	}
 	// The query string works as the body does.

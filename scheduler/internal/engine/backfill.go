@@ -15,9 +15,6 @@ import (
 // refused, so a mistyped date cannot start a year of runs.
 const MaxBackfill = 1000
 
-// backfillMargin is the least history a slot a backfill runs has left.
-const backfillMargin = time.Minute
-
 // BackfillParams select the slots of a backfill: the job's scheduled slots
 // from From to To, both included.
 type BackfillParams struct {
@@ -126,8 +123,12 @@ func (e *Engine) PlanBackfill(ctx context.Context, st slotstore.Store, job strin
 	// Markers are kept for the job's history: older, a slot with no marker
 	// may have run and had its marker pruned, so it is left alone; the
 	// store refuses it too (its retention has ended), by its own clock.
-	// The margin leaves a slot won now a minute of history at least.
-	kept := now.Add(-pl.history + backfillMargin)
+	// The margin (clockMargin, as catch-up's) covers the clocks of this
+	// replica and the store, and leaves a slot won now that much history
+	// at least. Raising history has the limit catch-up's has (owedFrom): a
+	// slot older than the previous history may have run and had its marker
+	// pruned, and is planned to run.
+	kept := now.Add(-pl.history + clockMargin)
 	for _, s := range slots {
 		bs := BackfillSlot{Slot: s, Action: BackfillRun}
 		if s.Before(kept) {

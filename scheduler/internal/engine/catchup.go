@@ -19,6 +19,14 @@ import (
 // and those it records as not caught up.
 const maxMissedRecords = 1000
 
+// clockMargin is how far apart the clocks of a replica and its store may
+// be for the rules that compare a slot or a generation, by the store's
+// clock, with this replica's: a slot older than the job's history less it
+// may have had its marker pruned (catch-up and backfill leave it alone), and
+// a generation born up to it before this start-up's enrolment was begun by
+// that enrolment.
+const clockMargin = time.Minute
+
 // enroll enrolls every job in the store before the first claim, so that
 // the store knows how far back its record of each job goes, and returns
 // each job's generation, with the slot of its newest marker, read in the
@@ -38,11 +46,15 @@ func (l *loop) enroll(ctx context.Context) (map[string]slotstore.Generation, boo
 			gens, err := l.st.Enroll(ectx, slotstore.EnrollParams{Jobs: names[:n]})
 			cancel()
 			for _, g := range gens {
-				// Begun by this enrolment (give or take the clocks): the
-				// store has just started to record the job, so slots before
-				// it were never the job's (wake records them so); skipping
-				// them is no news.
-				if g.Born.After(sent.Add(-time.Second)) {
+				// Begun by this enrolment (give or take the clocks, whose
+				// skew clockMargin bounds): the store has just started to
+				// record the job, so slots before it were never the job's
+				// (wake records them so); skipping them is no news. Taking
+				// a generation another start-up, or a claim after a loss,
+				// began within the margin for this one's is safe: no claim
+				// can win a slot before Born, so all that changes is the
+				// reason its record gives.
+				if g.Born.After(sent.Add(-clockMargin)) {
 					l.memo.newJobs[g.Job] = g.Born
 				}
 				out[g.Job] = g
@@ -188,10 +200,16 @@ func (l *loop) schedule(p *plan, now time.Time, g slotstore.Generation) []slotst
 // no replica ran it, as g, the job's generation, tells: the one after the
 // job's newest marker; for a job with none, the first of its generation
 // (before it the job was not enrolled yet, or the store lost what it knew)
-// but not older than the job's history (an older slot may have run and had
-// its marker pruned). So a job enrolled but never run owes the slots since
+// but not older than the job's history less clockMargin (an older slot may
+// have run and had its marker pruned, by the store's clock, which may run
+// ahead of this one). So a job enrolled but never run owes the slots since
 // its enrolment, and one the store has just begun to record owes none from
 // before. Zero when the store knows neither.
+//
+// The floor is today's history: a marker kept under a shorter one, since
+// raised, may have been pruned, and its slot is owed (recorded missed once)
+// though it ran. The store does not record how long it kept a job's
+// markers, so that cannot be told apart here (nor by a backfill's plan).
 func (p *plan) owedFrom(g slotstore.Generation, now time.Time) time.Time {
 	if !g.Newest.IsZero() {
 		return p.sched.Next(g.Newest)
@@ -199,7 +217,7 @@ func (p *plan) owedFrom(g slotstore.Generation, now time.Time) time.Time {
 	if g.Born.IsZero() {
 		return time.Time{}
 	}
-	floor := now.Add(-p.history)
+	floor := now.Add(-p.history + clockMargin)
 	if g.Born.After(floor) {
 		floor = g.Born
 	}
