@@ -173,6 +173,17 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
 // jobArg is what every command that takes a job says of it.
 const jobArg = "JOB is the name of a job in the configuration file (a key under jobs:)."
 
+// maxCount bounds -n of next and history, as the API bounds its limit.
+const maxCount = 10000
+
+// checkCount refuses a -n of cmd outside 1 to maxCount.
+func checkCount(cmd string, n int) error {
+	if n < 1 || n > maxCount {
+		return usageError{msg: fmt.Sprintf("%s: -n %d: want 1 to %d", cmd, n, maxCount)}
+	}
+	return nil
+}
+
 // setUsage makes fs's usage, which -h, help CMD and a bad flag print,
 // name the command's arguments (args, after its flags) and say what it
 // does (about: lines of at most 80 columns).

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -75,6 +76,10 @@ job does not lift a pause of the cluster. Prints the pauses still in force.
 		return err
 	}
 	defer st.Close()
+	before, err := st.Pauses(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: read pauses: %w", name, err)
+	}
 	if err := st.SetPause(ctx, slotstore.PauseParams{Job: job, Paused: paused, By: *by, Reason: *reason}); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -86,7 +91,16 @@ job does not lift a pause of the cluster. Prints the pauses still in force.
 	if job != "" {
 		what = job
 	}
-	fmt.Fprintf(stdout, "%sd %s, by %s: %s\n", name, what, *by, *reason)
+	was := before.All // the job, or the cluster, paused in its own right
+	if job != "" {
+		was = slices.Contains(before.Jobs, job)
+	}
+	if !paused && !was {
+		// Nothing to undo: not an error, but not "resumed" either.
+		fmt.Fprintf(stdout, "%s was not paused; nothing to resume\n", what)
+	} else {
+		fmt.Fprintf(stdout, "%sd %s, by %s: %s\n", name, what, *by, *reason)
+	}
 	return printPauses(stdout, ps)
 }
 

@@ -26,9 +26,12 @@ a line, as the HTTP API does.
 `+jobArg)
 	job := fs.String("job", "", "only this `JOB`")
 	state := fs.String("state", "", "only markers in this `STATE`: running, retrying, done, skipped, replaced, released, abandoned")
-	n := fs.Int("n", 20, "at most this many markers")
+	n := fs.Int("n", 20, "at most this many markers, 1 to 10000")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := checkCount("history", *n); err != nil {
 		return err
 	}
 	switch slotstore.State(*state) {

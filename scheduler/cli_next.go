@@ -25,7 +25,7 @@ slot in UTC and, for a zone other than UTC, in the schedule's own time zone;
 	job := fs.String("job", "", "the `JOB` whose slots to print")
 	spec := fs.String("schedule", "", "a cron `SPEC` to evaluate instead of --job")
 	tz := fs.String("timezone", "", "IANA time `ZONE` of --schedule (default UTC)")
-	n := fs.Int("n", 5, "how many slots")
+	n := fs.Int("n", 5, "how many slots, 1 to 10000")
 	from := fs.String("from", "", "start after this RFC 3339 `TIME` (default now)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	if err := parseFlags(fs, args); err != nil {
@@ -34,8 +34,8 @@ slot in UTC and, for a zone other than UTC, in the schedule's own time zone;
 	if (*job == "") == (*spec == "") {
 		return usageError{msg: "next: give exactly one of --job or --schedule"}
 	}
-	if *n < 1 {
-		return usageError{msg: fmt.Sprintf("next: -n %d: want at least 1", *n)}
+	if err := checkCount("next", *n); err != nil {
+		return err
 	}
 	t := time.Now()
 	if *from != "" {
@@ -51,6 +51,9 @@ slot in UTC and, for a zone other than UTC, in the schedule's own time zone;
 	enc := json.NewEncoder(stdout)
 	loc := sched.Location()
 	for i := 0; i < *n; i++ {
+		if ctx.Err() != nil {
+			return interrupted(ctx, "while printing slots", nil)
+		}
 		t = sched.Next(t)
 		if t.IsZero() {
 			break

@@ -235,6 +235,18 @@ func TestCLIPauseResumeTrigger(t *testing.T) {
 		stdout != "resumed hello, by "+defaultBy()+": frozen no more\nnothing is paused\n" {
 		t.Errorf("resume hello: exit %d %q", code, stdout)
 	}
+	// Resuming what is not paused is no error, and does not claim to
+	// have resumed it.
+	for _, args := range [][]string{{"hello"}, nil} {
+		what := "the whole cluster"
+		if args != nil {
+			what = args[0]
+		}
+		code, stdout, _ := runCLI(t, append([]string{"resume", "--config", conf, "--reason", "again"}, args...)...)
+		if code != ExitOK || stdout != what+" was not paused; nothing to resume\nnothing is paused\n" {
+			t.Errorf("resume of %s, not paused: exit %d %q", what, code, stdout)
+		}
+	}
 	if code, _, _ := runCLI(t, "pause", "--config", conf, "--reason", "x", "nope"); code != ExitUsage {
 		t.Errorf("pause of an unknown job: exit %d", code)
 	}

@@ -113,6 +113,13 @@ func TestValidateRules(t *testing.T) {
 		{"store duration too long", "store:\n  kind: redis\n  redis: {addr: 'x:1'}\n  postgres:\n    statement_timeout: 3000000h\n", `test.yaml:5: store.postgres.statement_timeout: duration "3000000h" is too long`},
 		{"store duration bad", "store:\n  redis:\n    dial_timeout: {a: 1}\n    read_timeout: 5x\n", "test.yaml:4: store.redis.read_timeout: invalid duration \"5x\""},
 		{"store duration negative", "store:\n  sqlite:\n    busy_timeout: -1s\n", `test.yaml:3: store.sqlite.busy_timeout: negative duration "-1s"`},
+		{"zero timeout", "jobs: {hello: {schedule: '@hourly', timeout: 0s}}", "test.yaml:1: jobs.hello.timeout: a timeout of 0s would end every run"},
+		{"zero starting_deadline", "defaults:\n  starting_deadline: 0s\njobs: {hello: {schedule: '@hourly'}}", "test.yaml:2: defaults.starting_deadline: a starting_deadline of 0s would miss every slot"},
+		{"zero job lease", "jobs: {hello: {schedule: '@hourly', lease: 0s}}", "jobs.hello.lease: a lease of 0s"},
+		{"zero duty lease", "duties:\n  owner:\n    lease: 0s\n", "test.yaml:3: duties.owner.lease: a lease of 0s would end before the duty began"},
+		{"zero history", "defaults: {history: '0'}\njobs: {hello: {schedule: '@hourly'}}", "defaults.history: a history of 0s"},
+		{"zero max_backoff", "jobs: {hello: {schedule: '@hourly', retries: {max_backoff: 0ms}}}", "jobs.hello.retries.max_backoff: a retries.max_backoff of 0s"},
+		{"zero shutdown_grace", "shutdown_grace: 0s\njobs: {hello: {schedule: '@hourly'}}", "test.yaml:1: shutdown_grace: a shutdown_grace of 0s"},
 		{"big catch_up_limit", "jobs: {hello: {schedule: '@hourly', catch_up: all, catch_up_limit: 100000000}}", "jobs.hello.catch_up_limit: catch_up_limit 100000000 is more than 1000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -131,7 +131,7 @@ func TestAPIErrors(t *testing.T) {
 		{"GET", "/api/history?limit=0", "", 400, `"code":"bad_request"`},
 		{"POST", "/api/jobs/nope/trigger", "Bearer s3cret", 404, `"code":"no_such_job"`},
 		{"POST", "/api/pause?job=report", "bearer s3cret", 400, `"code":"bad_request"`},
-		{"POST", "/api/pause?job=report&reason=test", "bearer s3cret", 200, `{"all":false,"jobs":["report"]}`},
+		{"POST", "/api/pause?job=report&reason=test", "bearer s3cret", 200, `{"all":false,"jobs":["report"],"was_paused":false}`},
 		{"POST", "/api/jobs/report/trigger", "BEARER s3cret", 409, `"code":"paused"`},
 		{"POST", "/api/resume?job=report", "Bearer wrong", 401, `"code":"unauthorized"`},
 		{"POST", "/api/resume?job=report", "s3cret", 401, `"code":"unauthorized"`},

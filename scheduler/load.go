@@ -111,6 +111,7 @@ func parse(name string, written []byte) (*Config, ConfigErrors) {
 		return cfg, errs
 	}
 	checkKeys(src, root.Content[0], reflect.TypeOf(Config{}), "", &errs)
+	errs = append(errs, src.zeroDurations()...)
 	msgs, err := decodeConfig(root.Content[0], cfg)
 	if err != nil {
 		return nil, ConfigErrors{syntaxError(name, data, written, err)}
@@ -349,8 +350,15 @@ const indexFrom = 16
 // line returns the line of the deepest key of path present in the document
 // (the key's own line), or 0.
 func (s *source) line(path ...string) int {
+	line, _ := s.lookup(path...)
+	return line
+}
+
+// lookup returns the line of the deepest key of path present in the
+// document, and the value at path; nil when path is not all there.
+func (s *source) lookup(path ...string) (int, *yaml.Node) {
 	if s == nil || len(s.root.Content) == 0 {
-		return 0
+		return 0, nil
 	}
 	n, line := s.root.Content[0], 0
 	for _, key := range path {
@@ -358,15 +366,15 @@ func (s *source) line(path ...string) int {
 			n = n.Alias
 		}
 		if n.Kind != yaml.MappingNode {
-			return line
+			return line, nil
 		}
 		i, found := s.find(n, key)
 		if !found {
-			return line
+			return line, nil
 		}
 		line, n = n.Content[i].Line, n.Content[i+1]
 	}
-	return line
+	return line, n
 }
 
 // find returns the index in mapping n's Content of its first key named key.

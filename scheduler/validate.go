@@ -53,6 +53,8 @@ func (c *Config) resolveContext(ctx context.Context, reg *jobs.Registry) ([]engi
 	c.checkMax("shutdown_grace", c.ShutdownGrace, add, "shutdown_grace")
 	c.checkPolicy(c.Defaults, []string{"defaults"}, add)
 	defaults := c.Defaults.merge(builtin)
+	c.keepZeros(&defaults, "defaults")
+	c.checkWindows([]string{"defaults"}, c.Defaults, defaults, add)
 
 	names := make([]string, 0, len(c.Jobs))
 	for name := range c.Jobs {
@@ -165,9 +167,10 @@ func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, sp
 	c.checkJobName(name, fail)
 	c.checkPolicy(jc.Policy, path, fail)
 	pol := jc.Policy.merge(defaults)
+	c.keepZeros(&pol, path...)
 	fn := c.jobFunc(name, reg, fail)
 	sched := c.jobSchedule(name, pol, specs, fail)
-	c.checkJobWindows(name, pol, fail)
+	c.checkWindows(path, jc.Policy, pol, fail)
 	params, err := paramsYAML(&jc.Params)
 	if err != nil {
 		fail(c.errAt(err.Error(), "jobs", name, "params"))
@@ -246,32 +249,47 @@ func (c *Config) jobSchedule(name string, pol Policy, specs map[specKey]parsedSp
 	return ps.s
 }
 
-// checkJobWindows refuses a job whose history could forget a slot that may
-// still be claimed, or whose jitter would make every slot miss; each at
-// the setting that made it so, the job's own or the defaults'.
-func (c *Config) checkJobWindows(name string, pol Policy, fail func(*ConfigError)) {
-	jc := c.Jobs[name]
-	at := func(key string) []string { return []string{"jobs", name, key} }
+// checkWindows refuses a policy whose history could forget a slot that may
+// still be claimed, or whose jitter would make every slot miss; each at the
+// setting that made it so. own is what path (defaults, or jobs.NAME) sets
+// itself and pol what it resolves to. A job's problem that comes from
+// defaults alone is reported once, at defaults, not again for each job.
+func (c *Config) checkWindows(path []string, own, pol Policy, fail func(*ConfigError)) {
+	// key is the first of keys that own sets, else nil: the problem is
+	// its defaults' to report.
+	key := func(keys ...string) []string {
+		for _, k := range keys {
+			if own.durationOf(k) != 0 {
+				return append(append([]string{}, path...), k)
+			}
+		}
+		return nil
+	}
 	// Out of bounds (reported where set), the sum could overflow.
 	if pol.inBounds() && pol.History < pol.StartingDeadline+pol.Lease {
-		key := []string{"defaults", "history"}
-		switch {
-		case jc.History != 0:
-			key = at("history")
-		case jc.StartingDeadline != 0:
-			key = at("starting_deadline")
-		case jc.Lease != 0:
-			key = at("lease")
+		if k := key("history", "starting_deadline", "lease"); k != nil {
+			fail(c.errAt(fmt.Sprintf("history %v is shorter than starting_deadline + lease (%v): a finished slot could be forgotten while it may still be claimed", pol.History, pol.StartingDeadline+pol.Lease), k...))
 		}
-		fail(c.errAt(fmt.Sprintf("history %v is shorter than starting_deadline + lease (%v): a finished slot could be forgotten while it may still be claimed", pol.History, pol.StartingDeadline+pol.Lease), key...))
 	}
 	if pol.Jitter != 0 && pol.Jitter >= pol.StartingDeadline {
-		key := at("jitter")
-		if jc.Jitter == 0 {
-			key = []string{"defaults", "jitter"}
+		if k := key("jitter", "starting_deadline"); k != nil {
+			fail(c.errAt(fmt.Sprintf("jitter %v must be shorter than starting_deadline %v, or every slot would be missed", pol.Jitter, pol.StartingDeadline), k...))
 		}
-		fail(c.errAt(fmt.Sprintf("jitter %v must be shorter than starting_deadline %v, or every slot would be missed", pol.Jitter, pol.StartingDeadline), key...))
 	}
+}
+
+// durationOf is p's duration setting named key, of those checkWindows
+// weighs.
+func (p Policy) durationOf(key string) Duration {
+	switch key {
+	case "history":
+		return p.History
+	case "starting_deadline":
+		return p.StartingDeadline
+	case "lease":
+		return p.Lease
+	}
+	return p.Jitter
 }
 
 // atoiError is how the cron parser passes on strconv's complaint about a

@@ -64,6 +64,7 @@ type proc struct {
 func startReplica(t *testing.T, name, config string) *proc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "run", "--config", config)
+	cmd.Dir = filepath.Dir(config) // where a relative store path is
 	cmd.Env = append(os.Environ(), childEnv+"=1", "SLOTCRON_REPLICA="+name)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -54,7 +54,9 @@ type Kind[O any, S slotstore.Store] struct {
 	// Nil adds nothing.
 	Unreachable func(err error) bool
 	// RouteLogs sends what st's client library logs on its own through
-	// log. Nil when the library logs nothing by itself.
+	// log. It is called with the zero S too, before Open, so that what the
+	// library logs while dialling is routed as well. Nil when the library
+	// logs nothing by itself.
 	RouteLogs func(st S, log *slog.Logger)
 }
 
@@ -99,7 +101,7 @@ func Register[O any, S slotstore.Store](name string, k Kind[O, S]) {
 	e.Unreachable = k.Unreachable
 	if k.RouteLogs != nil {
 		e.RouteLogs = func(st slotstore.Store, log *slog.Logger) {
-			if s, ok := st.(S); ok {
+			if s, ok := st.(S); ok || st == nil {
 				k.RouteLogs(s, log)
 			}
 		}

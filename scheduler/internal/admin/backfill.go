@@ -42,7 +42,8 @@ type backfillSlotView struct {
 }
 
 // backfill answers POST /api/jobs/{job}/backfill. Parameters (query or
-// JSON body): from and to (RFC 3339, both included) and dry_run. A dry run
+// JSON body): from and to (RFC 3339, both included; to defaults to now, as
+// the CLI's --to does) and dry_run. A dry run
 // answers 200 with the plan; otherwise the plan's slots to run start on
 // this replica and the answer is 202 (200 when there is nothing to run).
 func (a *api) backfill(w http.ResponseWriter, r *http.Request) {
@@ -51,19 +52,26 @@ func (a *api) backfill(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", job))
 		return
 	}
-	ps, err := postParams(r, "from", "to", "dry_run")
+	ps, err := postParams(r, field{name: "from"}, field{name: "to"}, field{name: "dry_run", isBool: true})
 	if err != nil {
 		httpError(w, http.StatusBadRequest, codeBadRequest, "backfill: "+err.Error())
 		return
 	}
-	var p engine.BackfillParams
+	p := engine.BackfillParams{To: time.Now()}
 	for _, f := range []struct {
 		name string
 		at   *time.Time
 	}{{"from", &p.From}, {"to", &p.To}} {
-		v := ps[f.name]
+		v, given := ps[f.name]
+		if f.name == "to" && !given {
+			continue // now, as the CLI's --to
+		}
 		if v == "" {
-			httpError(w, http.StatusBadRequest, codeBadRequest, "backfill: "+f.name+" is required (RFC 3339, such as 2026-11-29T02:00:00Z)")
+			msg := "backfill: from is required (RFC 3339, such as 2026-11-29T02:00:00Z)"
+			if f.name == "to" {
+				msg = "backfill: to is empty; leave it out to backfill up to now"
+			}
+			httpError(w, http.StatusBadRequest, codeBadRequest, msg)
 			return
 		}
 		if *f.at, err = time.Parse(time.RFC3339, v); err != nil {

@@ -80,6 +80,9 @@ func TestBackfillEndpoint(t *testing.T) {
 		{"no from", `{"to": "2026-01-01T00:00:00Z"}`, codeBadRequest, 400, []string{"from is required"}},
 		{"a bad to", `{"from": "2026-01-01T00:00:00Z", "to": "tomorrow"}`, codeBadRequest, 400, []string{`to "tomorrow"`, "RFC 3339"}},
 		{"a bad dry_run", `{` + rng + `, "dry_run": "maybe"}`, codeBadRequest, 400, []string{"dry_run"}},
+		{"a dry_run that is a number", `{` + rng + `, "dry_run": 1}`, codeBadRequest, 400, []string{`body field "dry_run": want true or false, not the number 1`}},
+		{"a from that is a number", `{"from": 20260101}`, codeBadRequest, 400, []string{`body field "from": want a string, not the number 20260101`}},
+		{"an empty to", `{"from": "2026-01-01T00:00:00Z", "to": null}`, codeBadRequest, 400, []string{"to is empty; leave it out to backfill up to now"}},
 		{"a range in the future", fmt.Sprintf(`{"from": %q, "to": %q}`, now.Add(time.Hour).UTC().Format(time.RFC3339), now.Add(2*time.Hour).UTC().Format(time.RFC3339)),
 			codeBadRange, 400, []string{"bad backfill range"}},
 		{"too many slots", fmt.Sprintf(`{"from": %q, "to": %q}`, now.Add(-50*24*time.Hour).UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339)),
@@ -102,6 +105,15 @@ func TestBackfillEndpoint(t *testing.T) {
 		if s.Key != want[i] || s.Action != engine.BackfillRun || s.State != "skipped" || s.Reason != missed {
 			t.Errorf("dry run slot %d: %+v, want %s, recorded missed, to run", i, s, want[i])
 		}
+	}
+	// to left out is now, as the CLI's --to.
+	code, plan, raw = post(fmt.Sprintf(`{"from": %q, "dry_run": true}`, from.UTC().Format(time.RFC3339)))
+	upTo := plan.ToRequested
+	if upTo == "" {
+		upTo = plan.To
+	}
+	if at, err := time.Parse(time.RFC3339, upTo); code != http.StatusOK || err != nil || time.Since(at) > time.Minute || len(plan.Slots) < len(want) {
+		t.Errorf("dry run without to: %d %s, want 200 planning up to now", code, raw)
 	}
 	// The query string works as the body does.
 	code, _, raw = r.do(t, "POST", "/api/jobs/hourly/backfill?dry_run=1&from="+from.UTC().Format(time.RFC3339)+"&to="+to.UTC().Format(time.RFC3339), "", true)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,10 +15,13 @@ import (
 // maxNote is the longest by or reason the store keeps.
 const maxNote = 1000
 
-// pausesView is what is paused, as pause and resume answer it.
+// pausesView is what is paused, as pause and resume answer it. WasPaused
+// says whether what was asked for (the job, or the cluster) was paused
+// before: a resume of something not paused changes nothing.
 type pausesView struct {
-	All  bool     `json:"all"`
-	Jobs []string `json:"jobs"`
+	All       bool     `json:"all"`
+	Jobs      []string `json:"jobs"`
+	WasPaused bool     `json:"was_paused"`
 }
 
 // pause answers POST /api/pause and POST /api/resume. Parameters (query or
@@ -26,7 +30,7 @@ type pausesView struct {
 func (a *api) pause(paused bool) http.HandlerFunc {
 	verb := map[bool]string{true: "pause", false: "resume"}[paused]
 	return func(w http.ResponseWriter, r *http.Request) {
-		ps, err := postParams(r, "job", "reason", "by")
+		ps, err := postParams(r, field{name: "job"}, field{name: "reason"}, field{name: "by"})
 		if err != nil {
 			httpError(w, http.StatusBadRequest, codeBadRequest, verb+": "+err.Error())
 			return
@@ -64,6 +68,12 @@ func (a *api) pause(paused bool) http.HandlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
+		before, err := st.Pauses(ctx)
+		a.storeCall(ctx, err)
+		if err != nil {
+			httpError(w, http.StatusServiceUnavailable, codeStore, err.Error())
+			return
+		}
 		err = st.SetPause(ctx, slotstore.PauseParams{Job: job, Paused: paused, By: by, Reason: reason})
 		a.storeCall(ctx, err)
 		if errors.Is(err, slotstore.ErrInvalid) {
@@ -80,7 +90,11 @@ func (a *api) pause(paused bool) http.HandlerFunc {
 			httpError(w, http.StatusServiceUnavailable, codeStore, err.Error())
 			return
 		}
-		a.e.Log().Info("pauses changed", "job", job, "paused", paused, "by", by, "reason", reason, "remote", r.RemoteAddr)
-		writeJSON(w, http.StatusOK, pausesView{All: now.All, Jobs: now.Jobs})
+		was := before.All // the job, or the cluster, paused in its own right
+		if job != "" {
+			was = slices.Contains(before.Jobs, job)
+		}
+		a.e.Log().Info("pauses changed", "job", job, "paused", paused, "by", by, "reason", reason, "was_paused", was, "remote", r.RemoteAddr)
+		writeJSON(w, http.StatusOK, pausesView{All: now.All, Jobs: now.Jobs, WasPaused: was})
 	}
 }

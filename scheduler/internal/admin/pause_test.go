@@ -32,7 +32,10 @@ func TestPauseReason(t *testing.T) {
 		{"a misspelt field", "/api/pause", `{"job": "report", "reasn": "deploy"}`, []string{`"reasn"`, "unknown"}},
 		{"an unknown query parameter", "/api/pause?jbo=report&reason=x", "", []string{`"jbo"`}},
 		{"a field twice", "/api/pause?reason=a", `{"reason": "b"}`, []string{`"reason"`, "both"}},
-		{"a body that is not an object", "/api/pause", `["report"]`, []string{"JSON object"}},
+		{"a body that is not an object", "/api/pause", `["report"]`, []string{"want a JSON object of fields", "not a list"}},
+		{"a body that is not JSON", "/api/pause", `reason=x`, []string{"body: not JSON"}},
+		{"a reason that is a number", "/api/pause", `{"job": "report", "reason": 5}`, []string{`body field "reason": want a string, not the number 5`}},
+		{"a by that is a boolean", "/api/pause", `{"reason": "x", "by": true}`, []string{`body field "by": want a string, not true`}},
 		{"a reason that is an object", "/api/pause", `{"reason": {"a": 1}}`, []string{`"reason"`}},
 		{"an empty job", "/api/pause?job=&reason=x", "", []string{"job is empty"}},
 		// null is a job given empty, not left out: not the whole cluster.
@@ -53,7 +56,7 @@ func TestPauseReason(t *testing.T) {
 
 	// JSON body, with by.
 	code, _, body = r.do(t, "POST", "/api/pause", `{"job": "report", "reason": "deploy <b>v2</b>", "by": "alice"}`, true)
-	if code != http.StatusOK || body != `{"all":false,"jobs":["report"]}`+"\n" {
+	if code != http.StatusOK || body != `{"all":false,"jobs":["report"],"was_paused":false}`+"\n" {
 		t.Fatalf("pause: %d %s", code, body)
 	}
 	if n := pauses().Notes["report"]; n.By != "alice" || n.Reason != "deploy <b>v2</b>" || n.At.IsZero() {
@@ -80,9 +83,17 @@ func TestPauseReason(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `"all":false`) {
 		t.Fatalf("cluster resume: %d %s", code, body)
 	}
+	if !strings.Contains(body, `"was_paused":true`) {
+		t.Errorf("cluster resume: %s, want was_paused true", body)
+	}
 	code, _, body = r.do(t, "POST", "/api/resume?job=report", `{"reason": "fixed"}`, true)
-	if ps := pauses(); code != http.StatusOK || ps.All || len(ps.Jobs) != 0 || len(ps.Notes) != 0 {
+	if ps := pauses(); code != http.StatusOK || ps.All || len(ps.Jobs) != 0 || len(ps.Notes) != 0 || !strings.Contains(body, `"was_paused":true`) {
 		t.Errorf("resume: %d %s, pauses now %+v", code, body, ps)
+	}
+	// A resume of what is not paused is no error, and says it was not.
+	code, _, body = r.do(t, "POST", "/api/resume?job=report", `{"reason": "again"}`, true)
+	if code != http.StatusOK || !strings.Contains(body, `"was_paused":false`) {
+		t.Errorf("resume of a job not paused: %d %s, want 200 and was_paused false", code, body)
 	}
 	if logs := r.logs.String(); !strings.Contains(logs, `paused=false by=bob reason=done`) {
 		t.Errorf("the resume is not logged with who and why:\n%s", logs)

@@ -42,7 +42,8 @@ type Kind struct {
 	// be reached or was not ready; nil adds nothing to the common cases.
 	Unreachable func(err error) bool
 	// RouteLogs sends the client library's own log lines through log when
-	// st is of this kind; nil when the library logs nothing of its own.
+	// st is of this kind, or nil (before the store is opened); nil when the
+	// library logs nothing of its own.
 	RouteLogs func(st slotstore.Store, log *slog.Logger)
 }
 

@@ -53,7 +53,14 @@ func Open(ctx context.Context, c Config) (slotstore.Store, error) {
 // backoff from 250 ms to 5 s while the store cannot be reached, and logging
 // each failure. Any other error (a bad option, a refused login, a missing
 // directory) is returned at once: waiting would not mend it.
+//
+// What the kind's client library logs on its own while dialling goes
+// through log too, from the first try: a library that logs to standard
+// error would otherwise break a log of one JSON object a line.
 func OpenWait(ctx context.Context, c Config, wait time.Duration, log *slog.Logger) (slotstore.Store, error) {
+	if k, ok := Lookup(c.Kind); ok && k.RouteLogs != nil {
+		k.RouteLogs(nil, log)
+	}
 	octx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	pause := 250 * time.Millisecond

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/slotcron/slotcron/internal/poll"
+)
+
+// tourConfig copies config.example.yaml, the README tour's configuration,
+// into a directory of its own (its SQLite file is relative), logging JSON
+// for the test to read.
+func tourConfig(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Replace(string(data), "format: text", "format: json", 1)
+	if doc == string(data) {
+		t.Fatal("config.example.yaml has no log format: text to switch to json")
+	}
+	path := filepath.Join(t.TempDir(), "slotcron.yaml")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The tour's step "stop one gracefully", on the tour's own configuration:
+// Ctrl-C (SIGTERM) of the replica running the demo's sleep job hands its
+// slot over within shutdown_grace, not a lease later, and the replica
+// exits 0.
+func TestTourHandsOverOnSIGTERM(t *testing.T) {
+	skipShort(t)
+	config := tourConfig(t)
+	r1 := startReplica(t, "r1", config)
+	r1.waitFor(t, "scheduler started", 20*time.Second)
+	r2 := startReplica(t, "r2", config)
+	r2.waitFor(t, "scheduler started", 20*time.Second)
+
+	// The sleep job runs once a minute.
+	var holder, other *proc
+	var first logLine
+	poll.Until(t, 90*time.Second, "a replica to start the sleep job", func() error {
+		for _, p := range []*proc{r1, r2} {
+			for _, l := range p.find("run started") {
+				if l.Job == "sleep" && l.Attempt == 1 {
+					holder, first = p, l
+				}
+			}
+		}
+		if holder == nil {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	other = map[*proc]*proc{r1: r2, r2: r1}[holder]
+	if err := holder.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	var taken logLine
+	poll.Until(t, 10*time.Second, other.name+" to start the released slot", func() error {
+		for _, l := range other.find("run started") {
+			if l.Job == "sleep" && l.Slot == first.Slot {
+				taken = l
+				return nil
+			}
+		}
+		return errors.New("not yet")
+	})
+	after := taken.seen.Sub(stopped)
+	t.Logf("%s started slot %s %v after SIGTERM to %s (shutdown_grace 3s, lease 15s)", other.name, first.Slot, after, holder.name)
+	if taken.Fence <= first.Fence || taken.Attempt != 2 {
+		t.Errorf("hand-over fence %d attempt %d; first fence %d", taken.Fence, taken.Attempt, first.Fence)
+	}
+	// A duty the stopped replica led is handed over at once, not a
+	// lease later.
+	if len(holder.find("leadership acquired")) > 0 {
+		led := other.waitFor(t, "leadership acquired", 5*time.Second)
+		if d := led.seen.Sub(stopped); d > 3*time.Second {
+			t.Errorf("%s took the owner duty %v after SIGTERM to its leader, want at once", other.name, d)
+		}
+	}
+	<-holder.done
+	if err := holder.cmd.Wait(); err != nil {
+		t.Errorf("%s exited with %v, want 0", holder.name, err)
+	}
+	other.stop(t)
+}
