@@ -94,3 +94,67 @@ func TestTourHandsOverOnSIGTERM(t *testing.T) {
 	}
 	other.stop(t)
 }
+
+// The tour's step "freeze the holder": a replica stopped (kill -STOP) for
+// longer than the lease while it runs the demo's sleep job is taken over by
+// the other replica, and when it is let go (kill -CONT), its job having
+// ended during the freeze, it logs the lease it lost before saying it
+// recorded nothing.
+func TestTourFrozenHolderLogsItsLostLease(t *testing.T) {
+	skipShort(t)
+	config := tourConfig(t)
+	r1 := startReplica(t, "r1", config)
+	r1.waitFor(t, "scheduler started", 20*time.Second)
+	r2 := startReplica(t, "r2", config)
+	r2.waitFor(t, "scheduler started", 20*time.Second)
+
+	var holder *proc
+	var first logLine
+	poll.Until(t, 90*time.Second, "a replica to start the sleep job", func() error {
+		for _, p := range []*proc{r1, r2} {
+			for _, l := range p.find("run started") {
+				if l.Job == "sleep" && l.Attempt == 1 {
+					holder, first = p, l
+				}
+			}
+		}
+		if holder == nil {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	other := map[*proc]*proc{r1: r2, r2: r1}[holder]
+	if err := holder.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// Frozen past the lease (15 s) and past the job's 20 s of work.
+	poll.Until(t, 40*time.Second, other.name+" to take the frozen holder's slot over", func() error {
+		for _, l := range other.find("run started") {
+			if l.Job == "sleep" && l.Slot == first.Slot && l.Attempt == 2 {
+				return nil
+			}
+		}
+		return errors.New("not yet")
+	})
+	time.Sleep(time.Until(first.seen.Add(22 * time.Second))) // the freeze outlasts the job's work
+	if err := holder.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	ended := holder.waitFor(t, "run ended after lease lost; outcome not recorded", 20*time.Second)
+	var lost *logLine
+	for _, l := range holder.find("lease lost") {
+		if l.Job == "sleep" && l.Slot == first.Slot {
+			lost = &l
+		}
+	}
+	switch {
+	case lost == nil:
+		t.Errorf("%s logged no lease lost for slot %s after its freeze", holder.name, first.Slot)
+	case lost.Time.After(ended.Time):
+		t.Errorf("lease lost at %v, after the run's end at %v", lost.Time, ended.Time)
+	case lost.Fence != first.Fence || lost.Attempt != 1:
+		t.Errorf("lease lost with fence %d attempt %d, want the frozen run's %d, 1", lost.Fence, lost.Attempt, first.Fence)
+	}
+	holder.stop(t)
+	other.stop(t)
+}
