@@ -8,6 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/slotstore"
 )
@@ -124,6 +126,56 @@ func TestPauseAfterFailuresEndingTogether(t *testing.T) {
 		stop()
 		if l := r.pauseLines(t); len(l) != 1 {
 			t.Errorf("%d \"job paused after failures\" lines, want 1: %v", len(l), l)
+		}
+	})
+}
+
+// pausedBySlotcron is replica reg's slotcron_job_paused_by_slotcron for
+// the job "fail", and whether it has the series.
+func pausedBySlotcron(t *testing.T, reg prometheus.Gatherer) (float64, bool) {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			if f.GetName() == "slotcron_job_paused_by_slotcron" && len(m.GetLabel()) == 1 &&
+				m.GetLabel()[0].GetName() == "job_name" && m.GetLabel()[0].GetValue() == "fail" {
+				return m.GetGauge().GetValue(), true
+			}
+		}
+	}
+	return 0, false
+}
+
+// Every replica, not only the one that paused the job, exports
+// slotcron_job_paused_by_slotcron 1 while the pause on failure lasts; a
+// pause an operator set in its place has no series.
+func TestPauseAfterFailuresGaugeOnEveryReplica(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newAutoPauseRig()
+		ma, mb := prometheus.NewRegistry(), prometheus.NewRegistry()
+		stopA := start(t, r.replica(t, "a", WithRegistry(ma)))
+		defer stopA()
+		r.awaitPause(t)
+		stopB := start(t, r.replica(t, "b", WithRegistry(mb)))
+		defer stopB()
+		time.Sleep(10 * time.Second) // two beats: both replicas read the pauses
+		for name, reg := range map[string]prometheus.Gatherer{"a": ma, "b": mb} {
+			if v, ok := pausedBySlotcron(t, reg); !ok || v != 1 {
+				t.Errorf("replica %s: slotcron_job_paused_by_slotcron %v (series %v), want 1", name, v, ok)
+			}
+		}
+		r.resume(t)
+		if err := r.st.SetPause(context.Background(), slotstore.PauseParams{Job: "fail", Paused: true, By: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Second)
+		for name, reg := range map[string]prometheus.Gatherer{"a": ma, "b": mb} {
+			if v, ok := pausedBySlotcron(t, reg); ok {
+				t.Errorf("replica %s: paused by alice, slotcron_job_paused_by_slotcron %v, want no series", name, v)
+			}
 		}
 	})
 }
