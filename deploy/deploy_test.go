@@ -502,7 +502,7 @@ func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
 		"lease_renewal_seconds", "leases_lost_total", "takeovers_total", "slots_missed_total", "jobs_auto_paused_total",
 		"next_run_timestamp_seconds", "last_success_timestamp_seconds", "store_up",
 		"leader", "leadership_changes_total", "leader_renewal_seconds", "fence_rejections_total",
-		"fence_repeats_total", "schedule_interval_seconds", "build_info", "cluster_paused", "job_paused",
+		"fence_repeats_total", "schedule_interval_seconds", "build_info", "cluster_paused", "job_paused", "job_paused_by_slotcron",
 	} {
 		known["slotcron_"+name] = true
 	}

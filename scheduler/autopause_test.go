@@ -120,9 +120,9 @@ func (r *autoPauseRig) pauseLines(t *testing.T) []map[string]any {
 // A job failing every slot with pause_after_failures: 3 is paused after its
 // third, by slotcron, with the count and the last error as the reason; the
 // replica logs it at ERROR and counts it. Its slots are skipped while it is
-// paused. After a resume it is paused again after three more failures,
-// whether the resume came after slots skipped for the pause or before the
-// next slot was due.
+// paused. Resumed after slots were skipped for the pause, it is paused
+// again after three more failures; resumed before its next slot was due, the
+// row goes on and its next failure pauses it again.
 func TestPauseAfterFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newAutoPauseRig()
@@ -159,11 +159,11 @@ func TestPauseAfterFailures(t *testing.T) {
 		}
 
 		// Resumed before its next slot: no slot was skipped, the row goes
-		// on, and the job is paused again three failures later.
+		// on, and the next failure pauses the job again.
 		r.resume(t)
 		note = r.awaitPause(t)
-		if n := len(r.job.ran()); n != 9 || note.Reason != "6 failed slots in a row; last error: boom 9" {
-			t.Errorf("resumed at once: paused after %d runs, reason %q; want 9 and a row of 6", n, note.Reason)
+		if n := len(r.job.ran()); n != 7 || note.Reason != "3 failed slots in a row; last error: boom 7" {
+			t.Errorf("resumed at once: paused after %d runs, reason %q; want 7 and a row of 3", n, note.Reason)
 		}
 		if got := counter(t, metrics, "slotcron_jobs_auto_paused_total", "job_name", "fail"); got != 3 {
 			t.Errorf("slotcron_jobs_auto_paused_total %v, want 3", got)
@@ -306,12 +306,12 @@ func (s *refusingPauses) SetPause(ctx context.Context, p slotstore.PauseParams) 
 
 // A store that refuses the pause twice is asked again, and the job is
 // paused; one that keeps refusing leaves the job running, and says so at
-// WARN, and the next multiple of the count pauses it.
+// WARN, and the next failure pauses it.
 func TestPauseAfterFailuresStoreErrors(t *testing.T) {
 	for _, tc := range []struct {
 		refuse int
 		runs   int
-	}{{2, 3}, {3, 6}} {
+	}{{2, 3}, {3, 4}} {
 		t.Run(fmt.Sprint(tc.refuse), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newAutoPauseRig()

@@ -117,11 +117,12 @@ type Policy struct {
 	// claims the retry, never past the slot's starting deadline nor into
 	// its next slot.
 	Retries RetryPolicy `yaml:"retries"`
-	// PauseAfterFailures pauses the job on every replica after this many
-	// failed slots in a row (a slot counts once, when its retries are
-	// spent; a success ends the row), with by "slotcron" and the count and
-	// the last error as the pause's reason, until an operator resumes it;
-	// then it pauses again after as many more. The row is the cluster's,
+	// PauseAfterFailures pauses the job on every replica when this many of
+	// its most recent finished slots all failed (a slot counts once, when
+	// its retries are spent; a success, or a slot skipped while the job was
+	// paused, ends the row), with by "slotcron" and the count and the last
+	// error as the pause's reason, until an operator resumes it; a resume
+	// before the next slot starts no fresh row. The row is the cluster's,
 	// read from the job's history: slots run by different replicas count
 	// together. At most 1000. 0 never pauses, also in a job whose defaults
 	// say otherwise; nil inherits. Default: never.

@@ -1,15 +1,21 @@
 // Pause on failure: a job whose slots keep failing is paused on every
-// replica after pause_after_failures of them in a row, by slotcron, with the
-// count and the last error as the reason.
+// replica once its pause_after_failures most recent finished slots all
+// failed, by slotcron, with the count and the last error as the reason.
 //
-// The count lives in the store, not in any replica: it is read back from
-// the job's history, so failures of consecutive slots run by different
-// replicas count together, and a restart forgets nothing. Only the holder
-// of the failed slot that brings the count to a multiple of N decides, so
-// one replica pauses the job, logs it and counts it. A resume resets the
-// count: the job was paused at N failures, so after a resume it pauses
-// again at 2N, that is after N more; and a slot skipped while the job was
-// paused ends the row, as a success does.
+// The row lives in the store, not in any replica: it is read back from the
+// job's history, newest slot first, so failures of slots run by different
+// replicas count together, and a restart forgets nothing. A slot done
+// failed or timed out counts; one that succeeded, or was skipped while the
+// job was paused, ends the row; any other (running, retrying, skipped for
+// another reason, abandoned, replaced, released) is passed over. The read
+// stops at N failures, so it costs the same however long the job has
+// failed. Only the holder of the job's newest finished slot decides, one
+// decision at a time on a replica, and not while the job is paused
+// already: of two failures ending together one pauses the job, logs it and
+// counts it, and slots that end out of order (overlap: allow) cannot step
+// past the count. A resume made before the job's next slot starts no fresh
+// row: its next failure pauses it again; a success, or a slot skipped
+// while the job stayed paused, does.
 
 package engine
 
@@ -48,10 +54,10 @@ type failedSlot struct {
 	log  *runLogger
 }
 
-// pauseAfterFailure decides, after f's outcome was recorded, whether f
-// brings its job's failed slots in a row to a multiple of the job's
-// pause_after_failures, and if so pauses the job. Store errors are retried
-// a few times, then logged: the job is not paused this time.
+// pauseAfterFailure decides, after f's outcome was recorded, whether the
+// job's pause_after_failures most recent finished slots, f's the newest,
+// all failed, and if so pauses the job. Store errors are retried a few
+// times, then logged: the job is not paused this time.
 func (s *Engine) pauseAfterFailure(f failedSlot) {
 	if f.p.pauseAfter <= 0 {
 		return
@@ -71,15 +77,14 @@ func (s *Engine) pauseAfterFailure(f failedSlot) {
 
 // tryAutoPause is one try of pauseAfterFailure.
 func (s *Engine) tryAutoPause(f failedSlot) error {
+	f.p.deciding <- struct{}{}
+	defer func() { <-f.p.deciding }()
 	ctx, cancel := context.WithTimeout(context.Background(), maxStoreWait)
 	defer cancel()
-	n, err := failuresInARow(ctx, f.st, f.p.name, f.slot)
+	failed, err := failedRow(ctx, f.st, f.p.name, f.slot, f.p.pauseAfter)
 	s.metrics.storeCall(err)
-	if err != nil {
+	if err != nil || !failed {
 		return err
-	}
-	if n == 0 || n%f.p.pauseAfter != 0 {
-		return nil
 	}
 	ps, err := f.st.Pauses(ctx)
 	s.metrics.storeCall(err)
@@ -89,6 +94,7 @@ func (s *Engine) tryAutoPause(f failedSlot) error {
 	if slices.Contains(ps.Jobs, f.p.name) {
 		return nil // paused already: its note stays as it was set
 	}
+	n := f.p.pauseAfter
 	reason := noteText(fmt.Sprintf("%d failed slots in a row; last error: %s", n, f.err))
 	err = f.st.SetPause(ctx, slotstore.PauseParams{Job: f.p.name, Paused: true, By: autoPauseBy, Reason: reason})
 	s.metrics.storeCall(err)
@@ -99,36 +105,42 @@ func (s *Engine) tryAutoPause(f failedSlot) error {
 		return fmt.Errorf("pause the job: %w", err)
 	}
 	f.log.get().Error("job paused after failures", "failures", n, "last_error", f.err,
-		"pause_after_failures", f.p.pauseAfter)
+		"pause_after_failures", n)
 	s.metrics.autoPause(f.p).Inc()
 	return nil
 }
 
-// failuresInARow counts the failed slots of job in a row that end with
-// slot, by the store's history: slots done failed or timed out count, back
-// to the newest one before slot that succeeded or was skipped while the job
-// was paused. Slots that did not run to an outcome (skipped for another
-// reason, abandoned, replaced, released, running, retrying) neither count
-// nor end the row.
-func failuresInARow(ctx context.Context, st slotstore.Store, job string, slot time.Time) (int, error) {
-	n := 0
-	before := slot.Add(time.Second)
+// failedRow reports whether slot is job's newest finished slot and it and
+// the n-1 finished slots before it all failed, by the store's history read
+// newest first: a slot done failed or timed out counts; one that succeeded
+// or was skipped while the job was paused is finished and ends the row;
+// any other is passed over. It reads no further than the n-th failure.
+func failedRow(ctx context.Context, st slotstore.Store, job string, slot time.Time, n int) (bool, error) {
+	failed := 0
+	limit := min(n+2, failurePage) // the row, and a slot or two running
+	var before time.Time
 	for {
-		ms, err := st.History(ctx, slotstore.HistoryParams{Job: job, Before: before, Limit: failurePage})
+		ms, err := st.History(ctx, slotstore.HistoryParams{Job: job, Before: before, Limit: limit})
 		if err != nil {
-			return 0, fmt.Errorf("read the history of %s: %w", job, err)
+			return false, fmt.Errorf("read the history of %s: %w", job, err)
 		}
 		for _, m := range ms {
+			finished := m.State == slotstore.StateDone ||
+				m.State == slotstore.StateSkipped && m.Reason == reasonPaused
 			switch {
-			case m.State == slotstore.StateDone && m.Outcome == slotstore.Succeeded,
-				m.State == slotstore.StateSkipped && m.Reason == reasonPaused:
-				return n, nil
-			case m.State == slotstore.StateDone:
-				n++
+			case !finished:
+				continue
+			case failed == 0 && !m.Slot.Equal(slot):
+				return false, nil // a newer slot finished: its holder decides
+			case m.State != slotstore.StateDone || m.Outcome == slotstore.Succeeded:
+				return false, nil
+			}
+			if failed++; failed == n {
+				return true, nil
 			}
 		}
-		if len(ms) < failurePage {
-			return n, nil
+		if len(ms) < limit {
+			return false, nil
 		}
 		before = ms[len(ms)-1].Slot // a slot has one marker
 	}

@@ -248,18 +248,24 @@ func interval(s *schedule.Schedule, now time.Time) time.Duration {
 }
 
 // pausedGauge shows the pauses this replica last read: slotcron_cluster_paused,
-// and slotcron_job_paused for each paused job of its configuration (known).
-// Alerts about a job's missing successes leave out the jobs paused on
-// purpose by it.
+// and slotcron_job_paused for each paused job of its configuration (known),
+// with slotcron_job_paused_by_slotcron when the pause's note says slotcron
+// set it. Alerts about a job's missing successes leave out the jobs paused
+// on purpose by it; every replica shows a pause on failure for as long as
+// it lasts, whichever replica set it.
 type pausedGauge struct {
-	pauses       *atomic.Pointer[slotstore.Pauses]
-	known        func(job string) bool
-	cluster, job *prometheus.Desc
+	pauses             *atomic.Pointer[slotstore.Pauses]
+	known              func(job string) bool
+	cluster, job, bySC *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*pausedGauge)(nil)
 
-func (g *pausedGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.cluster; ch <- g.job }
+func (g *pausedGauge) Describe(ch chan<- *prometheus.Desc) {
+	ch <- g.cluster
+	ch <- g.job
+	ch <- g.bySC
+}
 
 func (g *pausedGauge) Collect(ch chan<- prometheus.Metric) {
 	ps := g.pauses.Load()
@@ -274,6 +280,9 @@ func (g *pausedGauge) Collect(ch chan<- prometheus.Metric) {
 	for _, j := range ps.Jobs {
 		if g.known == nil || g.known(j) {
 			ch <- prometheus.MustNewConstMetric(g.job, prometheus.GaugeValue, 1, j)
+			if ps.Notes[j].By == autoPauseBy {
+				ch <- prometheus.MustNewConstMetric(g.bySC, prometheus.GaugeValue, 1, j)
+			}
 		}
 	}
 }

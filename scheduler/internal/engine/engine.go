@@ -96,6 +96,10 @@ type plan struct {
 	overlap      policy.Overlap
 	retries      Retries
 	pauseAfter   int
+	// deciding, holding one token, serialises this replica's
+	// pause-on-failure decisions for the job (autopause.go); a channel, so
+	// a wait for it is one a test's fake clock can pass.
+	deciding chan struct{}
 	// metrics holds the job's metric series once it has any.
 	metrics atomic.Pointer[jobMetrics]
 	// mark is set once Run scheduled the job, with its schedule interval.
@@ -148,7 +152,7 @@ func New(c Config) (*Engine, error) {
 		p := &plan{name: j.Name, fn: j.Fn, sched: j.Schedule, params: j.Params, lease: j.Lease, timeout: j.Timeout,
 			onCrash: j.OnCrash, maxAtt: j.MaxAttempts, deadline: j.Deadline, catchUp: j.CatchUp,
 			catchUpLimit: j.CatchUpLimit, history: j.History, jitter: j.Jitter, overlap: j.Overlap, retries: j.Retries,
-			pauseAfter: j.PauseAfterFailures}
+			pauseAfter: j.PauseAfterFailures, deciding: make(chan struct{}, 1)}
 		e.plans[i] = p
 		e.byName[p.name] = p
 	}

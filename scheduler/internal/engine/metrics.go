@@ -96,7 +96,9 @@ func newMetrics(perJob bool) *metrics {
 		cluster: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "cluster_paused"),
 			"1 while the whole cluster is paused, else 0, as this replica last read the pauses (every 5 s, and ahead of due slots).", nil, nil),
 		job: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "job_paused"),
-			"1 for each job paused on its own, as this replica last read the pauses; a job that is not paused has no series.", []string{jobLabel}, nil)}
+			"1 for each job paused on its own, as this replica last read the pauses; a job that is not paused has no series.", []string{jobLabel}, nil),
+		bySC: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "job_paused_by_slotcron"),
+			"1 for each job paused on its own whose pause slotcron set after pause_after_failures failed slots (its note says by slotcron), as this replica last read the pauses; every replica shows it while the pause lasts.", []string{jobLabel}, nil)}
 	return m
 }
 
