@@ -62,7 +62,10 @@ func (s *Engine) traceRun(ctx context.Context, p *plan, c slotstore.Claim, sent 
 	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithTimestamp(sent), trace.WithSpanKind(trace.SpanKindInternal)}
 	_, span := tr.Start(runtrace.WithIDs(ctx, tid, sid), spanRun, opts...)
 	if !span.IsRecording() {
-		return ctx, runSpan{}
+		// Not sampled: the job's context still carries the span, so that
+		// the job's own spans follow the run's decision and are not
+		// sampled as roots of traces of their own.
+		return trace.ContextWithSpan(ctx, span), runSpan{}
 	}
 	span.SetAttributes(
 		attribute.String("slotcron.job", p.name),
