@@ -22,6 +22,7 @@ package otlp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -68,24 +69,27 @@ func open(ctx context.Context, s runtrace.Settings) (trace.TracerProvider, func(
 }
 
 // exporterOptions are the exporter's options for s: a host:port endpoint,
-// plain when Insecure, or a URL, /v1/traces when its path is empty.
+// plain when Insecure, or a URL, /v1/traces when its path is empty. The
+// endpoint is always given as a URL, so that its host, path and scheme win
+// over the OTEL_EXPORTER_OTLP_* environment variables that set them, as
+// Headers, when there are any, win over the environment's.
 func exporterOptions(s runtrace.Settings) ([]otlptracehttp.Option, error) {
-	var opts []otlptracehttp.Option
-	if strings.Contains(s.Endpoint, "://") {
-		u, err := url.Parse(s.Endpoint)
-		if err != nil {
-			return nil, fmt.Errorf("otlp: endpoint: %w", err)
-		}
-		if u.Path == "" || u.Path == "/" {
-			u.Path = "/v1/traces"
-		}
-		opts = append(opts, otlptracehttp.WithEndpointURL(u.String()))
-	} else {
-		opts = append(opts, otlptracehttp.WithEndpoint(s.Endpoint))
+	ep := s.Endpoint
+	if !strings.Contains(ep, "://") {
+		scheme := "https"
 		if s.Insecure {
-			opts = append(opts, otlptracehttp.WithInsecure())
+			scheme = "http"
 		}
+		ep = scheme + "://" + ep
 	}
+	u, err := url.Parse(ep)
+	if err != nil {
+		return nil, fmt.Errorf("otlp: read the endpoint: %w", errors.Unwrap(err))
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/v1/traces"
+	}
+	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(u.String())}
 	if len(s.Headers) > 0 {
 		opts = append(opts, otlptracehttp.WithHeaders(s.Headers))
 	}
