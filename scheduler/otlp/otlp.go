@@ -16,8 +16,9 @@
 // attributes from OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, and
 // gives each run span the IDs derived from its slot and attempt (see
 // IDGenerator). What OpenTelemetry reports of failed exports goes to the
-// scheduler's log, as a warning. The scheduler flushes and stops the
-// provider when Run returns.
+// scheduler's log, as a warning, until the provider stops. The scheduler
+// flushes and stops the provider before Run returns; an export still under
+// way when the flush's time is up is abandoned (see bounded).
 package otlp
 
 import (
@@ -26,6 +27,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -55,17 +57,28 @@ func open(ctx context.Context, s runtrace.Settings) (trace.TracerProvider, func(
 		return nil, nil, fmt.Errorf("otlp: build the resource: %w", err)
 	}
 	// OpenTelemetry has one error handler per process; the last Run that
-	// traces sets it. Its default writes raw lines to stderr.
+	// traces sets it. Its default writes raw lines to stderr. A stopped
+	// scheduler's log hears nothing more.
+	var stopped atomic.Bool
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		s.Log.Warn("tracing: exporting spans failed", "err", err)
+		if !stopped.Load() {
+			s.Log.Warn("tracing: exporting spans failed", "err", err)
+		}
 	}))
+	be := newBounded(exp)
 	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp),
+		sdktrace.WithBatcher(be),
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(s.SampleRatio))),
 		sdktrace.WithIDGenerator(IDGenerator()),
 	)
-	return tp, tp.Shutdown, nil
+	shutdown := func(ctx context.Context) error {
+		err := tp.Shutdown(ctx)
+		be.stop()
+		stopped.Store(true)
+		return err
+	}
+	return tp, shutdown, nil
 }
 
 // exporterOptions are the exporter's options for s: a host:port endpoint,
