@@ -36,6 +36,13 @@ type TracingConfig struct {
 	// of a slot is traced or none is, on every replica alike. Nil means 1:
 	// every slot.
 	SampleRatio *float64 `yaml:"sample_ratio"`
+	// Cluster names the cluster in the trace and span IDs of its runs,
+	// which are derived from it, the job, the slot and the attempt: give
+	// every replica of a cluster the same name and each cluster that
+	// exports to the same tracing backend (staging and production, say)
+	// its own, or their runs of the same job and slot share IDs. Read with
+	// WithTracerProvider too. Default: none, the same in every cluster.
+	Cluster string `yaml:"cluster"`
 }
 
 // OTLPConfig says where OTLP/HTTP export requests go.
