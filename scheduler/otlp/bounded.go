@@ -3,55 +3,53 @@ package otlp
 import (
 	"context"
 	"errors"
-	"sync"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// errStopped is what an export started after the provider stopped gets.
+// errStopped is what an export gets once the flush's time is up.
 var errStopped = errors.New("otlp: the scheduler has stopped; spans dropped")
 
-// bounded is the exporter the provider's batch processor sends to: it
-// lets stop end every export still under way, so that a collector that
-// never answers cannot keep the processor, and the log, going after Run.
-// The processor keeps exporting after its Shutdown's deadline has passed;
-// bounded's stop cancels that export and refuses the batches left, then
-// waits until the processor has stopped (it calls Shutdown last).
+// bounded is the exporter the provider's batch processor sends to: its
+// abort ends the export under way and refuses the batches left, so that a
+// collector that never answers cannot keep the processor, and the log,
+// going after Run.
 type bounded struct {
 	sdktrace.SpanExporter
-	abort  context.Context
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
+	aborted context.Context
+	abort   context.CancelFunc
 }
 
 func newBounded(e sdktrace.SpanExporter) *bounded {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &bounded{SpanExporter: e, abort: ctx, cancel: cancel, done: make(chan struct{})}
+	return &bounded{SpanExporter: e, aborted: ctx, abort: cancel}
 }
 
-// ExportSpans exports spans until the export ends or stop is called.
+// ExportSpans exports spans until the export ends or abort is called.
 func (b *bounded) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	if b.abort.Err() != nil {
+	if b.aborted.Err() != nil {
 		return errStopped
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer context.AfterFunc(b.abort, cancel)()
+	defer context.AfterFunc(b.aborted, cancel)()
 	return b.SpanExporter.ExportSpans(ctx, spans)
 }
 
-// Shutdown stops the exporter; the batch processor calls it once its
-// goroutine has ended.
-func (b *bounded) Shutdown(ctx context.Context) error {
-	defer b.once.Do(func() { close(b.done) })
-	return b.SpanExporter.Shutdown(ctx)
-}
-
-// stop ends the export under way, if any, and returns once the batch
-// processor has stopped. Call it after the provider's Shutdown, which
-// starts the processor's stopping.
-func (b *bounded) stop() {
-	b.cancel()
-	<-b.done
+// shutdown flushes and stops tp, whose processor exports to b, and returns
+// once it has stopped: at ctx's end it aborts what is left to export. The
+// provider's own Shutdown returns at its context's end while its
+// processor goes on exporting, and retrying, for as long as the exporter
+// lets it.
+func (b *bounded) shutdown(ctx context.Context, tp *sdktrace.TracerProvider) error {
+	errc := make(chan error, 1)
+	go func() { errc <- tp.Shutdown(context.WithoutCancel(ctx)) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		b.abort()
+		<-errc
+		return context.Cause(ctx)
+	}
 }

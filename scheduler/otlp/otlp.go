@@ -73,8 +73,7 @@ func open(ctx context.Context, s runtrace.Settings) (trace.TracerProvider, func(
 		sdktrace.WithIDGenerator(IDGenerator()),
 	)
 	shutdown := func(ctx context.Context) error {
-		err := tp.Shutdown(ctx)
-		be.stop()
+		err := be.shutdown(ctx, tp)
 		stopped.Store(true)
 		return err
 	}
