@@ -155,7 +155,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return err
 	}
 	defer stopTracing()
-	rp := engine.RunParams{Store: st, Elector: s.elector, Tracing: tp}
+	rp := engine.RunParams{Store: st, Elector: s.elector, Tracing: tp, TraceCluster: s.cfg.Tracing.Cluster}
 	if s.duties > 0 && rp.Elector == nil {
 		el, name, err := s.elect(ctx, st)
 		if err != nil {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -35,13 +36,21 @@ type TracingConfig struct {
 	// of a slot is traced or none is, on every replica alike. Nil means 1:
 	// every slot.
 	SampleRatio *float64 `yaml:"sample_ratio"`
+	// Cluster names the cluster in the trace and span IDs of its runs,
+	// which are derived from it, the job, the slot and the attempt: give
+	// every replica of a cluster the same name and each cluster that
+	// exports to the same tracing backend (staging and production, say)
+	// its own, or their runs of the same job and slot share IDs. Read with
+	// WithTracerProvider too. Default: none, the same in every cluster.
+	Cluster string `yaml:"cluster"`
 }
 
 // OTLPConfig says where OTLP/HTTP export requests go.
 type OTLPConfig struct {
 	// Endpoint is the collector's host:port (requests go to /v1/traces on
 	// it), or a URL, http or https, whose path is the traces path (none
-	// means /v1/traces). Required in a tracing block.
+	// means /v1/traces), with no user, query or fragment: credentials go
+	// in Headers. Required in a tracing block.
 	Endpoint string `yaml:"endpoint"`
 	// Insecure sends plain HTTP to a host:port endpoint; without it, HTTPS.
 	// A URL says which itself.
@@ -79,15 +88,28 @@ func (c *Config) checkTracing(add func(*ConfigError)) {
 		add(c.errAt(fmt.Sprintf("sample_ratio %v must be from 0 to 1", *r), "tracing", "sample_ratio"))
 	}
 	ep := t.OTLP.Endpoint
+	at := []string{"tracing", "otlp", "endpoint"}
+	// The endpoint is never printed whole: it may hold a password.
 	switch u, err := url.Parse(ep); {
 	case ep == "":
-		add(c.errAt("endpoint is required: the collector's host:port or URL", "tracing", "otlp", "endpoint"))
+		add(c.errAt("endpoint is required: the collector's host:port or URL", at...))
 	case !strings.Contains(ep, "://"):
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		add(c.errAt(fmt.Sprintf("endpoint %q: want host:port or an http or https URL", ep), "tracing", "otlp", "endpoint"))
+	case err != nil:
+		add(c.errAt(fmt.Sprintf("endpoint is not a URL (%v): want host:port or an http or https URL", errors.Unwrap(err)), at...))
+	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		add(c.errAt(fmt.Sprintf("endpoint %q: want host:port or an http or https URL", redacted(u)), at...))
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		add(c.errAt(fmt.Sprintf("endpoint %q: a user, query or fragment is not sent; put credentials in headers", redacted(u)), at...))
 	case t.OTLP.Insecure && u.Scheme == "https":
 		add(c.errAt("insecure is set but the endpoint is an https URL", "tracing", "otlp", "insecure"))
 	}
+}
+
+// redacted is u to print: without its password, query and fragment.
+func redacted(u *url.URL) string {
+	v := *u
+	v.RawQuery, v.Fragment = "", ""
+	return v.Redacted()
 }
 
 // openTracing builds the tracer provider of the configuration's tracing

@@ -31,6 +31,22 @@ func TestTracingConfig(t *testing.T) {
 			"tracing.sample_ratio":  "sample_ratio 2 must be from 0 to 1",
 			"tracing.otlp.endpoint": `endpoint "ftp://collector": want host:port or an http or https URL`,
 		}},
+		{"tracing: {otlp: {endpoint: 'ftp://user:S3CRET@collector:4318'}}\n", map[string]string{
+			"tracing":               unlinked,
+			"tracing.otlp.endpoint": `endpoint "ftp://user:xxxxx@collector:4318": want host:port or an http or https URL`,
+		}},
+		{"tracing: {otlp: {endpoint: 'https://user:S3CRET@collector:43x18'}}\n", map[string]string{
+			"tracing":               unlinked,
+			"tracing.otlp.endpoint": `endpoint is not a URL (invalid port ":43x18" after host)`,
+		}},
+		{"tracing: {otlp: {endpoint: 'https://user:S3CRET@collector:4318'}}\n", map[string]string{
+			"tracing":               unlinked,
+			"tracing.otlp.endpoint": `endpoint "https://user:xxxxx@collector:4318": a user, query or fragment is not sent; put credentials in headers`,
+		}},
+		{"tracing: {otlp: {endpoint: 'https://collector:4318/v1/traces?token=S3CRET'}}\n", map[string]string{
+			"tracing":               unlinked,
+			"tracing.otlp.endpoint": "a user, query or fragment is not sent",
+		}},
 		{"tracing: {otlp: {endpoint: 'https://collector', insecure: true}}\n", map[string]string{
 			"tracing":               unlinked,
 			"tracing.otlp.insecure": "insecure is set but the endpoint is an https URL",
@@ -55,6 +71,9 @@ func TestTracingConfig(t *testing.T) {
 			continue
 		}
 		for _, e := range errs {
+			if strings.Contains(e.Error(), "S3CRET") {
+				t.Errorf("%q: the error prints the password: %v", tc.doc, e)
+			}
 			if msg, ok := tc.want[e.Key]; !ok || !strings.Contains(e.Msg, msg) || e.Line != 1 {
 				t.Errorf("%q: %s:%d: %s: %s, want at line 1 %q", tc.doc, e.File, e.Line, e.Key, e.Msg, msg)
 			}

@@ -12,9 +12,9 @@ import (
 )
 
 // IDGenerator returns the ID generator of the providers this package
-// builds. It gives a run's span the IDs derived from its job, slot and
-// attempt — the trace ID from the slot alone, so that every attempt of a
-// slot is one trace — and every other span random IDs. A takeover, on a
+// builds. It gives a run's span the IDs derived from its cluster, job,
+// slot and attempt — the trace ID without the attempt, so that every
+// attempt of a slot is one trace — and every other span random IDs. A takeover, on a
 // replica that never saw the attempt before it, links to that attempt's
 // span by deriving its IDs; give a provider of your own this generator
 // (sdktrace.WithIDGenerator) when you hand it to the scheduler with

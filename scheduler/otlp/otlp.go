@@ -16,15 +16,18 @@
 // attributes from OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, and
 // gives each run span the IDs derived from its slot and attempt (see
 // IDGenerator). What OpenTelemetry reports of failed exports goes to the
-// scheduler's log, as a warning. The scheduler flushes and stops the
-// provider when Run returns.
+// scheduler's log, as a warning, until the provider stops. The scheduler
+// flushes and stops the provider before Run returns; an export still under
+// way when the flush's time is up is abandoned (see bounded).
 package otlp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -54,38 +57,51 @@ func open(ctx context.Context, s runtrace.Settings) (trace.TracerProvider, func(
 		return nil, nil, fmt.Errorf("otlp: build the resource: %w", err)
 	}
 	// OpenTelemetry has one error handler per process; the last Run that
-	// traces sets it. Its default writes raw lines to stderr.
+	// traces sets it. Its default writes raw lines to stderr. A stopped
+	// scheduler's log hears nothing more.
+	var stopped atomic.Bool
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		s.Log.Warn("tracing: exporting spans failed", "err", err)
+		if !stopped.Load() {
+			s.Log.Warn("tracing: exporting spans failed", "err", err)
+		}
 	}))
+	be := newBounded(exp)
 	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp),
+		sdktrace.WithBatcher(be),
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(s.SampleRatio))),
 		sdktrace.WithIDGenerator(IDGenerator()),
 	)
-	return tp, tp.Shutdown, nil
+	shutdown := func(ctx context.Context) error {
+		err := be.shutdown(ctx, tp)
+		stopped.Store(true)
+		return err
+	}
+	return tp, shutdown, nil
 }
 
 // exporterOptions are the exporter's options for s: a host:port endpoint,
-// plain when Insecure, or a URL, /v1/traces when its path is empty.
+// plain when Insecure, or a URL, /v1/traces when its path is empty. The
+// endpoint is always given as a URL, so that its host, path and scheme win
+// over the OTEL_EXPORTER_OTLP_* environment variables that set them, as
+// Headers, when there are any, win over the environment's.
 func exporterOptions(s runtrace.Settings) ([]otlptracehttp.Option, error) {
-	var opts []otlptracehttp.Option
-	if strings.Contains(s.Endpoint, "://") {
-		u, err := url.Parse(s.Endpoint)
-		if err != nil {
-			return nil, fmt.Errorf("otlp: endpoint: %w", err)
-		}
-		if u.Path == "" || u.Path == "/" {
-			u.Path = "/v1/traces"
-		}
-		opts = append(opts, otlptracehttp.WithEndpointURL(u.String()))
-	} else {
-		opts = append(opts, otlptracehttp.WithEndpoint(s.Endpoint))
+	ep := s.Endpoint
+	if !strings.Contains(ep, "://") {
+		scheme := "https"
 		if s.Insecure {
-			opts = append(opts, otlptracehttp.WithInsecure())
+			scheme = "http"
 		}
+		ep = scheme + "://" + ep
 	}
+	u, err := url.Parse(ep)
+	if err != nil {
+		return nil, fmt.Errorf("otlp: read the endpoint: %w", errors.Unwrap(err))
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/v1/traces"
+	}
+	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(u.String())}
 	if len(s.Headers) > 0 {
 		opts = append(opts, otlptracehttp.WithHeaders(s.Headers))
 	}

@@ -35,6 +35,15 @@ func newReceiver(t *testing.T) *receiver {
 	return r
 }
 
+// newTLSReceiver is a receiver served over HTTPS, with a certificate of
+// its own.
+func newTLSReceiver(t *testing.T) *receiver {
+	r := &receiver{}
+	r.srv = httptest.NewTLSServer(http.HandlerFunc(r.export))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
 func (r *receiver) export(w http.ResponseWriter, req *http.Request) {
 	body, err := io.ReadAll(req.Body)
 	var msg coltracepb.ExportTraceServiceRequest

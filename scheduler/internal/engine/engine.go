@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/slotcron/slotcron/internal/buildinfo"
 	"github.com/slotcron/slotcron/internal/schedule"
@@ -134,7 +133,7 @@ type Engine struct {
 	// tracer starts the spans of runs; Run sets it from RunParams.Tracing
 	// (a run outside Run, TriggerOn's, may read it meanwhile). Nil traces
 	// nothing.
-	tracer atomic.Pointer[trace.Tracer]
+	tracer atomic.Pointer[tracer]
 	// live is the loop of a Run in progress, which triggers go through.
 	live liveEngine
 	// started is when the engine was built; build is this binary's build.

@@ -24,6 +24,9 @@ type RunParams struct {
 	// Tracing, when set, traces every run (engine/trace.go); nil traces
 	// none.
 	Tracing trace.TracerProvider
+	// TraceCluster names the cluster in the IDs of run spans
+	// (runtrace.RunIDs).
+	TraceCluster string
 }
 
 // ErrShutdown is the cause of a job context cancelled by shutdown.
@@ -38,7 +41,7 @@ var ErrShutdown = errors.New("scheduler: shutting down")
 // grace, then left behind, logged.
 func (e *Engine) Run(ctx context.Context, rp RunParams) error {
 	st := rp.Store
-	e.setTracing(rp.Tracing)
+	e.setTracing(rp.Tracing, rp.TraceCluster)
 	// runCtx outlives ctx by the shutdown grace: running jobs see it end.
 	runCtx, stopRuns := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopRuns(nil)

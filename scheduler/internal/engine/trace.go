@@ -30,15 +30,20 @@ const (
 	spanFinish = "slotcron.finish"
 )
 
-// setTracing makes the engine trace runs through tp; nil traces none, at
-// no cost to a run.
-func (s *Engine) setTracing(tp trace.TracerProvider) {
+// tracer starts the spans of runs in a cluster.
+type tracer struct {
+	trace.Tracer
+	cluster string
+}
+
+// setTracing makes the engine trace runs through tp, their IDs derived in
+// cluster; nil traces none, at no cost to a run.
+func (s *Engine) setTracing(tp trace.TracerProvider, cluster string) {
 	if tp == nil {
 		s.tracer.Store(nil)
 		return
 	}
-	tr := tp.Tracer(tracerName)
-	s.tracer.Store(&tr)
+	s.tracer.Store(&tracer{tp.Tracer(tracerName), cluster})
 }
 
 // runSpan is one run's span; its zero value, a run not traced, does
@@ -57,12 +62,15 @@ func (s *Engine) traceRun(ctx context.Context, p *plan, c slotstore.Claim, sent 
 	if tp == nil {
 		return ctx, runSpan{}
 	}
-	tr := *tp
-	tid, sid := runtrace.RunIDs(p.name, c.Slot, c.Attempt)
+	tr := tp.Tracer
+	tid, sid := runtrace.RunIDs(tp.cluster, p.name, c.Slot, c.Attempt)
 	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithTimestamp(sent), trace.WithSpanKind(trace.SpanKindInternal)}
 	_, span := tr.Start(runtrace.WithIDs(ctx, tid, sid), spanRun, opts...)
 	if !span.IsRecording() {
-		return ctx, runSpan{}
+		// Not sampled: the job's context still carries the span, so that
+		// the job's own spans follow the run's decision and are not
+		// sampled as roots of traces of their own.
+		return trace.ContextWithSpan(ctx, span), runSpan{}
 	}
 	span.SetAttributes(
 		attribute.String("slotcron.job", p.name),
@@ -73,7 +81,7 @@ func (s *Engine) traceRun(ctx context.Context, p *plan, c slotstore.Claim, sent 
 		attribute.String("slotcron.replica", s.replica),
 	)
 	if c.Takeover() {
-		_, prev := runtrace.RunIDs(p.name, c.Slot, c.Attempt-1)
+		_, prev := runtrace.RunIDs(tp.cluster, p.name, c.Slot, c.Attempt-1)
 		kind := "takeover"
 		if c.Retry {
 			kind = "retry"

@@ -62,7 +62,7 @@ func TestRetryLinksToFailedAttempt(t *testing.T) {
 		}
 		slot := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 		for i, s := range runs {
-			tid, sid := runtrace.RunIDs("flaky", slot, i+1)
+			tid, sid := runtrace.RunIDs("", "flaky", slot, i+1)
 			if s.SpanContext().TraceID() != tid || s.SpanContext().SpanID() != sid {
 				t.Errorf("attempt %d's span is %v, want the IDs derived from its slot", i+1, s.SpanContext())
 			}

@@ -4,7 +4,7 @@
 // links (package scheduler/otlp).
 //
 // Every attempt of a slot is one trace: its trace ID is derived from the
-// job and the slot alone, so all replicas sample a slot alike, and an
+// cluster's name, the job and the slot alone, so all replicas sample a slot alike, and an
 // operator finds every attempt of a run key in one place. Each attempt's
 // run span is a root of that trace, with a span ID derived from (job,
 // slot, attempt). A takeover happens on a replica that never saw the
@@ -22,9 +22,11 @@ import (
 )
 
 // RunIDs are the trace ID of every attempt of the slot of job and the span
-// ID of the run span of its attempt.
-func RunIDs(job string, slot time.Time, attempt int) (trace.TraceID, trace.SpanID) {
-	key := job + "\x00" + strconv.FormatInt(slot.Unix(), 10)
+// ID of the run span of its attempt, in cluster: the name every replica of
+// one cluster shares, so that clusters exporting to one backend do not
+// derive the same IDs for their runs of the same job and slot.
+func RunIDs(cluster, job string, slot time.Time, attempt int) (trace.TraceID, trace.SpanID) {
+	key := strconv.Itoa(len(cluster)) + ":" + cluster + "\x00" + job + "\x00" + strconv.FormatInt(slot.Unix(), 10)
 	tsum := sha256.Sum256([]byte("slotcron trace\x00" + key))
 	ssum := sha256.Sum256([]byte("slotcron span\x00" + key + "\x00" + strconv.Itoa(attempt)))
 	var tid trace.TraceID
