@@ -26,7 +26,7 @@ import (
 func TestRestrictedRole(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	owner := oldStore(t, "restricted", len(migrations))
+	owner := oldStore(t, "restricted", oldVersions)
 	// Granted before this build's first start: what this build needs
 	// afterwards is only what the earlier build's schema already had.
 	pool := restrictedPool(t, owner)

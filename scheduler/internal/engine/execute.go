@@ -162,7 +162,7 @@ func (x *execution) record(keeper *lease.Keeper, res jobResult, hooks runHooks) 
 	if outcome != slotstore.Succeeded {
 		fp.RetryAt, _ = x.p.retryAt(x.c.Slot, x.c.Attempt, x.s.now())
 	}
-	if !x.span.finish(outcome, func() bool { return x.s.finish(x.st, keeper, fp, x.log) }) {
+	if !x.span.finish(outcome, func() bool { return x.s.finish(x.st, keeper, fp, x.lease) }) {
 		return EndLeaseLost
 	}
 	attrs := func(more ...any) []any {
@@ -231,7 +231,8 @@ func (p *plan) retryUntil(slot time.Time) time.Time {
 // finish records the outcome, retrying store errors for as long as the lease
 // is trusted (renewals are paused; the trust window still runs). It reports whether the
 // outcome was recorded.
-func (s *Engine) finish(st slotstore.Store, k *lease.Keeper, p slotstore.FinishParams, log *runLogger) bool {
+func (s *Engine) finish(st slotstore.Store, k *lease.Keeper, p slotstore.FinishParams, rl *runLease) bool {
+	log := &rl.log
 	for tries := 1; ; tries++ {
 		ctx, cancel := context.WithDeadline(context.Background(), k.TrustedUntil())
 		err := st.Finish(ctx, p)
@@ -240,7 +241,7 @@ func (s *Engine) finish(st slotstore.Store, k *lease.Keeper, p slotstore.FinishP
 		case err == nil:
 			return true
 		case errors.Is(err, slotstore.ErrLeaseLost):
-			log.get().Warn("lease lost", "reason", "the store refused the outcome: another claim holds the slot", "outcome", p.Outcome)
+			rl.refused(p.Outcome)
 			return false
 		}
 		log.get().Warn("recording the outcome failed", "err", err, "try", tries)

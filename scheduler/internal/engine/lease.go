@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +29,8 @@ type runLease struct {
 	// reported is set by the first report of the lease's loss: the keeper
 	// and the run's end may each find it, and it is counted once.
 	reported atomic.Bool
+	// keeper is the run's lease keeper, once keep has made it.
+	keeper atomic.Pointer[lease.Keeper]
 }
 
 // keepLease keeps the lease of one run's claim (package lease: renewal every
@@ -38,7 +41,17 @@ type runLease struct {
 // the fence.
 func (r *runLease) keep(sent time.Time) *lease.Keeper {
 	r.renewUntil = sent.Add(r.p.timeout + r.p.lease)
-	return lease.Start(sent, lease.Config{Lease: r.p.lease, RenewUntil: r.renewUntil}, r)
+	k := lease.Start(sent, lease.Config{Lease: r.p.lease, RenewUntil: r.renewUntil}, r)
+	r.keeper.Store(k)
+	return k
+}
+
+// frozen reports whether the keeper found its trust window ended well after
+// it did: the process was not running then (kill -STOP, a long GC pause, a
+// suspended VM), so nothing the job did or ignored explains the loss.
+func (r *runLease) frozen() bool {
+	k := r.keeper.Load()
+	return k != nil && time.Since(k.TrustedUntil()) > max(time.Second, r.p.lease/3)
 }
 
 func (r *runLease) Renew(ctx context.Context) error {
@@ -55,27 +68,42 @@ func (r *runLease) Gone(err error) bool { return errors.Is(err, slotstore.ErrLea
 func (r *runLease) Ended(err error) bool { return errors.Is(err, slotstore.ErrFinished) }
 
 func (r *runLease) Lost(expired bool, err error) {
-	if !r.reported.CompareAndSwap(false, true) {
-		return
-	}
-	r.cancel(ErrLeaseLost)
-	r.s.metrics.leaseLost(r.p).Inc()
 	switch {
 	case !expired:
-		r.log.get().Warn("lease lost", "reason", "the store no longer holds this claim")
+		r.report(slog.LevelWarn, "the store no longer holds this claim")
+	case r.frozen():
+		r.lostUnnoticed()
 	case !time.Now().Before(r.renewUntil):
-		r.log.get().Error("lease lost", "reason", "the job ignored its cancelled context past timeout + lease; the slot goes to a successor")
+		r.report(slog.LevelError, "the job ignored its cancelled context past timeout + lease; the slot goes to a successor")
 	default:
-		r.log.get().Warn("lease lost", "reason", "trust window ended without a successful renewal")
+		r.report(slog.LevelWarn, "trust window ended without a successful renewal")
 	}
 }
 
 // lostUnnoticed reports a lease whose trust window ended before the keeper
 // could say so: the replica was frozen (kill -STOP, a GC pause, a suspended
 // VM) past its lease, and the job ended with it. It is counted and logged as
-// any lost lease, once.
+// any lost lease, once, and at WARN however long the freeze: the job did
+// nothing wrong.
 func (r *runLease) lostUnnoticed() {
-	r.Lost(true, nil)
+	r.report(slog.LevelWarn, "this replica was frozen or suspended past its lease; the job ended meanwhile")
+}
+
+// refused reports the lease lost because the store refused the run's
+// outcome: another claim holds the slot.
+func (r *runLease) refused(outcome slotstore.Outcome) {
+	r.report(slog.LevelWarn, "the store refused the outcome: another claim holds the slot", "outcome", outcome)
+}
+
+// report cancels the run, counts the lost lease and logs it, the first time
+// any of the keeper, the run's end or its finish finds it lost.
+func (r *runLease) report(level slog.Level, reason string, attrs ...any) {
+	if !r.reported.CompareAndSwap(false, true) {
+		return
+	}
+	r.cancel(ErrLeaseLost)
+	r.s.metrics.leaseLost(r.p).Inc()
+	r.log.get().Log(context.Background(), level, "lease lost", append([]any{"reason", reason}, attrs...)...)
 }
 
 func (r *runLease) Renewed(_ time.Time, rtt time.Duration) {
