@@ -80,6 +80,7 @@ func TestBackfillEndpoint(t *testing.T) {
 		{"no from", `{"to": "2026-01-01T00:00:00Z"}`, codeBadRequest, 400, []string{"from is required"}},
 		{"a bad to", `{"from": "2026-01-01T00:00:00Z", "to": "tomorrow"}`, codeBadRequest, 400, []string{`to "tomorrow"`, "RFC 3339"}},
 		{"a bad dry_run", `{` + rng + `, "dry_run": "maybe"}`, codeBadRequest, 400, []string{"dry_run"}},
+		{"a dry_run given null", `{` + rng + `, "dry_run": null}`, codeBadRequest, 400, []string{"dry_run is given empty"}},
 		{"a dry_run that is a number", `{` + rng + `, "dry_run": 1}`, codeBadRequest, 400, []string{`body field "dry_run": want true or false, not the number 1`}},
 		{"a from that is a number", `{"from": 20260101}`, codeBadRequest, 400, []string{`body field "from": want a string, not the number 20260101`}},
 		{"an empty to", `{"from": "2026-01-01T00:00:00Z", "to": null}`, codeBadRequest, 400, []string{"to is empty; leave it out to backfill up to now"}},

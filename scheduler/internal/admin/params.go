@@ -141,8 +141,14 @@ func jsonKind(raw json.RawMessage) string {
 // false, "true" or "1" true.
 func boolParam(ps map[string]string, name string) (bool, error) {
 	v, ok := ps[name]
-	if !ok || v == "" {
+	switch {
+	case !ok:
 		return false, nil
+	case v == "":
+		// A safety switch given empty (?dry_run= or null) is no "false":
+		// the caller meant something, and a backfill must not start on a
+		// guess.
+		return false, fmt.Errorf("%s is given empty: want true or false (leave it out for false)", name)
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
