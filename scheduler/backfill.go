@@ -110,7 +110,7 @@ func (s *Scheduler) Backfill(ctx context.Context, job string, params BackfillPar
 	if errors.Is(err, engine.ErrNotRunning) {
 		st := s.store
 		if st == nil {
-			opened, oerr := backend.Open(ctx, s.cfg.backendConfig())
+			opened, oerr := backend.OpenLogged(ctx, s.cfg.backendConfig(), s.log)
 			if oerr != nil {
 				return BackfillResult{Job: job}, oerr
 			}

@@ -71,7 +71,7 @@ job does not lift a pause of the cluster. Prints the pauses still in force.
 	if _, ok := cfg.Jobs[job]; job != "" && !ok {
 		return usageError{msg: fmt.Sprintf("%s: no job %q in %s", name, job, *path)}
 	}
-	st, err := backend.Open(ctx, cfg.backendConfig())
+	st, err := backend.OpenLogged(ctx, cfg.backendConfig(), newLogger(cfg.Log, os.Stderr))
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -47,7 +48,7 @@ a line, as the HTTP API does.
 	if _, ok := cfg.Jobs[*job]; *job != "" && !ok {
 		return usageError{msg: fmt.Sprintf("history: no job %q in %s", *job, *path)}
 	}
-	st, err := backend.Open(ctx, cfg.backendConfig())
+	st, err := backend.OpenLogged(ctx, cfg.backendConfig(), newLogger(cfg.Log, os.Stderr))
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,7 @@ func (s *Scheduler) Trigger(ctx context.Context, job string) (TriggerResult, err
 	if errors.Is(err, engine.ErrNotRunning) {
 		st := s.store
 		if st == nil {
-			opened, oerr := backend.Open(ctx, s.cfg.backendConfig())
+			opened, oerr := backend.OpenLogged(ctx, s.cfg.backendConfig(), s.log)
 			if oerr != nil {
 				return TriggerResult{Job: job}, oerr
 			}

@@ -49,6 +49,22 @@ func Open(ctx context.Context, c Config) (slotstore.Store, error) {
 	return s, nil
 }
 
+// OpenLogged is Open, with what the kind's client library logs on its own
+// (go-redis dialling, say) sent through log from the first dial on, as
+// OpenWait does: for the calls that open a store once, outside Run.
+func OpenLogged(ctx context.Context, c Config, log *slog.Logger) (slotstore.Store, error) {
+	routeLogs(c, log)
+	return Open(ctx, c)
+}
+
+// routeLogs sends what the client library of c's kind logs on its own
+// through log, before any store of the kind exists.
+func routeLogs(c Config, log *slog.Logger) {
+	if k, ok := Lookup(c.Kind); ok && k.RouteLogs != nil {
+		k.RouteLogs(nil, log)
+	}
+}
+
 // OpenWait opens the store c describes, retrying for up to wait with a
 // backoff from 250 ms to 5 s while the store cannot be reached, and logging
 // each failure. Any other error (a bad option, a refused login, a missing
@@ -58,9 +74,7 @@ func Open(ctx context.Context, c Config) (slotstore.Store, error) {
 // through log too, from the first try: a library that logs to standard
 // error would otherwise break a log of one JSON object a line.
 func OpenWait(ctx context.Context, c Config, wait time.Duration, log *slog.Logger) (slotstore.Store, error) {
-	if k, ok := Lookup(c.Kind); ok && k.RouteLogs != nil {
-		k.RouteLogs(nil, log)
-	}
+	routeLogs(c, log)
 	octx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	pause := 250 * time.Millisecond
