@@ -1,11 +1,16 @@
 package admin
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/slotcron/slotcron/internal/poll"
+	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
 )
@@ -152,4 +157,40 @@ func (r *rig) pause(t *testing.T, job, by, reason string) {
 	if err := r.st.SetPause(t.Context(), slotstore.PauseParams{Job: job, Paused: true, By: by, Reason: reason}); err != nil {
 		t.Fatalf("pause %q: %v", job, err)
 	}
+}
+
+// A job that pause_after_failures itself paused — its engine ran it, it
+// failed twice in a row, and it was paused by slotcron with the count and
+// the last error — shows on its page who paused it and why, with no error,
+// also while the whole cluster is paused.
+func TestDashboardJobPausedAfterFailures(t *testing.T) {
+	needBrowser(t)
+	j := spec(t, "flaky-export", "* * * * * *", "UTC")
+	j.PauseAfterFailures = 2
+	j.Fn = func(context.Context, jobs.Run) error { return errors.New("upstream 503") }
+	r := newRig(t, rigConfig{jobs: []engine.JobSpec{j}, opts: Options{StoreKind: "memory"}})
+	var note slotstore.PauseNote
+	poll.Until(t, 30*time.Second, "pause_after_failures to pause the job", func() error {
+		ps, err := r.st.Pauses(t.Context())
+		if err != nil {
+			return err
+		}
+		n, ok := ps.Notes["flaky-export"]
+		if !ok || n.By != "slotcron" {
+			return fmt.Errorf("pauses %+v", ps)
+		}
+		note = n
+		return nil
+	})
+	r.pause(t, "", "carol", "store failover in progress")
+	b := r.browse(t)
+	b.open("#/jobs/flaky-export")
+	b.wait("the job's pause by slotcron, with its reason, and the cluster's", `
+		const st = document.getElementById('job-status').textContent;
+		return st.includes('job paused by slotcron') && st.includes(`+jsString(note.Reason)+`) &&
+			st.includes('upstream 503') && st.includes('cluster paused by carol') &&
+			document.getElementById('pause-submit').textContent === 'Resume job'`)
+	b.wait("no error", healthy)
+	b.shot("job-paused-after-failures-real")
+	b.check()
 }
