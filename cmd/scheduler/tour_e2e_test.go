@@ -44,23 +44,7 @@ func TestTourHandsOverOnSIGTERM(t *testing.T) {
 	r2 := startReplica(t, "r2", config)
 	r2.waitFor(t, "scheduler started", 20*time.Second)
 
-	// The sleep job runs once a minute.
-	var holder, other *proc
-	var first logLine
-	poll.Until(t, 90*time.Second, "a replica to start the sleep job", func() error {
-		for _, p := range []*proc{r1, r2} {
-			for _, l := range p.find("run started") {
-				if l.Job == "sleep" && l.Attempt == 1 {
-					holder, first = p, l
-				}
-			}
-		}
-		if holder == nil {
-			return errors.New("not yet")
-		}
-		return nil
-	})
-	other = map[*proc]*proc{r1: r2, r2: r1}[holder]
+	holder, other, first := sleepHolder(t, r1, r2)
 	if err := holder.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -108,22 +92,7 @@ func TestTourFrozenHolderLogsItsLostLease(t *testing.T) {
 	r2 := startReplica(t, "r2", config)
 	r2.waitFor(t, "scheduler started", 20*time.Second)
 
-	var holder *proc
-	var first logLine
-	poll.Until(t, 90*time.Second, "a replica to start the sleep job", func() error {
-		for _, p := range []*proc{r1, r2} {
-			for _, l := range p.find("run started") {
-				if l.Job == "sleep" && l.Attempt == 1 {
-					holder, first = p, l
-				}
-			}
-		}
-		if holder == nil {
-			return errors.New("not yet")
-		}
-		return nil
-	})
-	other := map[*proc]*proc{r1: r2, r2: r1}[holder]
+	holder, other, first := sleepHolder(t, r1, r2)
 	if err := holder.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -157,4 +126,24 @@ func TestTourFrozenHolderLogsItsLostLease(t *testing.T) {
 	}
 	holder.stop(t)
 	other.stop(t)
+}
+
+// sleepHolder waits for one of r1 and r2 to start the demo's sleep job
+// (once a minute) and returns it, the other, and its run started line.
+func sleepHolder(t *testing.T, r1, r2 *proc) (holder, other *proc, first logLine) {
+	t.Helper()
+	poll.Until(t, 90*time.Second, "a replica to start the sleep job", func() error {
+		for _, p := range []*proc{r1, r2} {
+			for _, l := range p.find("run started") {
+				if l.Job == "sleep" && l.Attempt == 1 {
+					holder, first = p, l
+				}
+			}
+		}
+		if holder == nil {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	return holder, map[*proc]*proc{r1: r2, r2: r1}[holder], first
 }
