@@ -130,6 +130,45 @@
 // that never had the newer one open. Each backend's doc says what it
 // detects.
 //
+// # The catalog: one spec in force per job
+//
+// A replica enrolls each job with its Spec: a fingerprint of everything
+// that decides which slots exist and how they are claimed, and that
+// content. The store keeps, per job, the spec in force (with the replica
+// whose enrolment put it in force and when, by the store's clock), the
+// replicas that enrolled it since (its carriers, with when each last did),
+// and the specs in force before (Catalog). Claims and skips name the spec
+// they are made under (ClaimRequest.Spec, SkipRequest.Spec); the store
+// checks it in the same atomic step as the claim: a request naming a spec
+// that is not the job's spec in force changes nothing and answers
+// Superseded. So no marker is ever created, taken over or retried under a
+// spec that is not in force when it is, and a replica whose spec lost
+// learns it at its next claim. A request naming no spec, or of a job with
+// no spec in force, is not checked.
+//
+// An enrolment of spec S for a job whose spec in force is F:
+//
+//   - no spec in force: S takes force;
+//   - S is F (same fingerprint): nothing changes but the carrier's time;
+//   - S.Supersedes is F's fingerprint: S takes force (the enrolling
+//     replica found no live carrier of F: a rollback, or the last
+//     replicas of a losing spec, take over once F's replicas are gone);
+//   - both revisions are set (not 0): S takes force if its revision is
+//     higher than F's, and never otherwise;
+//   - else S takes force if it has never been in force for the job (it is
+//     not among the specs kept in Past): a new spec wins, a spec that was
+//     replaced does not come back by a restart.
+//
+// A spec that takes force records the enrolling replica and the store's
+// time as its source, puts F first in Past with Until set, and has one
+// carrier, the enroller. Past keeps the 32 newest, Carriers the 32 most
+// recent. An enrolment whose spec does not take force changes nothing; its
+// Generation.Spec names the spec in force. A rolling deploy from F to S
+// therefore switches at the first replica of S to enroll; replicas of F
+// restarting meanwhile do not switch it back; concurrent enrolments of two
+// new specs without revisions leave the last one applied in force, and with
+// revisions the higher one, in whatever order they come.
+//
 // # Misses are judged by the store's clock
 //
 // A replica records a slot missed (Skip with a reason) when its own clock

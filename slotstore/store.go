@@ -47,8 +47,16 @@ type Store interface {
 	// store's time now, and returns each job's generation, in request
 	// order. A replica enrolls its jobs before it claims their slots: a
 	// claim never creates the first marker of a slot older than its job's
-	// generation (see Generation). Enrolling a job again changes nothing.
+	// generation (see Generation). Enrolling a job again changes nothing
+	// of its generation. With p.Specs, Enroll also offers each job's spec
+	// to the catalog, which keeps the one in force per the rule of The
+	// catalog in the package documentation, and returns it in
+	// Generation.Spec, in the same atomic step per job.
 	Enroll(ctx context.Context, p EnrollParams) ([]Generation, error)
+	// Catalog lists the catalog's entries, sorted by job: the spec in force
+	// of each job some replica enrolled with a spec, the replicas carrying
+	// it and the specs in force before.
+	Catalog(ctx context.Context, p CatalogParams) ([]CatalogEntry, error)
 	// SetPause pauses or resumes one job, or the whole cluster when p.Job
 	// is empty. It is idempotent, and durable as the markers are. A pause
 	// records p.By and p.Reason with the store's time (Pauses.Notes); a
@@ -103,6 +111,10 @@ type ClaimRequest struct {
 	// policy.OverlapAllow. Takeovers, claims of released slots and retries
 	// are never checked.
 	Overlap policy.Overlap
+	// Spec, when not empty, is the fingerprint of the spec the claim is
+	// made under: a claim of a job whose spec in force has another
+	// fingerprint changes nothing and answers Superseded (The catalog).
+	Spec string
 	// Term marks a slot that is not a run but a standing lease, such as a
 	// duty's leadership term: it never finishes, so a claim of it that
 	// creates its marker wins whatever the job's generation (a new term
@@ -177,6 +189,10 @@ const (
 	// NotBefore by the store's clock; Remaining says how long until it may
 	// be recorded or claimed. Nothing was changed.
 	NotYet
+	// Superseded: the request names a spec (ClaimRequest.Spec,
+	// SkipRequest.Spec) that is not the job's spec in force. Nothing was
+	// changed; Marker holds the job and slot only.
+	Superseded
 )
 
 func (s Status) String() string {
@@ -197,6 +213,8 @@ func (s Status) String() string {
 		return "waiting"
 	case NotYet:
 		return "not yet"
+	case Superseded:
+		return "superseded"
 	}
 	return fmt.Sprintf("Status(%d)", int(s))
 }
@@ -306,11 +324,20 @@ type SkipRequest struct {
 	// replica whose clock runs fast cannot record as missed a slot the
 	// others may still run (guarantee 7).
 	NotBefore time.Time
+	// Spec is as ClaimRequest.Spec: a skip made under a spec that is not
+	// the job's spec in force records nothing and answers Superseded.
+	Spec string
 }
 
 // EnrollParams names the jobs a replica is about to claim slots of.
 type EnrollParams struct {
 	Jobs []string
+	// Replica names who enrolls, for the catalog: required with Specs, at
+	// most 200 bytes.
+	Replica string
+	// Specs, when not nil, holds the spec of each job of Jobs, in order
+	// (ErrInvalid if the lengths differ).
+	Specs []Spec
 }
 
 // Generation is the store's record of how far back its knowledge of a job
@@ -333,6 +360,10 @@ type Generation struct {
 	// reads it at start-up, in the batch that enrolls its jobs, to learn
 	// which slots came due while no replica ran the job.
 	Newest time.Time
+	// Spec is the job's spec in force once the enrolment was applied
+	// (Fingerprint empty when the job has none): the enrolled spec if it
+	// took force or already was, another if the enrolled one conflicts.
+	Spec SpecRecord
 }
 
 // Covers reports whether the generation's record of the job reaches back to

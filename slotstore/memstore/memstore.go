@@ -39,6 +39,7 @@ type Store struct {
 	born    map[string]time.Time           // job -> when its generation began
 	pauses  map[string]slotstore.PauseNote // job -> its pause; "" is the whole cluster
 	beats   map[string]slotstore.Replica   // replica -> its last beat
+	catalog map[string]slotstore.CatalogEntry // job -> its catalog entry (catalog.go)
 }
 
 // Options configures New. The zero value of every field means its
@@ -59,6 +60,7 @@ func New(o Options) *Store {
 		retry: make(map[key]bool), newest: make(map[string]int64),
 		fences: make(map[string]int64), born: make(map[string]time.Time),
 		pauses: make(map[string]slotstore.PauseNote), beats: make(map[string]slotstore.Replica),
+		catalog: make(map[string]slotstore.CatalogEntry),
 	}
 }
 
@@ -106,7 +108,7 @@ func (s *Store) bornOf(job string, now time.Time) time.Time {
 // Enroll implements slotstore.Store. A memory store never loses what it
 // knows while it lives, so a job's generation begins once.
 func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotstore.Generation, error) {
-	jobs, err := rules.NormalizeJobs(p)
+	jobs, err := rules.NormalizeEnroll(p)
 	if err != nil {
 		return nil, err
 	}
@@ -121,6 +123,10 @@ func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotsto
 		if n, ok := s.newest[j]; ok {
 			out[i].Newest = time.Unix(n, 0).UTC()
 		}
+		if p.Specs != nil {
+			s.offer(j, p.Specs[i], p.Replica, now)
+		}
+		out[i].Spec = s.catalog[j].InForce
 	}
 	return out, nil
 }
@@ -161,6 +167,10 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 	defer unlock()
 	out := make([]slotstore.ClaimResult, len(reqs))
 	for i, r := range reqs {
+		if !rules.SpecAllows(s.catalog[r.Job].InForce.Fingerprint, r.Spec) {
+			out[i] = rules.Superseded(r.Job, r.Slot)
+			continue
+		}
 		cur, ok := s.markers[keyOf(r.Job, r.Slot)]
 		var (
 			curp    *slotstore.Marker
@@ -206,6 +216,10 @@ func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.C
 	defer unlock()
 	out := make([]slotstore.ClaimResult, len(reqs))
 	for i, r := range reqs {
+		if !rules.SpecAllows(s.catalog[r.Job].InForce.Fingerprint, r.Spec) {
+			out[i] = rules.Superseded(r.Job, r.Slot)
+			continue
+		}
 		var curp *slotstore.Marker
 		if cur, ok := s.markers[keyOf(r.Job, r.Slot)]; ok {
 			curp = &cur

@@ -214,6 +214,7 @@ func testClosed(t *testing.T, s slotstore.Store) {
 	errs["set pause"] = s.SetPause(ctx, slotstore.PauseParams{Job: "closed", Paused: true})
 	_, errs["pauses"] = s.Pauses(ctx)
 	_, errs["enroll"] = s.Enroll(ctx, slotstore.EnrollParams{Jobs: []string{"closed"}})
+	_, errs["catalog"] = s.Catalog(ctx, slotstore.CatalogParams{})
 	for op, err := range errs {
 		if !errors.Is(err, slotstore.ErrClosed) {
 			t.Errorf("%s after close: %v, want ErrClosed", op, err)

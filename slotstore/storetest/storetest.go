@@ -77,6 +77,13 @@ func Run(t *testing.T, newStore func(t *testing.T) slotstore.Store) {
 		{"BackfillConcurrent", testBackfillConcurrent},
 		{"BackfillGeneration", testBackfillGeneration},
 		{"BackfillRetention", testBackfillRetention},
+		{"CatalogEnroll", testCatalogEnroll},
+		{"CatalogRule", testCatalogRule},
+		{"CatalogClaims", testCatalogClaims},
+		{"CatalogInvalid", testCatalogInvalid},
+		{"CatalogPages", testCatalogPages},
+		{"CatalogBounds", testCatalogBounds},
+		{"CatalogConcurrent", testCatalogConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
