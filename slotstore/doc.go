@@ -135,9 +135,9 @@
 // A replica enrolls each job with its Spec: a fingerprint of everything
 // that decides which slots exist and how they are claimed, and that
 // content. The store keeps, per job, the spec in force (with the replica
-// whose enrolment put it in force and when, by the store's clock), the
-// replicas that enrolled it since (its carriers, with when each last did),
-// and the specs in force before (Catalog). Claims and skips name the spec
+// whose enrolment put it in force and when, by the store's clock), its
+// carriers (the replicas whose latest enrolment of the job named it, with
+// when), and the specs in force before (Catalog). Claims and skips name the spec
 // they are made under (ClaimRequest.Spec, SkipRequest.Spec); the store
 // checks it in the same atomic step as the claim: a request naming a spec
 // that is not the job's spec in force changes nothing and answers
@@ -150,8 +150,12 @@
 //
 //   - no spec in force: S takes force;
 //   - S is F (same fingerprint): nothing changes but the carrier's time;
-//   - S.Supersedes is F's fingerprint: S takes force (the enrolling
-//     replica found no live carrier of F: a rollback, or the last
+//   - otherwise the enrolling replica, if it was a carrier of F, is one no
+//     longer (a restart that reuses a name, as a StatefulSet's, and
+//     brings another spec), and then:
+//   - S.Supersedes is F's fingerprint, or F has no carrier left: S takes
+//     force (the enrolling replica found no live carrier of F, or every
+//     carrier of F came back with another spec: a rollback, or the last
 //     replicas of a losing spec, take over once F's replicas are gone);
 //   - both revisions are set (not 0): S takes force if its revision is
 //     higher than F's, and never otherwise;
@@ -162,8 +166,8 @@
 // A spec that takes force records the enrolling replica and the store's
 // time as its source, puts F first in Past with Until set, and has one
 // carrier, the enroller. Past keeps the 32 newest, Carriers the 32 most
-// recent. An enrolment whose spec does not take force changes nothing; its
-// Generation.Spec names the spec in force. A rolling deploy from F to S
+// recent. An enrolment whose spec does not take force changes nothing but
+// the carriers; its Generation.Spec names the spec in force. A rolling deploy from F to S
 // therefore switches at the first replica of S to enroll; replicas of F
 // restarting meanwhile do not switch it back; concurrent enrolments of two
 // new specs without revisions leave the last one applied in force, and with

@@ -129,6 +129,18 @@ func testCatalogRule(t *testing.T, s slotstore.Store) {
 	inForce(t, s, "a higher revision than a past spec's", "rev", offer(t, s, "a", "rev", spec("r5", 5)), "r7")
 	inForce(t, s, "a higher revision of a past spec", "rev", offer(t, s, "a", "rev", spec("r4", 9)), "r4")
 	inForce(t, s, "no revision against one", "rev", offer(t, s, "d", "rev", spec("norev", 0)), "norev")
+
+	// A replica name that comes back with another spec no longer carries
+	// the one in force; once no carrier is left, any spec takes force,
+	// whatever the revisions (a StatefulSet's rollback).
+	offer(t, s, "web-0", "sts", spec("o1", 3))
+	offer(t, s, "web-1", "sts", spec("o2", 5))
+	offer(t, s, "web-2", "sts", spec("o2", 5))
+	e = inForce(t, s, "a carrier back with an older spec", "sts", offer(t, s, "web-2", "sts", spec("o1", 3)), "o2")
+	if _, ok := e.Carriers["web-2"]; ok || len(e.Carriers) != 1 {
+		t.Errorf("carriers after web-2 came back with o1: %v, want web-1 alone", e.Carriers)
+	}
+	inForce(t, s, "the last carrier back with an older spec", "sts", offer(t, s, "web-1", "sts", spec("o1", 3)), "o1")
 }
 
 // testCatalogClaims: claims and skips that name a spec not in force change

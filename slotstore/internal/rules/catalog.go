@@ -92,8 +92,8 @@ func NormalizeCatalog(p slotstore.CatalogParams) (slotstore.CatalogParams, error
 
 // Offer applies the enrolment of spec s of a job by replica at the store's
 // time now to the job's entry cur (nil when the job has none), and returns
-// the entry after it. changed is false when the entry stays as it was but
-// for the carrier's time. The rule is The catalog's in slotstore's package
+// the entry after it. took reports whether s took force (it was not in
+// force before). The rule is The catalog's in slotstore's package
 // documentation.
 func Offer(cur *slotstore.CatalogEntry, job string, s slotstore.Spec, replica string, now time.Time) (e slotstore.CatalogEntry, took bool) {
 	rec := slotstore.SpecRecord{Fingerprint: s.Fingerprint, Body: s.Body, Revision: s.Revision, Replica: replica, Since: now}
@@ -108,6 +108,11 @@ func Offer(cur *slotstore.CatalogEntry, job string, s slotstore.Spec, replica st
 	if e.InForce.Fingerprint == s.Fingerprint {
 		e.Carriers = carry(e.Carriers, replica, now)
 		return e, false
+	}
+	if _, ok := e.Carriers[replica]; ok {
+		// The replica now carries another spec: it no longer carries this
+		// one (a replica name a restart reuses, as a StatefulSet's).
+		e.Carriers = carry(e.Carriers, replica, time.Time{})
 	}
 	if !Takes(e, s) {
 		return e, false
@@ -128,7 +133,7 @@ func Offer(cur *slotstore.CatalogEntry, job string, s slotstore.Spec, replica st
 func Takes(e slotstore.CatalogEntry, s slotstore.Spec) bool {
 	f := e.InForce
 	switch {
-	case s.Supersedes == f.Fingerprint:
+	case s.Supersedes == f.Fingerprint, len(e.Carriers) == 0:
 		return true
 	case s.Revision > 0 && f.Revision > 0:
 		return s.Revision > f.Revision
@@ -141,14 +146,18 @@ func Takes(e slotstore.CatalogEntry, s slotstore.Spec) bool {
 	return true
 }
 
-// carry records replica as a carrier at now, keeping the MaxCarriers most
-// recent (ties broken by name, so every store keeps the same ones).
+// carry records replica as a carrier at now, or removes it when now is
+// zero, keeping the MaxCarriers most recent (ties broken by name, so every
+// store keeps the same ones).
 func carry(c map[string]time.Time, replica string, now time.Time) map[string]time.Time {
 	out := make(map[string]time.Time, len(c)+1)
 	for r, at := range c {
 		out[r] = at
 	}
 	out[replica] = now
+	if now.IsZero() {
+		delete(out, replica)
+	}
 	if len(out) <= MaxCarriers {
 		return out
 	}
