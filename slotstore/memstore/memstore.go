@@ -36,9 +36,9 @@ type Store struct {
 	retry   map[key]bool              // slots in state retrying
 	newest  map[string]int64          // job -> its newest marker's slot (Unix seconds)
 	fences  map[string]int64
-	born    map[string]time.Time           // job -> when its generation began
-	pauses  map[string]slotstore.PauseNote // job -> its pause; "" is the whole cluster
-	beats   map[string]slotstore.Replica   // replica -> its last beat
+	born    map[string]time.Time              // job -> when its generation began
+	pauses  map[string]slotstore.PauseNote    // job -> its pause; "" is the whole cluster
+	beats   map[string]slotstore.Replica      // replica -> its last beat
 	catalog map[string]slotstore.CatalogEntry // job -> its catalog entry (catalog.go)
 }
 
