@@ -223,13 +223,16 @@ func (e *Engine) backfill(ctx context.Context, plan *BackfillResult, claim claim
 			defer cancel()
 			res, err := st.Claim(cctx, slotstore.ClaimParams{Replica: e.replica, Incarnation: e.incarnation, Requests: []slotstore.ClaimRequest{{
 				Job: p.name, Slot: bs.Slot, Lease: p.lease, OnCrash: p.onCrash, MaxAttempts: p.maxAtt, Retain: p.history,
-				Overlap: overlap, NotBefore: bs.Slot, Backfill: true,
+				Overlap: overlap, NotBefore: bs.Slot, Backfill: true, Spec: p.spec.Fingerprint,
 			}}})
 			if err != nil {
 				return false, err
 			}
 			r := res[0]
 			switch {
+			case r.Status == slotstore.Superseded:
+				e.superseded(p)
+				return false, fmt.Errorf("%w: %s", ErrSpecConflict, p.name)
 			case r.Status == slotstore.Won:
 				c, won = r.Claim, true
 			case r.Status == slotstore.Skipped && overlap == policy.OverlapForbid && r.Marker.State == slotstore.StateSkipped &&

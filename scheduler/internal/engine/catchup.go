@@ -34,8 +34,9 @@ const clockMargin = time.Minute
 // which.
 func (l *loop) enroll(ctx context.Context) (map[string]slotstore.Generation, bool) {
 	names := make([]string, len(l.s.plans))
+	specs := make([]slotstore.Spec, len(l.s.plans))
 	for i, p := range l.s.plans {
-		names[i] = p.name
+		names[i], specs[i] = p.name, p.spec
 	}
 	out := make(map[string]slotstore.Generation)
 	for tries := 1; ; tries++ {
@@ -43,9 +44,10 @@ func (l *loop) enroll(ctx context.Context) (map[string]slotstore.Generation, boo
 			n := min(len(names), maxBatch)
 			ectx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
 			sent := l.s.now()
-			gens, err := l.st.Enroll(ectx, slotstore.EnrollParams{Jobs: names[:n]})
+			gens, err := l.st.Enroll(ectx, slotstore.EnrollParams{Jobs: names[:n], Replica: l.s.replica, Specs: specs[:n]})
 			cancel()
 			for _, g := range gens {
+				l.s.noteSpec(l.s.byName[g.Job], g.Spec)
 				// Begun by this enrolment (give or take the clocks, whose
 				// skew clockMargin bounds): the store has just started to
 				// record the job, so slots before it were never the job's
@@ -67,7 +69,7 @@ func (l *loop) enroll(ctx context.Context) (map[string]slotstore.Generation, boo
 				l.s.log.Warn("enrolling the jobs failed; retrying", "err", err, "try", tries)
 				break
 			}
-			names = names[n:]
+			names, specs = names[n:], specs[n:]
 		}
 		if len(names) == 0 {
 			return out, true
@@ -134,6 +136,9 @@ func (l *loop) schedule(p *plan, now time.Time, g slotstore.Generation) []slotst
 		l.h.push(&entry{at: next.Add(p.jitter), p: p, slot: next, kind: fire})
 		l.s.metrics.next(p).Set(seconds(next))
 		l.s.metrics.scheduled(p, now)
+	}
+	if p.inConflict() {
+		return nil // its slots are the spec in force's, and its replicas'
 	}
 	keep := 0
 	switch p.catchUp {
@@ -271,7 +276,8 @@ func missedReason(reason string) string {
 // own clock has passed the window too (guarantee 7), so a replica whose
 // clock runs fast cannot take the slot from the others.
 func (p *plan) missedSkip(slot time.Time, reason string) slotstore.SkipRequest {
-	return slotstore.SkipRequest{Job: p.name, Slot: slot, Reason: reason, Retain: p.history, NotBefore: slot.Add(p.deadline)}
+	return slotstore.SkipRequest{Job: p.name, Slot: slot, Reason: reason, Retain: p.history, NotBefore: slot.Add(p.deadline),
+		Spec: p.spec.Fingerprint}
 }
 
 // skip records slots as skipped, in batches; a slot that has a marker is
@@ -312,6 +318,10 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 			}
 			if q.Reason == reasonPaused && r.Status == slotstore.Skipped {
 				l.logSkipped(slog.LevelDebug, q, r.Marker) // another replica's skip recorded it
+				continue
+			}
+			if r.Status == slotstore.Superseded {
+				l.s.superseded(p)
 				continue
 			}
 			if r.Status == slotstore.Held {

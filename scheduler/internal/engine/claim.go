@@ -96,6 +96,7 @@ func (l *loop) send(ctx context.Context, batch []*entry) claimAnswer {
 			// Not before the slot by the store's clock, however far ahead
 			// this replica's clock runs (guarantee 3 after a loss).
 			NotBefore: e.slot,
+			Spec:      e.p.spec.Fingerprint,
 		}
 	}
 	a := claimAnswer{sent: time.Now()}

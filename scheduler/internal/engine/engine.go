@@ -39,6 +39,9 @@ type Config struct {
 	// process collectors (for a registry of the engine's own).
 	Registry prometheus.Registerer
 	Runtime  bool
+	// Revision is the configuration's revision, which orders the jobs'
+	// specs in the catalog across a deploy; 0 for none.
+	Revision int64
 }
 
 // JobSpec is one job as the configuration resolved it: every duration
@@ -103,6 +106,10 @@ type plan struct {
 	metrics atomic.Pointer[jobMetrics]
 	// mark is set once Run scheduled the job, with its schedule interval.
 	mark scheduleMark
+	// spec is what the job enrolls in the catalog; conflict, while set,
+	// is the spec in force that is not it (catalog.go).
+	spec     slotstore.Spec
+	conflict atomic.Pointer[slotstore.SpecRecord]
 }
 
 func (p *plan) String() string { return fmt.Sprintf("%s (%s)", p.name, p.sched) }
@@ -136,6 +143,8 @@ type Engine struct {
 	tracer atomic.Pointer[tracer]
 	// live is the loop of a Run in progress, which triggers go through.
 	live liveEngine
+	// catalogKick wakes the watch of the catalog (catalog.go).
+	catalogKick chan struct{}
 	// started is when the engine was built; build is this binary's build.
 	started time.Time
 	build   buildinfo.Info
@@ -145,13 +154,13 @@ type Engine struct {
 func New(c Config) (*Engine, error) {
 	e := &Engine{replica: c.Replica, incarnation: c.Incarnation, log: c.Log.With("replica", c.Replica), base: c.Log, now: c.Now, grace: c.Grace,
 		metrics: newMetrics(c.PerJobHistograms), byName: make(map[string]*plan, len(c.Jobs)),
-		started: c.Now(), build: buildinfo.Read()}
+		started: c.Now(), build: buildinfo.Read(), catalogKick: make(chan struct{}, 1)}
 	e.plans = make([]*plan, len(c.Jobs))
 	for i, j := range c.Jobs {
 		p := &plan{name: j.Name, fn: j.Fn, sched: j.Schedule, params: j.Params, lease: j.Lease, timeout: j.Timeout,
 			onCrash: j.OnCrash, maxAtt: j.MaxAttempts, deadline: j.Deadline, catchUp: j.CatchUp,
 			catchUpLimit: j.CatchUpLimit, history: j.History, jitter: j.Jitter, overlap: j.Overlap, retries: j.Retries,
-			pauseAfter: j.PauseAfterFailures, deciding: make(chan struct{}, 1)}
+			pauseAfter: j.PauseAfterFailures, deciding: make(chan struct{}, 1), spec: SpecOf(j, c.Revision)}
 		e.plans[i] = p
 		e.byName[p.name] = p
 	}
@@ -177,6 +186,9 @@ var (
 	ErrNoJob = errors.New("scheduler: no such job")
 	// ErrNotRunning: no Run is in progress, or it is shutting down.
 	ErrNotRunning = errors.New("scheduler: not running")
+	// ErrSpecConflict: this replica's spec of the job is not the spec in
+	// force in the store's catalog, so it claims none of the job's slots.
+	ErrSpecConflict = errors.New("scheduler: another spec of the job is in force")
 	// ErrNoFreeSlot: every second a manual slot could take is scheduled or
 	// taken by other triggers; try again later.
 	ErrNoFreeSlot = errors.New("scheduler: no free slot for a manual run")

@@ -249,10 +249,14 @@ func (l *loop) wake(ctx context.Context) {
 				l.s.log.Debug("timer lag", "job", e.p.name, "lag", lag)
 			}
 		}
+		if e.p.inConflict() {
+			continue // another spec is in force: its replicas claim the job's slots
+		}
 		if e.kind != watch && l.beforeRecord(e) {
 			// Never the job's slot, and no claim can win it: history says
 			// why rather than "data loss" (logged by skip).
-			missed = append(missed, slotstore.SkipRequest{Job: e.p.name, Slot: e.slot, Reason: reasonNewJob, Retain: e.p.history})
+			missed = append(missed, slotstore.SkipRequest{Job: e.p.name, Slot: e.slot, Reason: reasonNewJob, Retain: e.p.history,
+				Spec: e.p.spec.Fingerprint})
 			continue
 		}
 		if e.kind != watch && e.late(now) {

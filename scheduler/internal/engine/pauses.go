@@ -244,7 +244,7 @@ func (l *loop) skipPaused(ctx context.Context, batch []*entry) []*entry {
 		// Not before its slot by the store's clock: a replica whose clock
 		// runs fast must not erase slots a resume may still let run.
 		skips = append(skips, slotstore.SkipRequest{Job: e.p.name, Slot: e.slot, Reason: reasonPaused, Retain: e.p.history,
-			NotBefore: e.slot})
+			NotBefore: e.slot, Spec: e.p.spec.Fingerprint})
 	}
 	l.skip(ctx, skips)
 	return kept

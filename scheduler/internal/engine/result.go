@@ -69,6 +69,9 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 		l.notYet(e, r.Remaining, sent, log)
 	case slotstore.Absent:
 		log.at(slog.LevelDebug, "slot gone", "reason", "its marker no longer exists")
+	case slotstore.Superseded:
+		log.at(slog.LevelDebug, "slot not claimed", "reason", "another spec of the job is in force")
+		l.s.superseded(e.p)
 	case slotstore.Abandoned:
 		log.at(slog.LevelWarn, "slot abandoned", "holder", r.Marker.Holder, "attempt", r.Marker.Attempt,
 			"on_crash", e.p.onCrash)

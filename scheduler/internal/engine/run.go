@@ -63,6 +63,7 @@ func (e *Engine) Run(ctx context.Context, rp RunParams) error {
 	}()
 	bg.Go(func() { e.prune(ctx, st) })
 	bg.Go(func() { e.beat(ctx, st) })
+	bg.Go(func() { e.followCatalog(ctx, st) })
 	if len(e.duties) > 0 {
 		if rp.Elector == nil {
 			return errors.New("scheduler: duties need an elector")
@@ -107,6 +108,7 @@ func (e *Engine) Run(ctx context.Context, rp RunParams) error {
 	// Duties were cancelled with ctx and have been handing over while the
 	// running jobs had their grace.
 	e.waitDuties(&duties)
+	e.beatGone(st)
 	return nil
 }
 

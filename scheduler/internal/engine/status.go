@@ -83,3 +83,17 @@ func (e *Engine) beat(ctx context.Context, st slotstore.Store) {
 		}
 	}
 }
+
+// beatGone replaces this replica's beat, once its runs have ended, with one
+// that stands for a millisecond: the cluster view shows it gone at once, and
+// replicas waiting for the carriers of a spec in force to be gone (a
+// rollback) need not wait out its TTL. A failure changes nothing but that.
+func (e *Engine) beatGone(st slotstore.Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := st.Beat(ctx, slotstore.Beat{Replica: e.replica, Incarnation: e.incarnation, Version: e.build.Version,
+		Started: e.started, TTL: time.Millisecond})
+	if err != nil {
+		e.log.Debug("last beat failed", "err", err)
+	}
+}

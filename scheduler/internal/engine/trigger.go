@@ -173,13 +173,16 @@ func (e *Engine) claimManual(ctx context.Context, st slotstore.Store, p *plan) (
 		sent := time.Now()
 		res, err := st.Claim(ctx, slotstore.ClaimParams{Replica: e.replica, Incarnation: e.incarnation, Requests: []slotstore.ClaimRequest{{
 			Job: p.name, Slot: slot, Lease: p.lease, OnCrash: p.onCrash, MaxAttempts: p.maxAtt, Retain: p.history,
-			Overlap: p.overlap, Manual: true,
+			Overlap: p.overlap, Manual: true, Spec: p.spec.Fingerprint,
 		}}})
 		if err != nil {
 			return out, slotstore.Claim{}, sent, fmt.Errorf("trigger %s: claim: %w", job, err)
 		}
 		r := res[0]
 		switch {
+		case r.Status == slotstore.Superseded:
+			e.superseded(p)
+			return out, slotstore.Claim{}, sent, fmt.Errorf("%w: %s", ErrSpecConflict, job)
 		case r.Status == slotstore.Won:
 			for _, ref := range r.Replaced {
 				e.log.Info("run replaced", "job", ref.Job, "slot", ref.Slot.UTC().Format(time.RFC3339), "fence", ref.Fence, "by", "manual trigger")

@@ -1,0 +1,111 @@
+// The job's spec: what it enrolls in the store's catalog, so that every
+// replica claims the job's slots under one spec (slotstore's package
+// documentation, The catalog).
+
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	"github.com/slotcron/slotcron/internal/schedule"
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// SpecBody is a job's spec as the catalog keeps it (JSON): everything that
+// decides which slots of the job exist and how they are claimed and run.
+// Durations are Go duration strings. Tools read it back to compute the
+// slots of a spec in force (Slots) and to say what differs between two.
+type SpecBody struct {
+	Schedule string `json:"schedule"`
+	Zone     string `json:"zone"`
+	// ZoneRules digests the zone's offsets as this replica's tz data has
+	// them (schedule.ZoneRules): replicas whose tz data disagree conflict.
+	ZoneRules          string `json:"zone_rules"`
+	Jitter             string `json:"jitter"`
+	Lease              string `json:"lease"`
+	Timeout            string `json:"timeout"`
+	StartingDeadline   string `json:"starting_deadline"`
+	OnCrash            string `json:"on_crash"`
+	MaxAttempts        int    `json:"max_attempts"`
+	Overlap            string `json:"overlap"`
+	CatchUp            string `json:"catch_up"`
+	CatchUpLimit       int    `json:"catch_up_limit"`
+	History            string `json:"history"`
+	Retries            int    `json:"retries"`
+	RetryBackoff       string `json:"retry_backoff"`
+	RetryMaxBackoff    string `json:"retry_max_backoff"`
+	PauseAfterFailures int    `json:"pause_after_failures"`
+	// Params is the SHA-256 of the job's params as the configuration
+	// re-encoded them; empty with none.
+	Params string `json:"params_sha256,omitempty"`
+}
+
+// BodyOf returns j's spec body.
+func BodyOf(j JobSpec) SpecBody {
+	b := SpecBody{
+		Jitter: j.Jitter.String(), Lease: j.Lease.String(), Timeout: j.Timeout.String(),
+		StartingDeadline: j.Deadline.String(), OnCrash: string(j.OnCrash), MaxAttempts: j.MaxAttempts,
+		Overlap: string(j.Overlap), CatchUp: string(j.CatchUp), CatchUpLimit: j.CatchUpLimit, History: j.History.String(),
+		Retries: j.Retries.Max, RetryBackoff: j.Retries.Backoff.String(), RetryMaxBackoff: j.Retries.MaxBackoff.String(),
+		PauseAfterFailures: j.PauseAfterFailures,
+	}
+	if j.Schedule != nil { // every job's but some tests'
+		b.Schedule, b.Zone = j.Schedule.String(), j.Schedule.Location().String()
+		b.ZoneRules = schedule.ZoneRules(j.Schedule.Location())
+	}
+	if j.Params != nil {
+		sum := sha256.Sum256(j.Params)
+		b.Params = hex.EncodeToString(sum[:])
+	}
+	return b
+}
+
+// SpecOf returns the spec j enrolls with under the configuration's
+// revision (0 for none): its body as JSON and the body's fingerprint.
+func SpecOf(j JobSpec, revision int64) slotstore.Spec {
+	body, err := json.Marshal(BodyOf(j))
+	if err != nil {
+		panic(err) // strings and ints only
+	}
+	sum := sha256.Sum256(body)
+	return slotstore.Spec{Fingerprint: "v1:" + hex.EncodeToString(sum[:12]), Body: body, Revision: revision}
+}
+
+// ParseBody reads a spec body the catalog keeps; ok is false for a body
+// this build cannot read (none, or not JSON).
+func ParseBody(body []byte) (b SpecBody, ok bool) {
+	return b, len(body) > 0 && json.Unmarshal(body, &b) == nil
+}
+
+// Differences lists the fields in which a and b differ, by their JSON
+// names, each with both values: "schedule: \"*/2 * * * * *\" → \"*/3 * * * * *\"".
+func Differences(a, b SpecBody) []string {
+	var ma, mb map[string]any
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	_ = json.Unmarshal(ja, &ma)
+	_ = json.Unmarshal(jb, &mb)
+	var out []string
+	for _, k := range specFields {
+		va, vb := ma[k], mb[k]
+		if jsonText(va) != jsonText(vb) {
+			out = append(out, k+": "+jsonText(va)+" → "+jsonText(vb))
+		}
+	}
+	return out
+}
+
+// specFields are SpecBody's JSON names in the order people read them.
+var specFields = []string{"schedule", "zone", "zone_rules", "jitter", "lease", "timeout", "starting_deadline",
+	"on_crash", "max_attempts", "overlap", "catch_up", "catch_up_limit", "history", "retries", "retry_backoff",
+	"retry_max_backoff", "pause_after_failures", "params_sha256"}
+
+func jsonText(v any) string {
+	if v == nil {
+		return "(none)"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
