@@ -94,7 +94,7 @@ func (e *Engine) followCatalog(ctx context.Context, st slotstore.Store) {
 // in force has no live carrier is enrolled to supersede it.
 func (e *Engine) checkConflicts(ctx context.Context, st slotstore.Store) error {
 	var names []string
-	for _, p := range e.plans {
+	for _, p := range e.jobs().plans {
 		if p.inConflict() {
 			names = append(names, p.name)
 		}
@@ -127,7 +127,7 @@ func (e *Engine) checkSome(ctx context.Context, st slotstore.Store, names []stri
 	offer := slotstore.EnrollParams{Replica: e.replica}
 	found := make(map[string]bool, len(entries))
 	for _, en := range entries {
-		p := e.byName[en.Job]
+		p := e.jobs().byName[en.Job]
 		found[en.Job] = true
 		e.noteSpec(p, en.InForce)
 		if !p.inConflict() || carried(en.Carriers, live) {
@@ -139,7 +139,7 @@ func (e *Engine) checkSome(ctx context.Context, st slotstore.Store, names []stri
 	}
 	for _, j := range names {
 		if !found[j] { // the store lost its catalog: enroll anew
-			offer.Jobs, offer.Specs = append(offer.Jobs, j), append(offer.Specs, e.byName[j].spec)
+			offer.Jobs, offer.Specs = append(offer.Jobs, j), append(offer.Specs, e.jobs().byName[j].spec)
 		}
 	}
 	if len(offer.Jobs) == 0 {
@@ -150,7 +150,7 @@ func (e *Engine) checkSome(ctx context.Context, st slotstore.Store, names []stri
 		return err
 	}
 	for _, g := range gens {
-		e.noteSpec(e.byName[g.Job], g.Spec)
+		e.noteSpec(e.jobs().byName[g.Job], g.Spec)
 	}
 	return nil
 }

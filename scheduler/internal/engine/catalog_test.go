@@ -111,7 +111,7 @@ func TestSpecConflictTwoSchedules(t *testing.T) {
 			t.Fatalf("%d conflict lines on the old replica, want 1:\n%s", len(warns), old.logs.String())
 		}
 		w := warns[0]
-		own, inForce := old.e.plans[0].spec.Fingerprint, fresh.e.plans[0].spec.Fingerprint
+		own, inForce := old.e.jobs().plans[0].spec.Fingerprint, fresh.e.jobs().plans[0].spec.Fingerprint
 		if w["level"] != "WARN" || w["spec"] != own || w["in_force"] != inForce || w["in_force_by"] != "new" ||
 			!strings.Contains(w["differs"].(string), `schedule: "*/2 * * * * *" → "*/3 * * * * *"`) {
 			t.Errorf("conflict line: %v", w)

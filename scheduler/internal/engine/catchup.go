@@ -27,27 +27,31 @@ const maxMissedRecords = 1000
 // that enrolment.
 const clockMargin = time.Minute
 
-// enroll enrolls every job in the store before the first claim, so that
-// the store knows how far back its record of each job goes, and returns
-// each job's generation, with the slot of its newest marker, read in the
-// same batches. It retries until the store answers or ctx ends, and reports
-// which.
-func (l *loop) enroll(ctx context.Context) (map[string]slotstore.Generation, bool) {
-	names := make([]string, len(l.s.plans))
-	specs := make([]slotstore.Spec, len(l.s.plans))
-	for i, p := range l.s.plans {
-		names[i], specs[i] = p.name, p.spec
+// enroll enrolls plans in the store before their first claim, so that the
+// store knows how far back its record of each job goes, and offers each
+// job's spec to the catalog; it returns each job's generation, with the
+// slot of its newest marker and the spec in force, read in the same
+// batches. It retries until the store answers or ctx ends, and reports
+// which. The loop enrolls every job at start-up; Reload, the jobs a reload
+// adds or changes, on its caller's goroutine.
+func (s *Engine) enroll(ctx context.Context, st slotstore.Store, plans []*plan) (map[string]slotstore.Generation, bool) {
+	names := make([]string, len(plans))
+	specs := make([]slotstore.Spec, len(plans))
+	byName := make(map[string]*plan, len(plans))
+	for i, p := range plans {
+		names[i], specs[i], byName[p.name] = p.name, p.spec, p
 	}
 	out := make(map[string]slotstore.Generation)
 	for tries := 1; ; tries++ {
 		for len(names) > 0 {
 			n := min(len(names), maxBatch)
 			ectx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
-			sent := l.s.now()
-			gens, err := l.st.Enroll(ectx, slotstore.EnrollParams{Jobs: names[:n], Replica: l.s.replica, Specs: specs[:n]})
+			sent := s.now()
+			gens, err := st.Enroll(ectx, slotstore.EnrollParams{Jobs: names[:n], Replica: s.replica, Specs: specs[:n]})
 			cancel()
 			for _, g := range gens {
-				l.s.noteSpec(l.s.byName[g.Job], g.Spec)
+				p := byName[g.Job]
+				s.noteSpec(p, g.Spec)
 				// Begun by this enrolment (give or take the clocks, whose
 				// skew clockMargin bounds): the store has just started to
 				// record the job, so slots before it were never the job's
@@ -56,17 +60,18 @@ func (l *loop) enroll(ctx context.Context) (map[string]slotstore.Generation, boo
 				// began within the margin for this one's is safe: no claim
 				// can win a slot before Born, so all that changes is the
 				// reason its record gives.
+				p.newSince = time.Time{}
 				if g.Born.After(sent.Add(-clockMargin)) {
-					l.memo.newJobs[g.Job] = g.Born
+					p.newSince = g.Born
 				}
 				out[g.Job] = g
 			}
-			l.s.metrics.storeCall(err)
+			s.metrics.storeCall(err)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil, false
 				}
-				l.s.log.Warn("enrolling the jobs failed; retrying", "err", err, "try", tries)
+				s.log.Warn("enrolling the jobs failed; retrying", "err", err, "try", tries)
 				break
 			}
 			names, specs = names[n:], specs[n:]
@@ -86,13 +91,17 @@ func (l *loop) enroll(ctx context.Context) (map[string]slotstore.Generation, boo
 // slots they missed, before the loop serves its heap. It reports false if
 // ctx ended first.
 func (l *loop) scheduleAll(ctx context.Context) bool {
-	gens, ok := l.enroll(ctx)
+	plans := l.s.jobs().plans
+	gens, ok := l.s.enroll(ctx, l.st, plans)
 	if !ok {
 		return false
 	}
+	for _, p := range plans {
+		l.noteNew(p)
+	}
 	now := l.s.now()
 	var skips []slotstore.SkipRequest
-	for i, p := range l.s.plans {
+	for i, p := range plans {
 		if i%1024 == 0 && ctx.Err() != nil {
 			return false
 		}
@@ -301,7 +310,7 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 				break
 			}
 			q := reqs[i]
-			p := l.s.byName[q.Job]
+			p := l.s.jobs().byName[q.Job]
 			if p == nil {
 				continue
 			}

@@ -50,11 +50,11 @@ func TestCatchUpIsBounded(t *testing.T) {
 			e := newEngine(t, j)
 			var runs sync.WaitGroup
 			l := newLoop(e, st, ctx, &runs)
-			gens, ok := l.enroll(ctx)
+			gens, ok := e.enroll(ctx, st, e.jobs().plans)
 			if !ok {
 				t.Fatal("enroll failed")
 			}
-			p := e.plans[0]
+			p := e.jobs().plans[0]
 			l.skip(ctx, l.schedule(p, now, gens["j"]))
 
 			kinds := map[entryKind]int{}
@@ -93,7 +93,7 @@ func TestCatchUpIsBounded(t *testing.T) {
 func TestOwedFrom(t *testing.T) {
 	j := job("j", (&recorder{}).fn)
 	j.Schedule, j.History = mustSchedule(t, "0 12 * * *"), 72*time.Hour
-	p := newEngine(t, j).plans[0]
+	p := newEngine(t, j).jobs().plans[0]
 	at := func(s string) time.Time {
 		v, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {

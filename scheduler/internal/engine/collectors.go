@@ -6,6 +6,7 @@
 package engine
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,16 @@ func (j *scheduledJobs) add(p *plan) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.plans = append(j.plans, p)
+}
+
+// remove drops p, a plan a reload retired: a new slice, so snapshots taken
+// before stay valid.
+func (j *scheduledJobs) remove(p *plan) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if i := slices.Index(j.plans, p); i >= 0 {
+		j.plans = slices.Delete(slices.Clone(j.plans), i, i+1)
+	}
 }
 
 func (j *scheduledJobs) all() []*plan {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -110,6 +111,12 @@ type plan struct {
 	// is the spec in force that is not it (catalog.go).
 	spec     slotstore.Spec
 	conflict atomic.Pointer[slotstore.SpecRecord]
+	// retired is set once a reload removed the job or changed its spec: its
+	// entries are dropped, its running slots finish (reload.go).
+	retired atomic.Bool
+	// newSince is when the store began to record the job, if its enrolment
+	// began it (enroll), for the loop's memo; zero otherwise.
+	newSince time.Time
 }
 
 func (p *plan) String() string { return fmt.Sprintf("%s (%s)", p.name, p.sched) }
@@ -126,8 +133,9 @@ type dutyPlan struct {
 // Engine schedules and runs the jobs of one replica. Run runs it once;
 // Trigger and Start may be called at any time, concurrently.
 type Engine struct {
-	plans       []*plan
-	byName      map[string]*plan // plans by job name
+	// set holds the jobs of the configuration in force (reload.go): a
+	// reload replaces it whole, so a reader sees one configuration.
+	set         atomic.Pointer[planSet]
 	duties      []*dutyPlan
 	replica     string
 	incarnation string
@@ -145,6 +153,10 @@ type Engine struct {
 	live liveEngine
 	// catalogKick wakes the watch of the catalog (catalog.go).
 	catalogKick chan struct{}
+	// reloads hands the loop a reload's jobs; reloading serialises
+	// reloads (reload.go).
+	reloads   chan reloadReq
+	reloading sync.Mutex
 	// started is when the engine was built; build is this binary's build.
 	started time.Time
 	build   buildinfo.Info
@@ -153,17 +165,9 @@ type Engine struct {
 // New builds an engine and registers its metrics.
 func New(c Config) (*Engine, error) {
 	e := &Engine{replica: c.Replica, incarnation: c.Incarnation, log: c.Log.With("replica", c.Replica), base: c.Log, now: c.Now, grace: c.Grace,
-		metrics: newMetrics(c.PerJobHistograms), byName: make(map[string]*plan, len(c.Jobs)),
-		started: c.Now(), build: buildinfo.Read(), catalogKick: make(chan struct{}, 1)}
-	e.plans = make([]*plan, len(c.Jobs))
-	for i, j := range c.Jobs {
-		p := &plan{name: j.Name, fn: j.Fn, sched: j.Schedule, params: j.Params, lease: j.Lease, timeout: j.Timeout,
-			onCrash: j.OnCrash, maxAtt: j.MaxAttempts, deadline: j.Deadline, catchUp: j.CatchUp,
-			catchUpLimit: j.CatchUpLimit, history: j.History, jitter: j.Jitter, overlap: j.Overlap, retries: j.Retries,
-			pauseAfter: j.PauseAfterFailures, deciding: make(chan struct{}, 1), spec: SpecOf(j, c.Revision)}
-		e.plans[i] = p
-		e.byName[p.name] = p
-	}
+		metrics: newMetrics(c.PerJobHistograms), started: c.Now(), build: buildinfo.Read(), catalogKick: make(chan struct{}, 1),
+		reloads: make(chan reloadReq)}
+	e.set.Store(newPlanSet(c.Jobs, c.Revision, nil))
 	for _, d := range c.Duties {
 		e.duties = append(e.duties, &dutyPlan{name: d.Name, fn: d.Fn, lease: d.Lease})
 	}
@@ -209,8 +213,9 @@ func (e *Engine) StoreCall(err error) { e.metrics.storeCall(err) }
 // Jobs describes every job, in configuration order, as its JobSpec
 // without Fn and Params.
 func (e *Engine) Jobs() []JobSpec {
-	out := make([]JobSpec, len(e.plans))
-	for i, p := range e.plans {
+	plans := e.jobs().plans
+	out := make([]JobSpec, len(plans))
+	for i, p := range plans {
 		out[i] = JobSpec{Name: p.name, Schedule: p.sched, Lease: p.lease, Timeout: p.timeout, OnCrash: p.onCrash,
 			MaxAttempts: p.maxAtt, Deadline: p.deadline, CatchUp: p.catchUp, CatchUpLimit: p.catchUpLimit,
 			History: p.history, Jitter: p.jitter, Overlap: p.overlap, Retries: p.retries,
@@ -220,12 +225,12 @@ func (e *Engine) Jobs() []JobSpec {
 }
 
 // HasJob reports whether the configuration has job.
-func (e *Engine) HasJob(job string) bool { return e.byName[job] != nil }
+func (e *Engine) HasJob(job string) bool { return e.jobs().byName[job] != nil }
 
 // maxLease is the longest lease of any job.
 func (e *Engine) maxLease() time.Duration {
 	var d time.Duration
-	for _, p := range e.plans {
+	for _, p := range e.jobs().plans {
 		d = max(d, p.lease)
 	}
 	return d

@@ -73,7 +73,7 @@ func lostLeaseCounted(t *testing.T, frozen func(*plan) time.Duration, wrap func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := e.plans[0]
+	p := e.jobs().plans[0]
 	rctx, cancel := context.WithCancelCause(ctx)
 	if end := e.execute(rctx, cancel, st, p, rs[0].Claim, scheduled, time.Now().Add(-frozen(p)), runHooks{}); end != EndLeaseLost {
 		t.Fatalf("the run ended %q, want %q", end, EndLeaseLost)

@@ -83,7 +83,7 @@ func newLoop(s *Engine, st slotstore.Store, runCtx context.Context, runs *sync.W
 	l := &loop{s: s, st: st, runCtx: runCtx, watched: make(map[slotKey]bool), watches: make(chan watchNote, 64),
 		scans: make(chan []slotstore.Marker), memo: newClaimMemo()}
 	l.runs.init(runs, runHooks{retryAt: l.noteRetry})
-	l.pauses.init(s.plans)
+	l.pauses.init(s.jobs().plans)
 	return l
 }
 
@@ -161,6 +161,9 @@ func (l *loop) receive(stop <-chan struct{}, tick <-chan time.Time) bool {
 	case r := <-l.pauses.reads:
 		l.notePauses(r)
 		return true
+	case r := <-l.s.reloads:
+		l.takeReload(r)
+		return true
 	default:
 		if stop == nil {
 			return false
@@ -175,6 +178,8 @@ func (l *loop) receive(stop <-chan struct{}, tick <-chan time.Time) bool {
 		l.watchAll(ms)
 	case r := <-l.pauses.reads:
 		l.notePauses(r)
+	case r := <-l.s.reloads:
+		l.takeReload(r)
 	}
 	return true
 }
@@ -183,6 +188,9 @@ func (l *loop) receive(stop <-chan struct{}, tick <-chan time.Time) bool {
 // retry is due, like any slot another replica may take; a takeover has no
 // window.
 func (l *loop) noteWatch(n watchNote) {
+	if n.p.retired.Load() {
+		return // removed or changed by a reload: its slots are no longer this replica's to watch
+	}
 	e := &entry{p: n.p, slot: n.slot, kind: watch}
 	if n.retry {
 		e.until = n.p.retryUntil(n.slot)
@@ -227,6 +235,10 @@ func (l *loop) wake(ctx context.Context) {
 	var missed []slotstore.SkipRequest
 	for len(l.h) > 0 && !l.h.peek().at.After(now) {
 		e := l.h.pop()
+		if e.p.retired.Load() {
+			delete(l.watched, slotKey{e.p.name, e.slot.Unix()})
+			continue // a reload removed the job or changed its spec: its chain of entries ends
+		}
 		switch e.kind {
 		case watch:
 			delete(l.watched, slotKey{e.p.name, e.slot.Unix()})

@@ -45,7 +45,7 @@ func BenchmarkScheduleSeries(b *testing.B) {
 				now := time.Now()
 				before := liveHeap()
 				start := time.Now()
-				for _, p := range e.plans {
+				for _, p := range e.jobs().plans {
 					next := p.sched.Next(now)
 					l.h.push(&entry{at: next, p: p, slot: next, kind: fire})
 					e.metrics.next(p).Set(seconds(next))
@@ -54,7 +54,7 @@ func BenchmarkScheduleSeries(b *testing.B) {
 
 				before = liveHeap()
 				start = time.Now()
-				for _, p := range e.plans {
+				for _, p := range e.jobs().plans {
 					e.metrics.scheduled(p, now)
 				}
 				series.add(liveHeap()-before, time.Since(start))
@@ -63,7 +63,7 @@ func BenchmarkScheduleSeries(b *testing.B) {
 				interval := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "interval"}, []string{jobLabel})
 				before = liveHeap()
 				start = time.Now()
-				for _, p := range e.plans {
+				for _, p := range e.jobs().plans {
 					old.run(p, EndFailed)
 					old.run(p, EndTimedOut)
 					old.leaseLost(p)
@@ -81,7 +81,7 @@ func BenchmarkScheduleSeries(b *testing.B) {
 				e, l = benchEngine(b, specs)
 				before = liveHeap()
 				start = time.Now()
-				for _, p := range e.plans {
+				for _, p := range e.jobs().plans {
 					l.schedule(p, now, slotstore.Generation{})
 				}
 				whole.add(liveHeap()-before, time.Since(start))
@@ -121,7 +121,7 @@ func BenchmarkGatherScheduled(b *testing.B) {
 			}
 			l := newLoop(e, memstore.New(memstore.Options{}), context.Background(), &sync.WaitGroup{})
 			now := time.Now()
-			for _, p := range e.plans {
+			for _, p := range e.jobs().plans {
 				l.schedule(p, now, slotstore.Generation{})
 				if made {
 					e.metrics.run(p, EndFailed)

@@ -121,7 +121,7 @@ func TestScheduledJobSeries(t *testing.T) {
 	}
 	l := newLoop(e, memstore.New(memstore.Options{}), context.Background(), &sync.WaitGroup{})
 	now := time.Now()
-	for _, p := range e.plans {
+	for _, p := range e.jobs().plans {
 		l.schedule(p, now, slotstore.Generation{})
 	}
 	got := gather(t, reg)
@@ -156,7 +156,7 @@ func TestScheduledJobSeries(t *testing.T) {
 		t.Errorf("per-job series %v, want 5 a job", perJob)
 	}
 
-	p := e.byName["daily"]
+	p := e.jobs().byName["daily"]
 	e.metrics.run(p, EndFailed).Inc()
 	e.metrics.leaseLost(p).Add(2)
 	l.schedule(p, now, slotstore.Generation{})
@@ -233,7 +233,7 @@ func TestScheduledSeriesUnderScrapes(t *testing.T) {
 		mu.Unlock()
 		wg.Wait()
 	}()
-	for i, p := range e.plans {
+	for i, p := range e.jobs().plans {
 		makes := []func() prometheus.Counter{
 			func() prometheus.Counter { return m.run(p, EndFailed) },
 			func() prometheus.Counter { return m.run(p, EndTimedOut) },
@@ -287,7 +287,7 @@ func TestScheduledSeriesUnderScrapes(t *testing.T) {
 		begun.Broadcast()
 		mu.Unlock()
 		got := gather(t, reg)
-		for i, p := range e.plans {
+		for i, p := range e.jobs().plans {
 			for _, k := range keys(p.name) {
 				v, ok := got[k]
 				was, seen := last[k]
@@ -302,7 +302,7 @@ func TestScheduledSeriesUnderScrapes(t *testing.T) {
 			}
 		}
 		if finished {
-			for _, p := range e.plans {
+			for _, p := range e.jobs().plans {
 				for _, k := range keys(p.name)[:3] {
 					if got[k] != 1 {
 						t.Errorf("last scrape: %s = %v, want 1", k, got[k])

@@ -29,7 +29,7 @@ func TestWatchNeverRecreatesMarker(t *testing.T) {
 		e := newEngine(t, job("j", rec.fn))
 		var runs sync.WaitGroup
 		l := newLoop(e, st, context.Background(), &runs)
-		l.claimAll(context.Background(), []*entry{{p: e.plans[0], slot: time.Now().Truncate(time.Second), kind: watch}})
+		l.claimAll(context.Background(), []*entry{{p: e.jobs().plans[0], slot: time.Now().Truncate(time.Second), kind: watch}})
 		runs.Wait()
 		if runs := rec.snapshot(); len(runs) != 0 {
 			t.Fatalf("a watch ran a slot with no marker: %+v", runs)
@@ -136,7 +136,7 @@ func newDeadHolder(t *testing.T, other string, wrap func(slotstore.Store) slotst
 	}
 	time.Sleep(4 * time.Second) // the dead holder's lease ended
 	e := newEngine(t, job("b", d.rec.fn), job(other, d.rec.fn))
-	d.b, d.other = e.plans[0], e.plans[1]
+	d.b, d.other = e.jobs().plans[0], e.jobs().plans[1]
 	d.l = newLoop(e, wrap(st), ctx, d.runs)
 	return d
 }

@@ -1,0 +1,161 @@
+// Reload: the jobs of a new configuration taken in while Run goes on — new
+// jobs enrolled and scheduled, removed jobs taking no new slot, changed
+// jobs switching spec at their next slot, running slots left to finish.
+
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// planSet is the jobs of one configuration, in its order and by name.
+type planSet struct {
+	plans    []*plan
+	byName   map[string]*plan
+	revision int64
+}
+
+// jobs returns the jobs of the configuration in force.
+func (e *Engine) jobs() *planSet { return e.set.Load() }
+
+// newPlanSet builds the plans of specs under revision. A job of prev whose
+// spec is unchanged keeps its plan, and with it its place in the heap and
+// its state.
+func newPlanSet(specs []JobSpec, revision int64, prev *planSet) *planSet {
+	s := &planSet{plans: make([]*plan, len(specs)), byName: make(map[string]*plan, len(specs)), revision: revision}
+	for i, j := range specs {
+		sp := SpecOf(j, revision)
+		p := prev.kept(j.Name, sp.Fingerprint)
+		if p == nil {
+			p = &plan{name: j.Name, fn: j.Fn, sched: j.Schedule, params: j.Params, lease: j.Lease, timeout: j.Timeout,
+				onCrash: j.OnCrash, maxAtt: j.MaxAttempts, deadline: j.Deadline, catchUp: j.CatchUp,
+				catchUpLimit: j.CatchUpLimit, history: j.History, jitter: j.Jitter, overlap: j.Overlap, retries: j.Retries,
+				pauseAfter: j.PauseAfterFailures, deciding: make(chan struct{}, 1), spec: sp}
+		}
+		s.plans[i] = p
+		s.byName[p.name] = p
+	}
+	return s
+}
+
+// kept returns the plan of job in s if its spec's fingerprint is fp (the
+// function too is the caller's, and may be a new one: a reload keeps the
+// registered function of the running binary, so a plan is kept whole).
+func (s *planSet) kept(job, fp string) *plan {
+	if s == nil {
+		return nil
+	}
+	if p := s.byName[job]; p != nil && p.spec.Fingerprint == fp {
+		return p
+	}
+	return nil
+}
+
+// Reloaded says what a reload changed, each list sorted.
+type Reloaded struct {
+	Added, Removed, Changed []string
+}
+
+// Empty reports whether the reload changed no job.
+func (r Reloaded) Empty() bool { return len(r.Added)+len(r.Removed)+len(r.Changed) == 0 }
+
+// reloadReq hands a new set to the loop, whose goroutine takes it in.
+type reloadReq struct {
+	set   *planSet
+	fresh []*plan // the plans the set adds or changes, enrolled
+	done  chan struct{}
+}
+
+// Reload replaces the jobs with specs under revision. The jobs it adds or
+// changes are enrolled first, with their specs, on st (the store of the Run
+// in progress); if that fails, nothing changes and the error says why. A
+// removed job takes no new slot, a changed one takes its slots under its new
+// spec from its next slot on, and a running slot of either finishes as it
+// would have. Without a Run in progress the new jobs are simply those the
+// next Run schedules.
+func (e *Engine) Reload(ctx context.Context, st slotstore.Store, specs []JobSpec, revision int64) (Reloaded, error) {
+	e.reloading.Lock()
+	defer e.reloading.Unlock()
+	prev := e.jobs()
+	next := newPlanSet(specs, revision, prev)
+	var r Reloaded
+	var fresh []*plan
+	for _, p := range next.plans {
+		switch old := prev.byName[p.name]; {
+		case old == nil:
+			r.Added = append(r.Added, p.name)
+			fresh = append(fresh, p)
+		case old != p:
+			r.Changed = append(r.Changed, p.name)
+			fresh = append(fresh, p)
+		}
+	}
+	for _, p := range prev.plans {
+		if next.byName[p.name] == nil {
+			r.Removed = append(r.Removed, p.name)
+		}
+	}
+	slices.Sort(r.Added)
+	slices.Sort(r.Removed)
+	slices.Sort(r.Changed)
+	if e.live.cur.Load() == nil {
+		e.set.Store(next)
+		return r, nil
+	}
+	if len(fresh) > 0 {
+		ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, ok := e.enroll(ectx, st, fresh)
+		cancel()
+		if !ok {
+			return Reloaded{}, fmt.Errorf("reload: enrolling %d new or changed jobs: %w", len(fresh), context.Cause(ectx))
+		}
+	}
+	req := reloadReq{set: next, fresh: fresh, done: make(chan struct{})}
+	select {
+	case e.reloads <- req:
+	case <-ctx.Done():
+		return Reloaded{}, fmt.Errorf("reload: %w", ctx.Err())
+	}
+	<-req.done
+	return r, nil
+}
+
+// takeReload puts req's set in force, on the loop goroutine: the plans it
+// no longer has are retired, and each new or changed plan is scheduled from
+// its next slot (no catch-up: the slots before belonged to the spec then).
+func (l *loop) takeReload(req reloadReq) {
+	defer close(req.done)
+	prev := l.s.jobs()
+	for _, p := range prev.plans {
+		if req.set.byName[p.name] != p {
+			p.retired.Store(true)
+			l.s.metrics.jobs.remove(p)
+		}
+	}
+	l.s.set.Store(req.set)
+	now := l.s.now()
+	for _, p := range req.fresh {
+		l.noteNew(p)
+		if next := p.sched.Next(now.Add(-p.jitter)); !next.IsZero() {
+			l.h.push(&entry{at: next.Add(p.jitter), p: p, slot: next, kind: fire})
+			l.s.metrics.next(p).Set(seconds(next))
+			l.s.metrics.scheduled(p, now)
+		}
+	}
+	l.s.log.Info("configuration reloaded", "jobs", len(req.set.plans), "revision", req.set.revision)
+}
+
+// noteNew notes in the loop's memo when the store began to record p's job,
+// if its enrolment began it.
+func (l *loop) noteNew(p *plan) {
+	if !p.newSince.IsZero() {
+		l.memo.newJobs[p.name] = p.newSince
+	} else {
+		delete(l.memo.newJobs, p.name)
+	}
+}
