@@ -217,7 +217,9 @@ Runs the scheduler until SIGTERM or SIGINT: claims each slot of the configured
 jobs in the store, runs the slots it wins, and campaigns for the duties. On the
 first signal it stops claiming, gives running jobs shutdown_grace, then releases
 their slots to the other replicas and exits 0. Warnings about the configuration
-(an empty file, no jobs) are logged, and it runs anyway.`)
+(an empty file, no jobs) are logged, and it runs anyway. SIGHUP reloads the
+file: a file that does not validate changes nothing (its errors are logged);
+a good one adds, removes and reschedules jobs without a restart.`)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -238,6 +240,8 @@ their slots to the other replicas and exits 0. Warnings about the configuration
 	if err != nil {
 		return err
 	}
+	stopHUP := s.reloadOnHangup(ctx, *path)
+	defer stopHUP()
 	if err := s.Run(ctx); err != nil {
 		if ctx.Err() != nil {
 			// Run gives up its start-up (opening the store) when ctx ends.

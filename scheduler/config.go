@@ -14,6 +14,13 @@ import (
 type Config struct {
 	// Replica names this replica in markers and logs. Default: host-pid.
 	Replica string `yaml:"replica"`
+	// Revision orders this configuration's job specs against other
+	// revisions in the store's catalog during a deploy: a whole number
+	// (a CI build number) or an RFC 3339 time, read as its Unix seconds;
+	// a higher revision's spec of a job takes force over a lower one's.
+	// Default: none (the newest spec enrolled takes force; see the
+	// README's Guarantees).
+	Revision string `yaml:"revision"`
 	// Store selects and configures the slot store.
 	Store StoreConfig `yaml:"store"`
 	// Defaults applies to every job; each job may override any field.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,6 +38,11 @@ type Scheduler struct {
 	baseLog  *slog.Logger
 	registry *prometheus.Registry
 	tracing  trace.TracerProvider // from WithTracerProvider
+	// reg is the jobs' registry, which a reload resolves against;
+	// runStore the store of the Run in progress (reload.go).
+	reg      *jobs.Registry
+	runStore atomic.Pointer[slotstore.Store]
+	reloads  reloadMetrics
 }
 
 // Option configures a Scheduler beyond its Config.
@@ -84,7 +90,8 @@ func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Scheduler{cfg: cfg, jobs: len(plans), duties: len(duties), replica: cfg.replicaName(), now: time.Now}
+	rev, _ := cfg.revision() // resolve checked it
+	s := &Scheduler{cfg: cfg, jobs: len(plans), duties: len(duties), replica: cfg.replicaName(), now: time.Now, reg: reg}
 	for _, o := range opts {
 		o(s)
 	}
@@ -107,9 +114,12 @@ func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
 	}
 	s.eng, err = engine.New(engine.Config{Replica: s.replica, Incarnation: newIncarnation(), Log: s.baseLog, Now: s.now,
 		Grace: grace, Jobs: plans, Duties: duties, PerJobHistograms: cfg.Metrics.PerJobHistograms,
-		Registry: s.registry, Runtime: private})
+		Registry: s.registry, Runtime: private, Revision: rev})
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	if s.reloads, err = newReloadMetrics(s.registry); err != nil {
+		return nil, fmt.Errorf("scheduler: register reload metrics: %w", err)
 	}
 	// Jobs that fence their writes count rejections in the same registry.
 	if err := fencemetrics.Register(s.registry); err != nil {
@@ -150,6 +160,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		kind = fmt.Sprintf("%T", st)
 	}
 	backend.RouteClientLogs(st, s.log)
+	s.runStore.Store(&st)
+	defer s.runStore.Store(nil)
 	tp, stopTracing, err := s.openTracing(ctx)
 	if err != nil {
 		return err

@@ -51,6 +51,9 @@ func (c *Config) resolveContext(ctx context.Context, reg *jobs.Registry) ([]engi
 		add(c.errAt(err.Error(), "log", "level"))
 	}
 	c.checkMax("shutdown_grace", c.ShutdownGrace, add, "shutdown_grace")
+	if _, err := c.revision(); err != nil {
+		add(c.errAt(err.Error(), "revision"))
+	}
 	c.checkPolicy(c.Defaults, []string{"defaults"}, add)
 	defaults := c.Defaults.merge(builtin)
 	c.keepZeros(&defaults, "defaults")

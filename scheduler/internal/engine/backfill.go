@@ -161,7 +161,7 @@ func markersFrom(ctx context.Context, st slotstore.Store, job string, from, to t
 	for {
 		ms, err := st.History(ctx, slotstore.HistoryParams{Job: job, Before: before, Limit: page})
 		if err != nil {
-			return nil, fmt.Errorf("backfill %s: read history: %w", job, err)
+			return nil, fmt.Errorf("read the history of %s: %w", job, err)
 		}
 		for _, m := range ms {
 			if m.Slot.Before(from) {

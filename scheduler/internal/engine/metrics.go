@@ -35,6 +35,7 @@ type metrics struct {
 	nextRun       *prometheus.GaugeVec     // job_name
 	lastSuccess   *prometheus.GaugeVec     // job_name
 	specConflict  *prometheus.GaugeVec     // job_name; see catalog.go
+	unaccounted   prometheus.Gauge         // see sweep.go
 	interval      *prometheus.Desc         // job_name; see intervalGauge
 	storeUp       prometheus.Gauge
 	buildInfo     prometheus.Gauge
@@ -86,6 +87,8 @@ func newMetrics(perJob bool) *metrics {
 			Help: "Nominal slot of the job's last run that succeeded on this replica, in Unix seconds."}, []string{jobLabel}),
 		specConflict: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "job_spec_conflict",
 			Help: "1 while this replica's spec of the job is not the spec in force in the store's catalog, so it claims none of the job's slots; 0 once it is again. A job that never conflicted has no series."}, []string{jobLabel}),
+		unaccounted: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "slots_unaccounted",
+			Help: "Slots of the last 15 minutes whose starting window had closed with no record (no replica ran, skipped or recorded them missed), found by this replica's last sweep; it then records them missed (reason down). Only the sweeping replica (the live one first by name) reports more than 0; 0 in steady state."}),
 		interval: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "schedule_interval_seconds"),
 			"The longest gap between consecutive slots of the job's schedule, in seconds, as seen when the replica started: an @every spec's interval; for a cron spec the longest among its next 8 slots and the gaps that span each of the next 8 midnights of its time zone. The yardstick of \"no recent success\" alerts.", []string{jobLabel}, nil),
 		storeUp: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "store_up",
@@ -115,7 +118,7 @@ func (m *metrics) register(r prometheus.Registerer, withRuntime bool) error {
 	leasesLost := newZeroed(m.leasesLost, &m.jobs, "")
 	interval := &intervalGauge{desc: m.interval, jobs: &m.jobs}
 	cs := []prometheus.Collector{m.claims, runs, m.runDuration, m.dispatchDelay, m.timerLag, m.renewLatency,
-		leasesLost, m.takeovers, m.missed, m.autoPaused, m.nextRun, m.lastSuccess, m.specConflict, interval, m.storeUp, m.buildInfo, &m.paused}
+		leasesLost, m.takeovers, m.missed, m.autoPaused, m.nextRun, m.lastSuccess, m.specConflict, m.unaccounted, interval, m.storeUp, m.buildInfo, &m.paused}
 	if withRuntime {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

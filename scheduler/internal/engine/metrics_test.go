@@ -79,6 +79,7 @@ func TestJobMetrics(t *testing.T) {
 			"slotcron_runs_total,job_name=a,outcome=succeeded": 1,
 			"slotcron_runs_total,job_name=a,outcome=released":  1,
 			"slotcron_timer_lag_seconds":                       0, // the replica's own, always there
+			"slotcron_slots_unaccounted":                       0, // likewise
 		}
 		if perJob {
 			want["slotcron_dispatch_delay_seconds,job_name=a"] = 1

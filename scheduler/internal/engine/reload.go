@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
@@ -122,7 +123,37 @@ func (e *Engine) Reload(ctx context.Context, st slotstore.Store, specs []JobSpec
 		return Reloaded{}, fmt.Errorf("reload: %w", ctx.Err())
 	}
 	<-req.done
+	if err := e.retire(ctx, st, r.Removed, revision); err != nil {
+		return r, err
+	}
 	return r, nil
+}
+
+// retire enrolls the retired spec of each job a reload removed, so the job
+// takes no slot on the replicas that still have it either, and the sweep
+// leaves it alone. The jobs are already removed here; a failure is
+// reported, and the next reload that removes nothing new does not retry it.
+func (e *Engine) retire(ctx context.Context, st slotstore.Store, jobs []string, revision int64) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	p := slotstore.EnrollParams{Jobs: jobs, Replica: e.replica, Specs: make([]slotstore.Spec, len(jobs))}
+	for i := range jobs {
+		p.Specs[i] = RetiredSpec(revision)
+	}
+	ctx, cancel := context.WithTimeout(ctx, maxStoreWait)
+	defer cancel()
+	gens, err := st.Enroll(ctx, p)
+	if err != nil {
+		return fmt.Errorf("reload: removed %s, but recording them retired in the catalog failed: %w", strings.Join(jobs, ", "), err)
+	}
+	for _, g := range gens {
+		if g.Spec.Fingerprint != p.Specs[0].Fingerprint {
+			e.log.Warn("removed job is still in force elsewhere: another spec of it is in force", "job", g.Job, "in_force", g.Spec.Fingerprint,
+				"in_force_by", g.Spec.Replica)
+		}
+	}
+	return nil
 }
 
 // takeReload puts req's set in force, on the loop goroutine: the plans it

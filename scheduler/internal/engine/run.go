@@ -64,6 +64,7 @@ func (e *Engine) Run(ctx context.Context, rp RunParams) error {
 	bg.Go(func() { e.prune(ctx, st) })
 	bg.Go(func() { e.beat(ctx, st) })
 	bg.Go(func() { e.followCatalog(ctx, st) })
+	bg.Go(func() { e.sweep(ctx, st) })
 	if len(e.duties) > 0 {
 		if rp.Elector == nil {
 			return errors.New("scheduler: duties need an elector")

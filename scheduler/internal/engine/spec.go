@@ -18,6 +18,9 @@ import (
 // Durations are Go duration strings. Tools read it back to compute the
 // slots of a spec in force (Slots) and to say what differs between two.
 type SpecBody struct {
+	// Retired marks the spec a reload enrolls for a job it removed: the
+	// job takes no slot anywhere while it is in force (RetiredSpec).
+	Retired  bool   `json:"retired,omitempty"`
 	Schedule string `json:"schedule"`
 	Zone     string `json:"zone"`
 	// ZoneRules digests the zone's offsets as this replica's tz data has
@@ -65,12 +68,27 @@ func BodyOf(j JobSpec) SpecBody {
 // SpecOf returns the spec j enrolls with under the configuration's
 // revision (0 for none): its body as JSON and the body's fingerprint.
 func SpecOf(j JobSpec, revision int64) slotstore.Spec {
-	body, err := json.Marshal(BodyOf(j))
+	s := specOfBody(BodyOf(j))
+	s.Revision = revision
+	return s
+}
+
+func specOfBody(b SpecBody) slotstore.Spec {
+	body, err := json.Marshal(b)
 	if err != nil {
-		panic(err) // strings and ints only
+		panic(err) // strings, ints and a bool only
 	}
 	sum := sha256.Sum256(body)
-	return slotstore.Spec{Fingerprint: "v1:" + hex.EncodeToString(sum[:12]), Body: body, Revision: revision}
+	return slotstore.Spec{Fingerprint: "v1:" + hex.EncodeToString(sum[:12]), Body: body}
+}
+
+// RetiredSpec is the spec a reload enrolls for a job it removed, under
+// revision: once in force, replicas that still have the job conflict with
+// it and claim nothing, and the sweep leaves its slots alone.
+func RetiredSpec(revision int64) slotstore.Spec {
+	s := specOfBody(SpecBody{Retired: true})
+	s.Revision = revision
+	return s
 }
 
 // ParseBody reads a spec body the catalog keeps; ok is false for a body
@@ -98,7 +116,7 @@ func Differences(a, b SpecBody) []string {
 }
 
 // specFields are SpecBody's JSON names in the order people read them.
-var specFields = []string{"schedule", "zone", "zone_rules", "jitter", "lease", "timeout", "starting_deadline",
+var specFields = []string{"retired", "schedule", "zone", "zone_rules", "jitter", "lease", "timeout", "starting_deadline",
 	"on_crash", "max_attempts", "overlap", "catch_up", "catch_up_limit", "history", "retries", "retry_backoff",
 	"retry_max_backoff", "pause_after_failures", "params_sha256"}
 

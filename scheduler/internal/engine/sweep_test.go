@@ -1,0 +1,83 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/slotcron/slotcron/internal/testlog"
+	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/memstore"
+)
+
+// TestAuditAndSweep: a job enrolled and then left with no replica running
+// it has unaccounted slots in its audit; a replica that does not even run
+// the job, the live one first by name, sweeps them into missed (down)
+// records, and the audit then accounts for every slot.
+func TestAuditAndSweep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := memstore.New(memstore.Options{})
+		time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute)))
+		a := startReplica(t, st, "a", "*/10 * * * * *", 0)
+		time.Sleep(15 * time.Second)
+		a.shutdown(t)
+		down := time.Now()
+		time.Sleep(2 * time.Minute)
+
+		audited, err := AuditJob(context.Background(), st, "hello", down.Add(time.Second), down.Add(50*time.Second), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := audited.Counts[FateUnaccounted]; n != 5 || len(audited.Slots) != 5 {
+			t.Fatalf("while every replica is down: %v of %d slots, want 5 unaccounted", audited.Counts, len(audited.Slots))
+		}
+		for _, s := range audited.Slots {
+			if s.Spec != a.e.jobs().plans[0].spec.Fingerprint {
+				t.Errorf("slot %s under spec %q", s.Slot.Format(time.RFC3339), s.Spec)
+			}
+		}
+
+		b, err := New(Config{Replica: "b", Incarnation: "b", Log: slog.New(slog.NewJSONHandler(&testlog.Buffer{}, nil)), Now: time.Now,
+			Grace: time.Second, Registry: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan error, 1)
+		go func() { ran <- b.Run(ctx, RunParams{Store: st}) }()
+		time.Sleep(sweepEvery + time.Second)
+		first := gaugeValue(b.metrics.unaccounted)
+		if first < 5 {
+			t.Errorf("slotcron_slots_unaccounted after the first sweep = %v, want the slots found (at least 5)", first)
+		}
+		// Nobody runs the job: the next sweep finds the slots of its minute
+		// only, none it recorded before.
+		time.Sleep(sweepEvery)
+		if g := gaugeValue(b.metrics.unaccounted); g < 1 || g > 7 {
+			t.Errorf("slotcron_slots_unaccounted after the second sweep = %v, want the 6 slots of its minute (first %v)", g, first)
+		}
+		cancel()
+		if err := <-ran; err != nil {
+			t.Fatal(err)
+		}
+		audited, err = AuditJob(context.Background(), st, "hello", down.Add(time.Second), down.Add(50*time.Second), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if audited.Counts[string(slotstore.StateSkipped)] != 5 {
+			t.Fatalf("after the sweep: %v, want 5 skipped", audited.Counts)
+		}
+		for _, s := range audited.Slots {
+			if s.Marker == nil || s.Marker.Reason != reasonDown || s.Marker.Holder != "b" {
+				t.Errorf("slot %s: %+v", s.Slot.Format(time.RFC3339), s.Marker)
+			}
+		}
+		if n := counterValue(b.metrics.missed.WithLabelValues("hello", "down")); n < 5 {
+			t.Errorf("slots_missed_total{reason=down} = %v, want at least 5", n)
+		}
+	})
+}
