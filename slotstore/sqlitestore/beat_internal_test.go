@@ -1,7 +1,6 @@
 package sqlitestore
 
 import (
-	"database/sql"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -13,23 +12,7 @@ import (
 // TestMigrateFromVersion2: pauses recorded before notes were kept still
 // read, with no note, and get one when paused again; the file takes beats.
 func TestMigrateFromVersion2(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "slots.db")
-	db, err := sql.Open("sqlite", dsn(path, DefaultBusyTimeout))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
-		migrations[0],
-		migrations[1],
-		"PRAGMA user_version = 2",
-		"INSERT INTO pauses (job) VALUES (''), ('j')",
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
-
+	path := oldFile(t, 2, "INSERT INTO pauses (job) VALUES (''), ('j')")
 	s, err := Open(t.Context(), Options{Path: path})
 	if err != nil {
 		t.Fatal(err)

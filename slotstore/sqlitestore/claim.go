@@ -50,8 +50,16 @@ func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.C
 		return nil, err
 	}
 	return s.batch(ctx, "skip", len(reqs), func(st *stmts, now time.Time) ([]slotstore.ClaimResult, error) {
+		refused, err := st.refusals(ctx, len(reqs), func(i int) (string, string) { return reqs[i].Job, reqs[i].Spec })
+		if err != nil {
+			return nil, err
+		}
 		out := make([]slotstore.ClaimResult, len(reqs))
 		for i, r := range reqs {
+			if refused[i] {
+				out[i] = rules.Superseded(r.Job, r.Slot)
+				continue
+			}
 			cur, err := st.get(ctx, r.Job, r.Slot)
 			if err != nil {
 				return nil, err
@@ -106,9 +114,11 @@ func (s *Store) batch(ctx context.Context, op string, n int, fn func(st *stmts, 
 	return out, nil
 }
 
-// Enroll implements slotstore.Store, in one transaction as Claim.
+// Enroll implements slotstore.Store, in one transaction as Claim: with
+// specs, each job's enrolment and the offer of its spec to the catalog
+// (catalog.go) are in it.
 func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotstore.Generation, error) {
-	jobs, err := rules.NormalizeJobs(p)
+	jobs, err := rules.NormalizeEnroll(p)
 	if err != nil {
 		return nil, err
 	}
@@ -121,16 +131,22 @@ func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotsto
 				return nil, err
 			}
 			out[i] = slotstore.Generation{Job: j, Born: born}
-			if st.newest == nil {
-				if st.newest, err = st.tx.PrepareContext(ctx, selectNewest); err != nil {
-					return nil, err
-				}
+			newestOf, err := st.prepared(ctx, &st.newest, selectNewest)
+			if err != nil {
+				return nil, err
 			}
 			var newest int64
-			switch err := st.newest.QueryRowContext(ctx, j).Scan(&newest); {
+			switch err := newestOf.QueryRowContext(ctx, j).Scan(&newest); {
 			case err == nil:
 				out[i].Newest = time.Unix(newest, 0).UTC()
 			case !errors.Is(err, sql.ErrNoRows):
+				return nil, err
+			}
+			var sp *slotstore.Spec
+			if p.Specs != nil {
+				sp = &p.Specs[i]
+			}
+			if out[i].Spec, err = st.offer(ctx, j, sp, p.Replica, now); err != nil {
 				return nil, err
 			}
 		}
@@ -148,9 +164,12 @@ func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotsto
 // stmts are the statements of a batch, prepared in its transaction.
 type stmts struct {
 	sel, ins, next, running, born *sql.Stmt
-	newest                        *sql.Stmt            // prepared by the first use: only Enroll reads it
-	tx                            *sql.Tx              // the batch's transaction
-	borns                         map[string]time.Time // the batch's generations, read on first use
+	// Prepared by their first use (prepared): the statements only Enroll
+	// runs, and spec, which only a request naming a spec does.
+	newest, inForce, entry, putEntry, spec *sql.Stmt
+	tx                                     *sql.Tx              // the batch's transaction
+	borns                                  map[string]time.Time // the batch's generations, read on first use
+	specs                                  map[string]string    // the batch's specs in force, read on first use
 }
 
 func prepare(ctx context.Context, tx *sql.Tx) (*stmts, error) {
@@ -170,11 +189,23 @@ func prepare(ctx context.Context, tx *sql.Tx) (*stmts, error) {
 }
 
 func (st *stmts) close() {
-	for _, stmt := range []*sql.Stmt{st.sel, st.ins, st.next, st.running, st.born, st.newest} {
+	for _, stmt := range []*sql.Stmt{st.sel, st.ins, st.next, st.running, st.born, st.newest, st.inForce, st.entry, st.putEntry, st.spec} {
 		if stmt != nil {
 			stmt.Close()
 		}
 	}
+}
+
+// prepared returns *dst, preparing query into it on first use.
+func (st *stmts) prepared(ctx context.Context, dst **sql.Stmt, query string) (*sql.Stmt, error) {
+	if *dst == nil {
+		stmt, err := st.tx.PrepareContext(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		*dst = stmt
+	}
+	return *dst, nil
 }
 
 // get returns the marker of job@slot, or nil when it has none.
@@ -237,8 +268,18 @@ func (st *stmts) runningOf(ctx context.Context, job string) ([]slotstore.Marker,
 // claimAll decides every request in order at time now. Each decision sees
 // the markers the requests before it wrote.
 func (st *stmts) claimAll(ctx context.Context, p slotstore.ClaimParams, reqs []slotstore.ClaimRequest, now time.Time) ([]slotstore.ClaimResult, error) {
+	refused, err := st.refusals(ctx, len(reqs), func(i int) (string, string) { return reqs[i].Job, reqs[i].Spec })
+	if err != nil {
+		return nil, err
+	}
 	out := make([]slotstore.ClaimResult, len(reqs))
 	for i, r := range reqs {
+		// A refused request is decided before anything is read or begun:
+		// no generation, no fence.
+		if refused[i] {
+			out[i] = rules.Superseded(r.Job, r.Slot)
+			continue
+		}
 		cur, err := st.get(ctx, r.Job, r.Slot)
 		if err != nil {
 			return nil, err

@@ -23,7 +23,12 @@
 // there too. A backfill that wins a skipped slot rewrites its row as a
 // first claim would write it (slotstore's package documentation, under
 // Backfill). Skip is a batch of the same kind, deciding by
-// the same table. The counter lives in the file and is
+// the same table. A claim or skip naming a spec first reads its job's
+// fingerprint in the catalog table, once per job per batch, in the same
+// transaction; one that names another spec than the one in force is
+// answered Superseded before anything else is read or written, so it
+// issues no fence and begins no generation. A request naming no spec reads
+// no more than it did before the catalog. The counter lives in the file and is
 // incremented in the same transaction as the marker it fences, so fences grow
 // in claim order and survive restarts. With synchronous=FULL a commit is on
 // disk before Claim returns, so a fence once handed out is never issued again,
@@ -35,7 +40,12 @@
 // and each answers as slotstore's package documentation says
 // under "Fenced mutations". SetPause is one INSERT or DELETE in the pauses
 // table; a pause records its note, with the store's time, in the same row.
-// Beat replaces the replica's row of the beats table and deletes the rows
+// Enroll is one transaction too: per job it begins the generation, reads
+// the newest marker and, with specs, reads the job's catalog row, applies
+// the rule of The catalog (slotstore's package documentation) in Go and
+// writes the row back unless the spec was refused; without specs it reads
+// the spec in force alone. Catalog reads without the write lock, as
+// History does. Beat replaces the replica's row of the beats table and deletes the rows
 // past their TTL and slotstore.BeatKeep in one transaction; Replicas reads
 // without the write lock, and takes it only to delete such rows.
 //
@@ -47,8 +57,11 @@
 //
 // PRAGMA user_version holds the schema version; Open applies the migrations
 // a file lacks in one transaction and refuses a file newer than it knows.
-// Version 4 (version 2 added generations and markers' incarnation, version
-// 3 pause notes and beats, version 4 markers' backfill mark):
+// Version 5 (version 2 added generations and markers' incarnation, version
+// 3 pause notes and beats, version 4 markers' backfill mark, version 5 the
+// catalog table; a build of version 4 refuses a file of version 5, while
+// one that opened it before the migration goes on claiming in it, as it
+// never reads the catalog):
 //
 //	markers (job, slot)        one row per slot; PRIMARY KEY (job, slot DESC)
 //	  slot                       Unix seconds, UTC
@@ -73,6 +86,13 @@
 //	  started, duties, ttl_ns    0 for none; duties JSON
 //	  seen, keep_until           Unix milliseconds, store clock; seen + TTL +
 //	                             slotstore.BeatKeep
+//	catalog (job)              the spec in force of a job enrolled with one
+//	  fingerprint, body,         as slotstore.SpecRecord; since in Unix
+//	  revision, replica, since   milliseconds, store clock
+//	  carriers                   JSON object: replica -> Unix milliseconds
+//	  past                       JSON array of the specs in force before,
+//	                             newest first (rules.SpecJSON: times in Unix
+//	                             milliseconds, body base64)
 //
 // History of one job walks the primary key; Prune is one DELETE of the
 // markers whose retention has ended and that are neither running under a

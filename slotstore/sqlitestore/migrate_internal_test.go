@@ -2,7 +2,9 @@ package sqlitestore
 
 import (
 	"database/sql"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -15,25 +17,12 @@ import (
 // is still claimed, as catch-up expects — while a job it never saw begins
 // its generation at its first claim; markers keep their state.
 func TestMigrateFromVersion1(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "slots.db")
-	db, err := sql.Open("sqlite", dsn(path, DefaultBusyTimeout))
-	if err != nil {
-		t.Fatal(err)
-	}
 	past := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
-	for _, q := range []string{
-		migrations[0],
-		"PRAGMA user_version = 1",
+	path := oldFile(t, 1,
 		"INSERT INTO fences (job, fence) VALUES ('j', 7)",
 		`INSERT INTO markers (job, slot, state, holder, fence, attempt, claimed_at, lease_end, keep_until, finished_at, outcome)
-			VALUES ('j', ` + itoa(past.Unix()) + `, 'done', 'old', 7, 1, 1, 1, ` + itoa(past.Add(24*time.Hour).UnixMilli()) + `, 1, 'succeeded')`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
-
+			VALUES ('j', `+itoa(past.Unix())+`, 'done', 'old', 7, 1, 1, 1, `+itoa(past.Add(24*time.Hour).UnixMilli())+`, 1, 'succeeded')`,
+	)
 	s, err := Open(t.Context(), Options{Path: path})
 	if err != nil {
 		t.Fatal(err)
@@ -59,3 +48,22 @@ func TestMigrateFromVersion1(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// oldFile writes a file at schema version v, as the build of that version
+// created it, holding what rows inserts, and returns its path.
+func oldFile(t *testing.T, v int, rows ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "slots.db")
+	db, err := sql.Open("sqlite", dsn(path, DefaultBusyTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	qs := append(slices.Clone(migrations[:v]), fmt.Sprintf("PRAGMA user_version = %d", v))
+	for _, q := range append(qs, rows...) {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return path
+}

@@ -66,6 +66,21 @@ var migrations = []string{
 	) WITHOUT ROWID;`,
 	// 4: the mark of a slot a backfill won (slotstore.Marker.Backfill).
 	`ALTER TABLE markers ADD COLUMN backfill INTEGER NOT NULL DEFAULT 0;`,
+	// 5: the job catalog (catalog.go): a row per job enrolled with a spec.
+	// The spec in force has columns of its own, so a claim's check reads
+	// its fingerprint alone; the carriers and past specs, read only by an
+	// enrolment with a spec and by Catalog, are JSON in rules.EntryJSON's
+	// shape. A rowid table: a row may hold hundreds of KiB of past specs.
+	`CREATE TABLE catalog (
+		job         TEXT    NOT NULL PRIMARY KEY,
+		fingerprint TEXT    NOT NULL, -- the spec in force
+		body        BLOB    NOT NULL,
+		revision    INTEGER NOT NULL,
+		replica     TEXT    NOT NULL, -- whose enrolment put it in force
+		since       INTEGER NOT NULL, -- Unix milliseconds, store clock
+		carriers    TEXT    NOT NULL, -- JSON object: replica -> Unix milliseconds of its last enrolment
+		past        TEXT    NOT NULL  -- JSON array of rules.SpecJSON, newest first
+	);`,
 }
 
 // migrate brings the file's schema to the newest version in one
