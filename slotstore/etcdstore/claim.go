@@ -181,10 +181,11 @@ func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.C
 	out := make([]slotstore.ClaimResult, len(reqs))
 	b := s.newBatch(ctx, "skip")
 	b.keysOf = func(i int) []string {
-		if r := reqs[i]; r.Spec != "" {
+		r := reqs[i]
+		if r.Spec != "" {
 			return []string{s.k.marker(r.Job, r.Slot), s.k.spec(r.Job)}
 		}
-		return []string{s.k.marker(reqs[i].Job, reqs[i].Slot)}
+		return []string{s.k.marker(r.Job, r.Slot)}
 	}
 	err = b.run(len(reqs), func(i int, st *step) {
 		r := reqs[i]

@@ -38,8 +38,8 @@
 //	spec/<job>              the fingerprint of the job's spec in force, alone
 //
 // Nothing deletes a generation, a job key, a catalog or spec key or the
-// cluster record; Prune
-// deletes markers, with their running copy and holder key, and old beats.
+// cluster record; Prune deletes markers, with their running copy and
+// holder key, and old beats.
 // The store reads and writes no other key, so others may share the prefix:
 // leader/etcdleader keeps its terms under leader/ and leader-holder/.
 //
@@ -132,8 +132,8 @@
 // atomic with the write; the store remembers the markers it won and
 // renewed, so for a slot it holds that is the only round trip. Enroll is
 // one read per MaxTxnOps/3 jobs (MaxTxnOps/4 with specs) and, when some
-// generations are missing or it has specs, a transaction that begins them
-// and applies the specs. History of a job reads the newest keys of
+// generations are missing or some specs change the catalog, a transaction
+// that begins them and applies the specs. History of a job reads the newest keys of
 // its range; of every job, a read of the job keys, then of each job's range, MaxTxnOps jobs a transaction,
 // merged; running markers come from their copies. Prune reads each job's
 // markers a page at a time and deletes each marker it may in a nested
@@ -153,8 +153,9 @@
 // other, so a claim under a spec replaced since is one round trip, like a
 // claim under the spec in force, and a request naming no spec costs
 // nothing more. An old build, which knows neither key, enrolls and claims
-// without checking them. Catalog lists cat/ keys only, then reads the
-// page's entries, MaxTxnOps a transaction.
+// as before, naming no spec. Catalog lists the cat/ keys (keys only) unless
+// it is given jobs, then reads the page's entries, MaxTxnOps a
+// transaction.
 //
 // Pauses are keys kept in a local copy by a watch, so a pause set by any
 // replica is seen by the others within milliseconds and Pauses costs no
