@@ -20,12 +20,13 @@ type entry struct {
 const maxCached = 10000
 
 // cache keeps, across calls, what the store last knew of keys it reads
-// often: the generations and job keys (which rarely change) and the
-// markers of the slots this store holds (so a renewal, finish or release
-// is one round trip). Entries come out of it not fresh.
+// often: the generations, job keys and fingerprints of the specs in force
+// (which rarely change) and the markers of the slots this store holds (so
+// a renewal, finish or release is one round trip). Entries come out of it
+// not fresh.
 type cache struct {
 	mu      sync.Mutex
-	stable  map[string]entry // generations and job keys
+	stable  map[string]entry // generations, job keys and spec keys
 	markers map[string]entry // markers this store won or renewed
 }
 

@@ -31,6 +31,9 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 	b := s.newBatch(ctx, "claim")
 	b.keysOf = func(i int) []string {
 		r := reqs[i]
+		if r.Spec != "" {
+			return []string{s.k.marker(r.Job, r.Slot), s.k.gen(r.Job), s.k.job(r.Job), s.k.spec(r.Job)}
+		}
 		return []string{s.k.marker(r.Job, r.Slot), s.k.gen(r.Job), s.k.job(r.Job)}
 	}
 	err = b.run(len(reqs), func(i int, st *step) {
@@ -57,8 +60,12 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 // the holder key under the process lease, put by a winning claim and
 // deleted when the slot stops running; the job's generation, begun by a
 // claim of a job that has none; the job's key, by a claim that creates a
-// marker; and, for a replace claim, the markers it supersedes.
+// marker; and, for a replace claim, the markers it supersedes. A claim
+// naming a spec not in force reads nothing else and writes nothing.
 func (s *Store) decideClaim(p slotstore.ClaimParams, r slotstore.ClaimRequest, st *step) slotstore.ClaimResult {
+	if !st.specAllows(r.Job, r.Spec) {
+		return rules.Superseded(r.Job, r.Slot)
+	}
 	mk := s.k.marker(r.Job, r.Slot)
 	cur, ok := st.marker(mk)
 	if !ok {
@@ -173,9 +180,19 @@ func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.C
 	}
 	out := make([]slotstore.ClaimResult, len(reqs))
 	b := s.newBatch(ctx, "skip")
-	b.keysOf = func(i int) []string { return []string{s.k.marker(reqs[i].Job, reqs[i].Slot)} }
+	b.keysOf = func(i int) []string {
+		r := reqs[i]
+		if r.Spec != "" {
+			return []string{s.k.marker(r.Job, r.Slot), s.k.spec(r.Job)}
+		}
+		return []string{s.k.marker(r.Job, r.Slot)}
+	}
 	err = b.run(len(reqs), func(i int, st *step) {
 		r := reqs[i]
+		if !st.specAllows(r.Job, r.Spec) {
+			out[i] = rules.Superseded(r.Job, r.Slot)
+			return
+		}
 		cur, ok := st.marker(s.k.marker(r.Job, r.Slot))
 		if !ok {
 			return

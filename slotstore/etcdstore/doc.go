@@ -33,9 +33,13 @@
 //	pause/all               the pause of the whole cluster, with its note
 //	pause/job/<job>         a job's pause, with its note
 //	beat/<replica>          the replica's last beat
+//	cat/<job>               the job's catalog entry: its spec in force, carriers
+//	                        and past specs (rules.EntryJSON)
+//	spec/<job>              the fingerprint of the job's spec in force, alone
 //
-// Nothing deletes a generation, a job key or the cluster record; Prune
-// deletes markers, with their running copy and holder key, and old beats.
+// Nothing deletes a generation, a job key, a catalog or spec key or the
+// cluster record; Prune deletes markers, with their running copy and
+// holder key, and old beats.
 // The store reads and writes no other key, so others may share the prefix:
 // leader/etcdleader keeps its terms under leader/ and leader-holder/.
 //
@@ -127,13 +131,31 @@
 // marker's ModRevision with the one they decided on, so the fence check is
 // atomic with the write; the store remembers the markers it won and
 // renewed, so for a slot it holds that is the only round trip. Enroll is
-// one read per MaxTxnOps/2 jobs and, when some generations are missing, a
-// transaction that begins them. History of a job reads the newest keys of
+// one read per MaxTxnOps/3 jobs (MaxTxnOps/4 with specs) and, when some
+// generations are missing or some specs change the catalog, a transaction
+// that begins them and applies the specs. History of a job reads the newest keys of
 // its range; of every job, a read of the job keys, then of each job's range, MaxTxnOps jobs a transaction,
 // merged; running markers come from their copies. Prune reads each job's
 // markers a page at a time and deletes each marker it may in a nested
 // transaction comparing its ModRevision, so a marker changed since the
 // read is kept.
+//
+// The catalog (The catalog in slotstore's package documentation) is two
+// keys per job: cat/<job>, the entry, which every enrolment with a spec
+// writes (its carrier's time), and spec/<job>, the fingerprint in force,
+// written with it only when that changes. An enrolment reads both with
+// the generation, decides by rules.Offer in Go and writes in the
+// transaction that begins the generation, whose compares cover both, as
+// they cover every key a decision read. A claim or skip naming a spec
+// reads spec/<job> alone, before anything else, and a refused one reads
+// and writes nothing more; the store caches spec keys as it does
+// generations, and the transaction compares the cached key like any
+// other, so a claim under a spec replaced since is one round trip, like a
+// claim under the spec in force, and a request naming no spec costs
+// nothing more. An old build, which knows neither key, enrolls and claims
+// as before, naming no spec. Catalog lists the cat/ keys (keys only) unless
+// it is given jobs, then reads the page's entries, MaxTxnOps a
+// transaction.
 //
 // Pauses are keys kept in a local copy by a watch, so a pause set by any
 // replica is seen by the others within milliseconds and Pauses costs no

@@ -194,13 +194,19 @@ func (s *Store) runningHistory(ctx context.Context, job string) ([]slotstore.Mar
 
 // jobs returns every job that has had a marker (the job keys).
 func (s *Store) jobs(ctx context.Context, op string) ([]string, error) {
-	resp, err := s.get(ctx, op, s.k.jobsDir(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	return s.jobsUnder(ctx, op, dirJobs)
+}
+
+// jobsUnder returns, sorted, the jobs that have a key under dir (dirJobs,
+// dirCatalog), reading the keys only.
+func (s *Store) jobsUnder(ctx context.Context, op, dir string) ([]string, error) {
+	resp, err := s.get(ctx, op, s.k.prefix+dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		return nil, err
 	}
 	out := make([]string, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
-		j, err := s.k.jobOf(dirJobs, string(kv.Key))
+		j, err := s.k.jobOf(dir, string(kv.Key))
 		if err != nil {
 			return nil, s.failRead(op, err)
 		}

@@ -20,6 +20,8 @@ const (
 	dirPauses   = "pause/"     // the pauses: pause/all and pause/job/<job>
 	dirJobPause = "pause/job/" // pause/job/<job>: a job's pause
 	dirBeats    = "beat/"      // beat/<replica>: a replica's last beat
+	dirCatalog  = "cat/"       // cat/<job>: the job's catalog entry (catalog.go)
+	dirSpec     = "spec/"      // spec/<job>: the fingerprint of the job's spec in force
 )
 
 // slotLayout formats a slot in its keys: fixed width for the years 0001 to
@@ -33,12 +35,13 @@ func (k keys) cluster() string           { return k.prefix + keyCluster }
 func (k keys) gen(job string) string     { return k.prefix + dirGen + escape(job) }
 func (k keys) genDir() string            { return k.prefix + dirGen }
 func (k keys) job(job string) string     { return k.prefix + dirJobs + escape(job) }
-func (k keys) jobsDir() string           { return k.prefix + dirJobs }
 func (k keys) markers(job string) string { return k.prefix + dirMarkers + escape(job) + "/" }
 func (k keys) running(job string) string { return k.prefix + dirRunning + escape(job) + "/" }
 func (k keys) runningDir() string        { return k.prefix + dirRunning }
 func (k keys) pauses() string            { return k.prefix + dirPauses }
 func (k keys) beats() string             { return k.prefix + dirBeats }
+func (k keys) catalog(job string) string { return k.prefix + dirCatalog + escape(job) }
+func (k keys) spec(job string) string    { return k.prefix + dirSpec + escape(job) }
 func (k keys) beat(replica string) string {
 	return k.prefix + dirBeats + escape(replica)
 }
@@ -73,7 +76,8 @@ func (k keys) pauseJob(key string) (string, bool) {
 	return job, err == nil
 }
 
-// jobOf returns the job whose key under dir (dirJobs, dirGen) is key.
+// jobOf returns the job whose key under dir (dirJobs, dirGen, dirCatalog)
+// is key.
 func (k keys) jobOf(dir, key string) (string, error) {
 	return unescape(strings.TrimPrefix(key, k.prefix+dir))
 }
@@ -145,10 +149,11 @@ func unhex(c byte) (byte, bool) {
 	return 0, false
 }
 
-// stable reports whether key is a generation or job key, which the store
-// caches across calls.
+// stable reports whether key is a generation, job or spec key, which the
+// store caches across calls.
 func (k keys) stable(key string) bool {
-	return strings.HasPrefix(key, k.prefix+dirGen) || strings.HasPrefix(key, k.prefix+dirJobs)
+	return strings.HasPrefix(key, k.prefix+dirGen) || strings.HasPrefix(key, k.prefix+dirJobs) ||
+		strings.HasPrefix(key, k.prefix+dirSpec)
 }
 
 // runningJob returns the job whose running range key is in.

@@ -72,6 +72,12 @@ func TestKeyLayout(t *testing.T) {
 	if job, ok := k.runningJob(k.run("x/y", slots[2])); !ok || job != "x/y" {
 		t.Errorf("running key of x/y: %q, %v", job, ok)
 	}
+	if job, err := k.jobOf(dirCatalog, k.catalog("x/y%")); err != nil || job != "x/y%" {
+		t.Errorf("catalog key of x/y%%: %q, %v", job, err)
+	}
+	if k.stable(k.catalog("x")) || !k.stable(k.spec("x")) {
+		t.Error("the store caches a catalog entry, or does not cache a spec key")
+	}
 }
 
 // A won marker is written without its fence, which is then its key's
