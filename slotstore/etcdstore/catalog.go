@@ -25,7 +25,9 @@ import (
 // changed since is learnt from its Else and the claim decided again.
 
 // offer decides, in st, the enrolment of job with spec sp by replica
-// (sp nil for an enrolment without specs, which writes nothing), and
+// (sp nil for an enrolment without specs, which writes nothing; nor does
+// one whose spec neither is nor takes force, unless it drops the enroller
+// from the carriers), and
 // returns the job's spec in force after it. The decision reads the
 // job's entry, and with a spec its spec key, so the transaction's compares
 // cover both.
@@ -41,7 +43,9 @@ func (st *step) offer(job string, sp *slotstore.Spec, replica string) slotstore.
 	// The entry keeps times in milliseconds: answer as Catalog will read.
 	now := time.UnixMilli(st.now.UnixMilli()).UTC()
 	e, took := rules.Offer(cur, job, *sp, replica, now)
-	if took || e.InForce.Fingerprint == sp.Fingerprint {
+	// Written when the spec took force or was in force (the carrier's
+	// time), or when the enroller stopped carrying the spec in force.
+	if took || e.InForce.Fingerprint == sp.Fingerprint || (cur != nil && len(e.Carriers) != len(cur.Carriers)) {
 		v, err := json.Marshal(rules.ToJSON(e))
 		if err != nil {
 			st.fail(fmt.Errorf("etcdstore: encoding the catalog entry of %s: %w", job, err))

@@ -54,8 +54,8 @@ func (st *stmts) offer(ctx context.Context, job string, sp *slotstore.Spec, repl
 		return slotstore.SpecRecord{}, fmt.Errorf("read the catalog entry of %s: %w", job, err)
 	}
 	e, took := rules.Offer(cur, job, *sp, replica, now)
-	if !took && e.InForce.Fingerprint != sp.Fingerprint {
-		return e.InForce, nil // refused: the entry stays as it was
+	if !took && e.InForce.Fingerprint != sp.Fingerprint && (cur == nil || len(e.Carriers) == len(cur.Carriers)) {
+		return e.InForce, nil // refused, the enroller no carrier of it: the entry stays as it was
 	}
 	if stmt, err = st.prepared(ctx, &st.putEntry, putEntry); err != nil {
 		return slotstore.SpecRecord{}, err
