@@ -228,27 +228,8 @@ func (e *Engine) backfill(ctx context.Context, plan *BackfillResult, claim claim
 			if err != nil {
 				return false, err
 			}
-			r := res[0]
-			switch {
-			case r.Status == slotstore.Superseded:
-				e.superseded(p)
-				return false, fmt.Errorf("%w: %s", ErrSpecConflict, p.name)
-			case r.Status == slotstore.Won:
-				c, won = r.Claim, true
-			case r.Status == slotstore.Skipped && overlap == policy.OverlapForbid && r.Marker.State == slotstore.StateSkipped &&
-				(r.Marker.Reason == bs.Reason || r.Marker.Reason == slotstore.ReasonOverlap && bs.State == ""):
-				// Skipped as it was (a skipped slot the backfill would have
-				// won), or newly skipped for overlap: a slot ran.
-				bs.Err = fmt.Sprintf("not run: another slot of %s was running (overlap %s)", p.name, p.overlap)
-			case r.Status == slotstore.Absent:
-				bs.Err = "not run: its history has ended by the store's clock, so it may have run"
-			default:
-				bs.Err = fmt.Sprintf("not run: %s (%s)", r.Status, r.Marker.State)
-				if r.Marker.Reason != "" {
-					bs.Err += ": " + r.Marker.Reason
-				}
-			}
-			return won, nil
+			c, won, err = e.backfillAnswer(p, overlap, bs, res[0])
+			return won, err
 		})
 		if errors.Is(err, ErrNotRunning) {
 			stopped = "not run: the scheduler stopped"
@@ -270,6 +251,31 @@ func (e *Engine) backfill(ctx context.Context, plan *BackfillResult, claim claim
 		}
 		e.log.Info("backfill ran a slot", "job", p.name, "slot", bs.Slot.UTC().Format(time.RFC3339), "fence", c.Fence, "end", end)
 	}
+}
+
+// backfillAnswer acts on the store's answer r to the backfill claim of bs:
+// the claim to run when it won, else why the slot is not run, in bs.Err.
+func (e *Engine) backfillAnswer(p *plan, overlap policy.Overlap, bs *BackfillSlot, r slotstore.ClaimResult) (slotstore.Claim, bool, error) {
+	switch {
+	case r.Status == slotstore.Superseded:
+		e.superseded(p)
+		return slotstore.Claim{}, false, fmt.Errorf("%w: %s", ErrSpecConflict, p.name)
+	case r.Status == slotstore.Won:
+		return r.Claim, true, nil
+	case r.Status == slotstore.Skipped && overlap == policy.OverlapForbid && r.Marker.State == slotstore.StateSkipped &&
+		(r.Marker.Reason == bs.Reason || r.Marker.Reason == slotstore.ReasonOverlap && bs.State == ""):
+		// Skipped as it was (a skipped slot the backfill would have won),
+		// or newly skipped for overlap: a slot ran.
+		bs.Err = fmt.Sprintf("not run: another slot of %s was running (overlap %s)", p.name, p.overlap)
+	case r.Status == slotstore.Absent:
+		bs.Err = "not run: its history has ended by the store's clock, so it may have run"
+	default:
+		bs.Err = fmt.Sprintf("not run: %s (%s)", r.Status, r.Marker.State)
+		if r.Marker.Reason != "" {
+			bs.Err += ": " + r.Marker.Reason
+		}
+	}
+	return slotstore.Claim{}, false, nil
 }
 
 // BackfillOn plans a backfill of job on st and, unless p.DryRun, runs its
