@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
 )
@@ -63,3 +64,28 @@ func (r Records) Kind() string {
 	}
 	return fmt.Sprintf("%T", r.st)
 }
+
+// Catalog reads catalog entries, as slotstore.Store.Catalog.
+func (r Records) Catalog(ctx context.Context, p slotstore.CatalogParams) ([]slotstore.CatalogEntry, error) {
+	return r.st.Catalog(ctx, p)
+}
+
+// Audit audits job over [from, to] (AuditJob), at the engine's time now.
+func (r Records) Audit(ctx context.Context, job string, from, to time.Time) (Audit, error) {
+	return AuditJob(ctx, r.st, job, from, to, r.l.s.now())
+}
+
+// SpecOf returns this replica's spec of job and, while it is in conflict,
+// the spec in force it conflicts with (its fingerprint "(being read)"
+// until the catalog has been read); false when the configuration has no
+// such job.
+func (r Records) SpecOf(job string) (own slotstore.Spec, conflict *slotstore.SpecRecord, ok bool) {
+	p := r.l.s.jobs().byName[job]
+	if p == nil {
+		return slotstore.Spec{}, nil, false
+	}
+	return p.spec, p.conflict.Load(), true
+}
+
+// Revision is the revision of the configuration in force, 0 for none.
+func (r Records) Revision() int64 { return r.l.s.jobs().revision }
