@@ -45,7 +45,10 @@
 // the rule of The catalog (slotstore's package documentation) in Go and
 // writes the row back unless the spec was refused; without specs it reads
 // the spec in force alone. Catalog reads without the write lock, as
-// History does. Beat replaces the replica's row of the beats table and deletes the rows
+// History does. A Store that moves to a new file at its path (the old one
+// deleted or replaced) finds the catalog that file holds, empty for a new
+// one: until replicas enroll their specs in it again, no claim is checked.
+// Beat replaces the replica's row of the beats table and deletes the rows
 // past their TTL and slotstore.BeatKeep in one transaction; Replicas reads
 // without the write lock, and takes it only to delete such rows.
 //
