@@ -189,6 +189,18 @@ func runsAtLeast(want, n int) error {
 // value pairs; 0 when it has no such series.
 func counter(t *testing.T, reg prometheus.Gatherer, name string, labels ...string) float64 {
 	t.Helper()
+	return sample(t, reg, name, labels...)
+}
+
+// gauge reads the gauge name{labels} of reg as counter does.
+func gauge(t *testing.T, reg prometheus.Gatherer, name string, labels ...string) float64 {
+	t.Helper()
+	return sample(t, reg, name, labels...)
+}
+
+// sample reads the counter or gauge name{labels} of reg.
+func sample(t *testing.T, reg prometheus.Gatherer, name string, labels ...string) float64 {
+	t.Helper()
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -204,6 +216,9 @@ func counter(t *testing.T, reg prometheus.Gatherer, name string, labels ...strin
 				got[l.GetName()] = l.GetValue()
 			}
 			if f.GetName() == name && maps.Equal(got, want) {
+				if g := m.GetGauge(); g != nil {
+					return g.GetValue()
+				}
 				return m.GetCounter().GetValue()
 			}
 		}

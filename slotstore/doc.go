@@ -203,8 +203,8 @@
 // # Guarantees every backend makes
 //
 // They keep the numbers of slotcron's one list of guarantees (the README's
-// Guarantees). Numbers 5 (the holder stops before its successor starts)
-// and 6 (slots are a pure function of schedule, zone and time) are the
+// Guarantees). Numbers 5 (the holder stops before its successor starts),
+// 6 (slots are a pure function of schedule, zone and time) and 9 are the
 // engine's, not a store's, and are not repeated here.
 //
 //  1. One live holder: at any instant at most one claim of a slot holds an
@@ -223,6 +223,13 @@
 //  7. Misses are judged by the store's clock: Skip records nothing before
 //     the request's NotBefore by the store's clock, and Claim creates no
 //     first marker before its NotBefore.
+//  8. One spec in force (the store's half): a claim or skip naming a spec
+//     that is not its job's spec in force changes nothing and answers
+//     Superseded, in the same atomic step as the claim; the spec in force
+//     changes only by the rule of The catalog. (The engine's half: a
+//     replica names its spec in every claim and skip, and stands aside
+//     while another is in force. Number 9, every slot accounted for, is
+//     the engine's.)
 //
 // # Fenced mutations
 //
