@@ -20,6 +20,11 @@ var ErrPaused = engine.ErrPaused
 // ErrNoJob is returned by Trigger for a job the configuration does not have.
 var ErrNoJob = engine.ErrNoJob
 
+// ErrSpecConflict is returned by Trigger and Backfill for a job whose spec
+// in this configuration is not the spec in force in the store's catalog:
+// this replica claims none of its slots (see the README's Guarantees, 8).
+var ErrSpecConflict = engine.ErrSpecConflict
+
 // ErrNoFreeSlot is returned by Trigger when every second of the next minute
 // is one of the job's scheduled slots or another trigger's: try again later.
 var ErrNoFreeSlot = engine.ErrNoFreeSlot

@@ -29,6 +29,10 @@ const (
 	// FateBeyondHistory: older than the history the job's markers are kept
 	// for: it may have run and had its marker pruned.
 	FateBeyondHistory = "beyond history"
+	// FateBeforeRecord: older than the catalog's record of the job (the
+	// oldest spec it keeps took force after it): the job may not have
+	// existed then, or ran under a build that kept no catalog.
+	FateBeforeRecord = "before record"
 )
 
 // AuditSlot is one slot of an audit.
@@ -68,6 +72,9 @@ type specPeriod struct {
 	rec   slotstore.SpecRecord
 	body  SpecBody
 	sched *schedule.Schedule
+	// oldest marks the oldest spec the catalog keeps, which stands for the
+	// time before it too.
+	oldest bool
 }
 
 // AuditJob audits job over [from, to] at now (this process's clock) on st.
@@ -144,6 +151,8 @@ func auditSlot(s time.Time, p specPeriod, markers map[int64]slotstore.Marker, hi
 	jitter, _ := time.ParseDuration(p.body.Jitter)
 	deadline, _ := time.ParseDuration(p.body.StartingDeadline)
 	switch {
+	case p.oldest && s.Before(p.rec.Since):
+		out.Fate = FateBeforeRecord
 	case !historyFrom.IsZero() && s.Before(historyFrom):
 		out.Fate = FateBeyondHistory
 	case now.Before(s.Add(jitter + deadline + clockMargin)):
@@ -176,5 +185,6 @@ func specPeriods(en slotstore.CatalogEntry) ([]specPeriod, error) {
 		}
 		out = append(out, specPeriod{rec: r, body: b, sched: sched})
 	}
+	out[len(out)-1].oldest = true
 	return out, nil
 }

@@ -93,15 +93,16 @@ func (e *Engine) followCatalog(ctx context.Context, st slotstore.Store) {
 // a job whose spec is in force again is claimed again, and one whose spec
 // in force has no live carrier is enrolled to supersede it.
 func (e *Engine) checkConflicts(ctx context.Context, st slotstore.Store) error {
+	set := e.jobs() // one configuration throughout, whatever a reload does meanwhile
 	var names []string
-	for _, p := range e.jobs().plans {
+	for _, p := range set.plans {
 		if p.inConflict() {
 			names = append(names, p.name)
 		}
 	}
 	for len(names) > 0 {
 		n := min(len(names), maxBatch)
-		if err := e.checkSome(ctx, st, names[:n]); err != nil {
+		if err := e.checkSome(ctx, st, set, names[:n]); err != nil {
 			return err
 		}
 		names = names[n:]
@@ -109,7 +110,7 @@ func (e *Engine) checkConflicts(ctx context.Context, st slotstore.Store) error {
 	return nil
 }
 
-func (e *Engine) checkSome(ctx context.Context, st slotstore.Store, names []string) error {
+func (e *Engine) checkSome(ctx context.Context, st slotstore.Store, set *planSet, names []string) error {
 	cctx, cancel := context.WithTimeout(ctx, maxStoreWait)
 	defer cancel()
 	entries, err := st.Catalog(cctx, slotstore.CatalogParams{Jobs: names, Limit: len(names)})
@@ -127,7 +128,7 @@ func (e *Engine) checkSome(ctx context.Context, st slotstore.Store, names []stri
 	offer := slotstore.EnrollParams{Replica: e.replica}
 	found := make(map[string]bool, len(entries))
 	for _, en := range entries {
-		p := e.jobs().byName[en.Job]
+		p := set.byName[en.Job]
 		found[en.Job] = true
 		e.noteSpec(p, en.InForce)
 		if !p.inConflict() || carried(en.Carriers, live) {
@@ -139,7 +140,7 @@ func (e *Engine) checkSome(ctx context.Context, st slotstore.Store, names []stri
 	}
 	for _, j := range names {
 		if !found[j] { // the store lost its catalog: enroll anew
-			offer.Jobs, offer.Specs = append(offer.Jobs, j), append(offer.Specs, e.jobs().byName[j].spec)
+			offer.Jobs, offer.Specs = append(offer.Jobs, j), append(offer.Specs, set.byName[j].spec)
 		}
 	}
 	if len(offer.Jobs) == 0 {
@@ -150,7 +151,7 @@ func (e *Engine) checkSome(ctx context.Context, st slotstore.Store, names []stri
 		return err
 	}
 	for _, g := range gens {
-		e.noteSpec(e.jobs().byName[g.Job], g.Spec)
+		e.noteSpec(set.byName[g.Job], g.Spec)
 	}
 	return nil
 }

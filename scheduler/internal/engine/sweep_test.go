@@ -21,7 +21,8 @@ import (
 func TestAuditAndSweep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memstore.New(memstore.Options{})
-		time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute)))
+		time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute + 5*time.Second)))
+		enrolled := time.Now()
 		a := startReplica(t, st, "a", "*/10 * * * * *", 0)
 		time.Sleep(15 * time.Second)
 		a.shutdown(t)
@@ -75,6 +76,15 @@ func TestAuditAndSweep(t *testing.T) {
 			if s.Marker == nil || s.Marker.Reason != reasonDown || s.Marker.Holder != "b" {
 				t.Errorf("slot %s: %+v", s.Slot.Format(time.RFC3339), s.Marker)
 			}
+		}
+		// The slots before the job was first enrolled were never its own:
+		// the audit says so, and the sweep records none of them.
+		early, err := AuditJob(context.Background(), st, "hello", enrolled.Add(-time.Minute), enrolled, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if early.Counts[FateBeforeRecord] != 6 || len(early.Slots) != 6 {
+			t.Errorf("the minute before the job was enrolled: %v, want 6 slots before record", early.Counts)
 		}
 		if n := counterValue(b.metrics.missed.WithLabelValues("hello", "down")); n < 5 {
 			t.Errorf("slots_missed_total{reason=down} = %v, want at least 5", n)
