@@ -40,8 +40,10 @@ type request struct {
 // job share a hash slot, so their calls run in request order and their
 // fences grow in request order, and an overlap policy sees the slots won
 // earlier in the batch. The script checks each job's generation in the
-// same call, beginning it if the job has none. With Options.WaitReplicas,
-// each pipeline ends with a WAIT (runWaited).
+// same call, beginning it if the job has none, and, for a request that
+// names a spec, the job's spec in force, before anything else (a refused
+// request answers Superseded and changes nothing). With
+// Options.WaitReplicas, each pipeline ends with a WAIT (runWaited).
 func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
 	reqs, err := rules.NormalizeClaims(p.Requests)
 	if err != nil {
