@@ -40,8 +40,10 @@ type request struct {
 // job share a hash slot, so their calls run in request order and their
 // fences grow in request order, and an overlap policy sees the slots won
 // earlier in the batch. The script checks each job's generation in the
-// same call, beginning it if the job has none. With Options.WaitReplicas,
-// each pipeline ends with a WAIT (runWaited).
+// same call, beginning it if the job has none, and, for a request that
+// names a spec, the job's spec in force, before anything else (a refused
+// request answers Superseded and changes nothing). With
+// Options.WaitReplicas, each pipeline ends with a WAIT (runWaited).
 func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
 	reqs, err := rules.NormalizeClaims(p.Requests)
 	if err != nil {
@@ -66,7 +68,7 @@ func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.C
 	}
 	rs := make([]request, len(reqs))
 	for i, r := range reqs {
-		rs[i] = request{ClaimRequest: slotstore.ClaimRequest{Job: r.Job, Slot: r.Slot, Retain: r.Retain}, skip: true,
+		rs[i] = request{ClaimRequest: slotstore.ClaimRequest{Job: r.Job, Slot: r.Slot, Retain: r.Retain, Spec: r.Spec}, skip: true,
 			reason: r.Reason, notBefore: r.NotBefore}
 	}
 	return s.decide(ctx, "skip", p.Replica, "", rs)
@@ -170,7 +172,8 @@ func (s *Store) split(n int, job func(i int) string) [][]int {
 
 // profile is what a request of claim.lua shares with the other requests of
 // its call that ask alike: everything but the job, the slot and NotBefore.
-// A batch of one replica's due slots has a handful, however many requests.
+// A batch of one replica's due slots has a handful, however many requests
+// (and, when they name specs, about one a job).
 type profile struct {
 	lease       int64
 	onCrash     policy.OnCrash
@@ -183,13 +186,14 @@ type profile struct {
 	reason      string
 	term        bool
 	backfill    bool
+	spec        string
 }
 
 func profileOf(r request) profile {
 	return profile{
 		lease: millisUp(r.Lease), onCrash: r.OnCrash, maxAttempts: r.MaxAttempts, retain: r.Retain.Milliseconds(),
 		takeover: r.TakeoverOnly, overlap: r.Overlap, manual: r.Manual, skip: r.skip, reason: r.reason, term: r.Term,
-		backfill: r.Backfill,
+		backfill: r.Backfill, spec: r.Spec,
 	}
 }
 
@@ -234,12 +238,12 @@ func (s *Store) claimCall(replica, incarnation string, reqs []request, idx []int
 		withJobs = "1"
 		keys = append(keys, jobsKey(s.prefix), s.liveKey())
 	}
-	args := make([]any, 0, 6+2*len(names)+11*len(profiles)+len(tail))
+	args := make([]any, 0, 6+2*len(names)+12*len(profiles)+len(tail))
 	args = append(args, replica, incarnation, len(names), withJobs, slotstore.ReasonDataLoss, len(profiles))
 	args = append(append(args, names...), tags...)
 	for _, p := range profiles {
 		args = append(args, p.lease, string(p.onCrash), p.maxAttempts, p.retain, flag(p.takeover), string(p.overlap),
-			flag(p.manual), flag(p.skip), p.reason, flag(p.term), flag(p.backfill))
+			flag(p.manual), flag(p.skip), p.reason, flag(p.term), flag(p.backfill), p.spec)
 	}
 	args = append(args, tail...)
 	return call{script: claimScript, keys: keys, args: args}
@@ -258,6 +262,10 @@ func flag(b bool) string {
 // request asked for.
 const wonFirst = 9
 
+// refusedSpec is the status claim.lua answers, alone, for a request whose
+// spec is not the job's spec in force: slotstore.Superseded.
+const refusedSpec = 10
+
 // fillClaims sets the results of the requests at idx from claim.lua's reply.
 func fillClaims(out []slotstore.ClaimResult, reqs []request, idx []int, replica, incarnation string, res any) error {
 	v, ok := res.([]any)
@@ -269,6 +277,10 @@ func fillClaims(out []slotstore.ClaimResult, reqs []request, idx []int, replica,
 	for _, i := range idx {
 		req := reqs[i]
 		status := slotstore.Status(r.int())
+		if status == refusedSpec {
+			out[i] = rules.Superseded(req.Job, req.Slot)
+			continue
+		}
 		if status == wonFirst {
 			m := slotstore.Marker{
 				Job: req.Job, Slot: req.Slot, State: slotstore.StateRunning, Holder: replica, Fence: r.int(),

@@ -88,6 +88,34 @@
 // Replicas delete those past their TTL and slotstore.BeatKeep, and the hash
 // expires with the last beat it keeps, so Prune need not touch it.
 //
+// # The catalog
+//
+// A job's catalog entry is three keys under its hash tag (keys.go): the
+// hash <prefix>{job}:spec of the spec in force (fingerprint, body as
+// given, revision as decimal text, replica, since), the hash
+// <prefix>{job}:carriers of its carriers and their last enrolment, and the
+// list <prefix>{job}:past of the specs in force before, newest first, each
+// the netstrings of its fingerprint, revision, replica, since, until and
+// body. enroll.lua applies the rule of The catalog (slotstore's package
+// documentation) to each job in the call that enrolls it; revisions are
+// compared as decimal text, so an int64 keeps every digit in Lua. Every
+// enrolment, with specs or without, answers the spec in force from the same
+// call. The sorted set <prefix>catalog names the jobs with an entry, all
+// with score 0 so that they sort by name for Catalog's pages; it has no
+// hash tag, so in a Cluster a ZADD in the enrolment's pipeline adds to it,
+// and on a single server enroll.lua does. Catalog reads the index, then
+// each entry with catalog.lua, an entry in one step.
+//
+// claim.lua checks a request that names a spec against the job's spec in
+// force with one HGET a job and call, before anything else of the request:
+// a refused request reads and writes nothing more, so it neither begins a
+// generation nor takes a fence, and answers Superseded. A request naming
+// no spec reads nothing more than before, so the scripts of the previous
+// version, which know nothing of specs, keep claiming alongside on the same
+// keys. The catalog's keys never expire and Prune leaves them; a loss of
+// data that takes them leaves the job with no spec in force, which its next
+// enrolment with a spec puts back.
+//
 // # Time
 //
 // Every time is Redis's: scripts read TIME, never the client's clock.

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
@@ -24,8 +26,12 @@ import (
 // from its slot index (Generation.Newest), removing the entries of markers
 // Redis has expired that it meets; a job whose newest thousand entries are
 // all gone is read again by History, one more round trip in that rare case.
+// With p.Specs, the script offers each job's spec to the catalog in the
+// same call (the rule of rules.Offer, in Lua); with or without, it answers
+// the spec in force. In a Cluster a ZADD in the same pipeline adds the
+// jobs to the catalog's index.
 func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotstore.Generation, error) {
-	jobs, err := rules.NormalizeJobs(p)
+	jobs, err := rules.NormalizeEnroll(p)
 	if err != nil {
 		return nil, err
 	}
@@ -36,23 +42,20 @@ func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotsto
 	if len(jobs) == 0 {
 		return out, nil
 	}
-	parts := s.split(len(jobs), func(i int) string { return jobs[i] })
-	calls := make([]call, len(parts))
-	for i, idx := range parts {
-		keys := make([]string, len(idx))
-		for j, at := range idx {
-			keys[j] = keysOf(s.prefix, jobs[at]).gen
-		}
-		calls[i] = call{script: enrollScript, keys: keys, args: []any{s.liveKey()}}
+	parts, calls := s.jobCalls(enrollScript, jobs, func(k jobKeys) string { return k.gen },
+		func(idx []int) []any { return s.enrollArgs(p, idx) })
+	var extra []redis.Cmder
+	if p.Specs != nil && !s.single {
+		extra = append(extra, s.indexCmd(ctx, jobs))
 	}
 	op := fmt.Sprintf("enroll %d jobs", len(jobs))
 	var unsure []int // jobs whose newest marker the script could not tell
-	for i, cmd := range s.runAll(ctx, calls) {
+	for i, cmd := range s.runAll(ctx, calls, extra...) {
 		res, err := cmd.Result()
 		if err != nil {
 			return nil, s.fail(op, err)
 		}
-		r, n, err := newReply(res, 2)
+		r, n, err := newReply(res, 7)
 		if err != nil || n != len(parts[i]) {
 			return nil, s.fail(op, fmt.Errorf("enroll script answered %v for %d jobs", res, len(parts[i])))
 		}
@@ -69,9 +72,15 @@ func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotsto
 				}
 				out[at].Newest = time.Unix(slot, 0).UTC()
 			}
+			out[at].Spec = r.spec()
 		}
 		if r.err != nil {
 			return nil, s.fail(op, r.err)
+		}
+	}
+	for _, e := range extra {
+		if err := e.Err(); err != nil {
+			return nil, s.fail(op+": index the catalog", err)
 		}
 	}
 	for _, at := range unsure {
@@ -84,4 +93,53 @@ func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotsto
 		}
 	}
 	return out, nil
+}
+
+// enrollArgs are the arguments of enroll.lua for the jobs of p at idx.
+func (s *Store) enrollArgs(p slotstore.EnrollParams, idx []int) []any {
+	catalog := ""
+	if s.single {
+		catalog = catalogKey(s.prefix)
+	}
+	if p.Specs == nil {
+		return []any{s.liveKey(), catalog, ""}
+	}
+	args := make([]any, 0, 3+5*len(idx))
+	args = append(args, s.liveKey(), catalog, p.Replica)
+	for _, at := range idx {
+		sp := p.Specs[at]
+		args = append(args, p.Jobs[at], sp.Fingerprint, sp.Body, strconv.FormatInt(sp.Revision, 10), sp.Supersedes)
+	}
+	return args
+}
+
+// indexCmd adds jobs to the catalog's index, which in a Cluster lives apart
+// from them.
+func (s *Store) indexCmd(ctx context.Context, jobs []string) redis.Cmder {
+	args := make([]any, 0, 2+2*len(jobs))
+	args = append(args, "zadd", catalogKey(s.prefix))
+	for _, j := range jobs {
+		args = append(args, 0, j)
+	}
+	return redis.NewIntCmd(ctx, args...)
+}
+
+// jobCalls builds the calls of sc for jobs: one per hash slot and 1,000
+// jobs (split), each with the key of each of its jobs that key picks and
+// the arguments args gives for them (none when args is nil). It returns the
+// jobs of each call, by index, and the calls.
+func (s *Store) jobCalls(sc *script, jobs []string, key func(jobKeys) string, args func(idx []int) []any) ([][]int, []call) {
+	parts := s.split(len(jobs), func(i int) string { return jobs[i] })
+	calls := make([]call, len(parts))
+	for i, idx := range parts {
+		keys := make([]string, len(idx))
+		for j, at := range idx {
+			keys[j] = key(keysOf(s.prefix, jobs[at]))
+		}
+		calls[i] = call{script: sc, keys: keys}
+		if args != nil {
+			calls[i].args = args(idx)
+		}
+	}
+	return parts, calls
 }

@@ -16,6 +16,15 @@ import (
 //	<prefix>{<job>}:expiry      zset    slot -> when its marker expires (ms)
 //	<prefix>{<job>}:running     zset    slot -> slot, of the running markers
 //	<prefix>{<job>}:pruned      string  markers History found gone, for Prune
+//	<prefix>{<job>}:spec        hash    the spec in force: fp, body, rev,
+//	                                    replica, since (Unix ms) (catalog.go)
+//	<prefix>{<job>}:carriers    hash    replica -> its last enrolment of the
+//	                                    spec in force (Unix ms)
+//	<prefix>{<job>}:past        list    the specs in force before, newest
+//	                                    first: netstrings of fp, rev,
+//	                                    replica, since, until, body
+//	<prefix>catalog             zset    names of the jobs with a spec, all
+//	                                    of score 0, so they sort by name
 //	<prefix>live                zset    the running and retrying markers of
 //	                                    every job (a single server only)
 //	<prefix>jobs                set     names of the jobs with markers
@@ -32,6 +41,7 @@ import (
 type jobKeys struct {
 	tag                                        string // prefix of every key of the job
 	fence, gen, slots, expiry, running, pruned string
+	spec, carriers, past                       string // the job's catalog entry
 	marker                                     string // prefix of the marker keys; append the slot
 }
 
@@ -41,7 +51,7 @@ func keysOf(prefix, job string) jobKeys {
 	return jobKeys{
 		tag:   tag,
 		fence: tag + "fence", gen: tag + "gen", slots: tag + "slots", expiry: tag + "expiry", running: tag + "running",
-		pruned: tag + "pruned", marker: tag + "m:",
+		pruned: tag + "pruned", marker: tag + "m:", spec: tag + "spec", carriers: tag + "carriers", past: tag + "past",
 	}
 }
 
@@ -63,6 +73,11 @@ func (s *Store) liveKey() string {
 // jobsKey is the set of job names. It has no hash tag: in a Cluster it lives
 // apart from every job, and only History and Prune read it.
 func jobsKey(prefix string) string { return prefix + "jobs" }
+
+// catalogKey is the index of the jobs with a catalog entry. It has no hash
+// tag: on a single server enroll.lua adds to it, in a Cluster a ZADD sent in
+// the enrolment's pipeline.
+func catalogKey(prefix string) string { return prefix + "catalog" }
 
 // parseMarkerKey returns the job and slot of a marker key of s.
 func (s *Store) parseMarkerKey(key string) (string, int64, bool) {

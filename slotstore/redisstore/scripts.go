@@ -31,13 +31,14 @@ var (
 	historyScript = load("history")
 	pruneScript   = load("prune")
 	enrollScript  = load("enroll")
+	catalogScript = load("catalog")
 	liveScript    = load("live")
 
 	pauseScript    = load("pause")
 	beatScript     = load("beat")
 	replicasScript = load("replicas")
 
-	allScripts = []*script{claimScript, renewScript, finishScript, releaseScript, historyScript, pruneScript, enrollScript,
+	allScripts = []*script{claimScript, renewScript, finishScript, releaseScript, historyScript, pruneScript, enrollScript, catalogScript,
 		liveScript, pauseScript, beatScript, replicasScript}
 )
 

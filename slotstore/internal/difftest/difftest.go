@@ -4,9 +4,12 @@
 //
 // Run drives both stores through the same random operations (claim and skip
 // batches with every policy, backfills, renewals, finishes with and without
-// retries, releases; claims and skips with and without NotBefore; claims of
-// several incarnations; now and then a batch with an invalid request) and
-// compares every answer. Leases are either Short, expired by the next
+// retries, releases; claims and skips with and without NotBefore, naming a
+// spec or none; claims of several incarnations; enrolments of a few specs,
+// with and without revisions and Supersedes, which decide the specs in
+// force the claims and skips are checked against; now and then a batch
+// with an invalid request) and compares every answer, and the two catalogs
+// after each enrolment. Leases are either Short, expired by the next
 // operation, or an hour, never; retries are due either at once or in the
 // year 2200; a backfill's retention is the default one or an hour, which
 // has ended for the old slots and for no other. So both stores agree on
@@ -64,7 +67,8 @@ func Run(t *testing.T, s slotstore.Store, o Options) {
 	}})
 	defer mem.Close()
 	d := &driver{t: t, got: s, mem: mem, o: o, rng: rand.New(rand.NewPCG(o.Seed, 2)),
-		fences: map[jobFence]int64{}, lastWon: map[string]int64{}, claimed: map[string]bool{}}
+		fences: map[jobFence]int64{}, lastWon: map[string]int64{}, claimed: map[string]bool{},
+		inForce: map[string]string{}}
 	memNow := func() time.Time { return start.Add(time.Duration(tick.Load()) * time.Millisecond) }
 	// After the generation of every job of the fresh backend began; old
 	// slots before it, in both stores.
@@ -103,15 +107,19 @@ func Run(t *testing.T, s slotstore.Store, o Options) {
 	for step := range o.Steps {
 		time.Sleep(o.Pause)
 		d.step = step
-		switch n := d.rng.IntN(10); {
+		switch n := d.rng.IntN(12); {
 		case n < 3 && len(d.refs) > 0:
 			d.mutate()
 		case n < 4:
 			d.skip()
+		case n < 5:
+			d.enrollSpecs()
 		default:
 			d.claim()
 		}
 	}
+	t.Logf("seed %d: %d answers compared, %d of them superseded; %d enrolments changed a spec in force",
+		o.Seed, d.answers, d.superseded, d.switches)
 }
 
 type jobFence struct {
@@ -133,6 +141,11 @@ type driver struct {
 	fences   map[jobFence]int64 // the backend's fence → memstore's
 	lastWon  map[string]int64   // per job, the backend's last fence
 	claimed  map[string]bool    // the jobs claimed or enrolled, whose generation began
+	// answers, superseded and switches count what was compared, for the
+	// log: the claims and skips answered, those refused for their spec,
+	// and the enrolments that put another spec in force.
+	answers, superseded, switches int
+	inForce                       map[string]string // per job, its spec in force at the last comparison
 }
 
 var jobNames = []string{"a", "b"}
@@ -168,6 +181,7 @@ func (d *driver) request() slotstore.ClaimRequest {
 	}
 	// None, long past on both clocks, or long after the test.
 	r.NotBefore = []time.Time{{}, {}, {}, {}, time.Unix(0, 0), time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)}[d.rng.IntN(6)]
+	r.Spec = d.specName()
 	return r
 }
 
@@ -204,7 +218,8 @@ func (d *driver) skip() {
 		reqs[i] = slotstore.SkipRequest{Job: jobNames[d.rng.IntN(len(jobNames))], Slot: d.slot(),
 			Reason: []string{"missed", "catch_up"}[d.rng.IntN(2)],
 			// None, long past on both clocks, or long after the test.
-			NotBefore: []time.Time{{}, time.Unix(0, 0), time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)}[d.rng.IntN(3)]}
+			NotBefore: []time.Time{{}, time.Unix(0, 0), time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)}[d.rng.IntN(3)],
+			Spec:      d.specName()}
 	}
 	d.skipBatch(slotstore.SkipParams{Replica: fmt.Sprintf("r%d", d.rng.IntN(3)), Requests: reqs})
 }
@@ -269,14 +284,11 @@ func (d *driver) claim() {
 // returns memstore's (none when both refused the batch as invalid).
 func (d *driver) claimBatch(p slotstore.ClaimParams) []slotstore.ClaimResult {
 	reqs := p.Requests
-	for _, r := range reqs {
-		if !d.claimed[r.Job] {
-			// The generation this claim may begin comes after every
-			// skip so far by the backend's clock too.
-			time.Sleep(2 * time.Millisecond)
-			break
-		}
+	jobs := make([]string, len(reqs))
+	for i, r := range reqs {
+		jobs[i] = r.Job
 	}
+	d.settle(jobs)
 	gr, gerr := d.got.Claim(d.t.Context(), p)
 	mr, merr := d.mem.Claim(d.t.Context(), p)
 	switch {
@@ -319,6 +331,10 @@ func (d *driver) want(res []slotstore.ClaimResult, want ...slotstore.Status) {
 // compare fails the test unless the two answers to request i of n agree.
 func (d *driver) compare(i, n int, req any, g, m slotstore.ClaimResult) {
 	d.t.Helper()
+	d.answers++
+	if m.Status == slotstore.Superseded {
+		d.superseded++
+	}
 	if f := d.fences[jobFence{g.Marker.Job, g.Marker.Fence}]; f != m.Marker.Fence {
 		d.t.Fatalf("step %d, request %d: marker fence %d pairs with memstore's %d, memstore has %d",
 			d.step, i, g.Marker.Fence, f, m.Marker.Fence)

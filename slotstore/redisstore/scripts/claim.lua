@@ -10,14 +10,15 @@
 --       when ARGV[4] is '1', the set of job names and the live index.
 -- ARGV: replica, incarnation, G, '1' or '0', the reason of a slot skipped
 --       for data loss, P, then the G job names, the G prefixes of their
---       keys ('<prefix>{job}:'), then P profiles of eleven values each:
+--       keys ('<prefix>{job}:'), then P profiles of twelve values each:
 --       lease (ms), on_crash, max attempts, retain (ms), takeover only ('1'
 --       or '0'), overlap, manual ('1' or '0'), skip ('1' for a skip, '0' for
 --       a claim), reason (a skip's; for a claim with replace, the reason of
 --       the markers it replaces), term ('1' or '0': a standing lease, claimed
 --       whatever the generation), backfill ('1' or '0': a claim that may win
 --       a slot recorded skipped, before slot + retain by Redis's clock, and
---       is takeover-only after); then four values a request: job g, slot
+--       is takeover-only after), spec (the fingerprint the request is made
+--       under, '' for none); then four values a request: job g, slot
 --       (Unix s), profile p, not before ('' for none, '=' for the slot
 --       itself, else Unix us).
 -- Reply: Redis's time (Unix ms), then for each request either two values,
@@ -29,7 +30,9 @@
 --       holder of a won slot, the remaining lease of a held slot, the time
 --       until the retry of a waiting one or until a claim or skip not yet
 --       due may be recorded (us), '1' when a won slot was retrying, and the
---       claims a replace claim superseded as 'slot fence slot fence ...'.
+--       claims a replace claim superseded as 'slot fence slot fence ...';
+--       or 10 alone for a request refused because its spec is not the
+--       job's spec in force: it read and changed nothing else.
 local replica, incarnation, G, P = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[6])
 local dataLoss = ARGV[5]
 local live = ''
@@ -44,15 +47,15 @@ for g = 1, G do
 end
 local profiles = {}
 for p = 1, P do
-  local a = 7 + 2 * G + (p - 1) * 11
+  local a = 7 + 2 * G + (p - 1) * 12
   profiles[p] = {
     lease = tonumber(ARGV[a]), onCrash = ARGV[a + 1], maxAttempts = tonumber(ARGV[a + 2]),
     retain = tonumber(ARGV[a + 3]), takeoverOnly = ARGV[a + 4] == '1', overlap = ARGV[a + 5],
     manual = ARGV[a + 6] == '1', skipping = ARGV[a + 7] == '1', reason = ARGV[a + 8], term = ARGV[a + 9] == '1',
-    backfill = ARGV[a + 10] == '1',
+    backfill = ARGV[a + 10] == '1', spec = ARGV[a + 11],
   }
 end
-local first = 7 + 2 * G + 11 * P
+local first = 7 + 2 * G + 12 * P
 local stride = 4
 local n = (#ARGV - first + 1) / stride
 
@@ -60,7 +63,24 @@ local n = (#ARGV - first + 1) / stride
 local function jobKey(g, k)
   return tags[g] .. k
 end
-local FENCE, GEN, SLOTS, EXPIRY, RUNNING = 'fence', 'gen', 'slots', 'expiry', 'running'
+local FENCE, GEN, SLOTS, EXPIRY, RUNNING, SPEC = 'fence', 'gen', 'slots', 'expiry', 'running', 'spec'
+
+-- refused reports whether a request of job g made under spec ('' for
+-- none) names another spec than the job's spec in force (rules.SpecAllows).
+-- The spec in force is read once a batch, and only for requests that name
+-- one: requests without are today's claims and cost nothing more.
+local inForce = {}
+local function refused(g, spec)
+  if spec == '' then
+    return false
+  end
+  local f = inForce[g]
+  if f == nil then
+    f = redis.call('HGET', jobKey(g, SPEC), 'fp') -- false for none
+    inForce[g] = f
+  end
+  return f ~= false and f ~= spec
+end
 
 -- When job g's generation began (Unix ms): its record, or, for a job that
 -- has none (never enrolled or claimed, or its record lost with the rest of
@@ -179,9 +199,8 @@ end
 -- carry only the fields a first claim sets, and the reply only their fence.
 local fresh = {}
 local out = {nowText}
-for i = 1, n do
-  local a = first + (i - 1) * stride
-  local g, slot, pr, notBefore = tonumber(ARGV[a]), ARGV[a + 1], profiles[tonumber(ARGV[a + 2])], ARGV[a + 3]
+-- decideOne decides and applies one request of job g, not refused.
+local function decideOne(g, slot, pr, notBefore)
   local lease, onCrash, maxAttempts = pr.lease, pr.onCrash, pr.maxAttempts
   local takeoverOnly, overlap, manual = pr.takeoverOnly, pr.overlap, pr.manual
   local skipping, reason, term, backfill = pr.skipping, pr.reason, pr.term, pr.backfill
@@ -355,6 +374,15 @@ for i = 1, n do
     out[#out + 1] = remaining
     out[#out + 1] = retry
     out[#out + 1] = table.concat(replaced, ' ')
+  end
+end
+for i = 1, n do
+  local a = first + (i - 1) * stride
+  local g, slot, pr, notBefore = tonumber(ARGV[a]), ARGV[a + 1], profiles[tonumber(ARGV[a + 2])], ARGV[a + 3]
+  if refused(g, pr.spec) then
+    out[#out + 1] = 10
+  else
+    decideOne(g, slot, pr, notBefore)
   end
 end
 
