@@ -39,9 +39,10 @@ local function pastFingerprint(rec)
 end
 
 -- takes reports whether spec s, not the one in force (fingerprint f,
--- revision rev), takes force: the rule of rules.Takes.
+-- revision rev), takes force: the rule of rules.Takes (a spec in force with
+-- no carrier left is replaced by any).
 local function takes(tag, f, rev, s)
-  if s.supersedes == f then
+  if s.supersedes == f or redis.call('HLEN', tag .. 'carriers') == 0 then
     return true
   end
   if s.rev ~= '0' and rev ~= '0' then
@@ -82,6 +83,10 @@ local function offer(tag, s)
   if f == s.fp then
     carry(tag)
     return
+  end
+  if f then
+    -- The replica now carries another spec: no longer this one.
+    redis.call('HDEL', tag .. 'carriers', replica)
   end
   if f and not takes(tag, f, cur[2] or '0', s) then
     return
