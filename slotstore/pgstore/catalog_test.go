@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/memstore"
 	"github.com/slotcron/slotcron/slotstore/pgstore"
 )
 
@@ -110,5 +111,52 @@ func TestCatalogTakesTurnsWithClaims(t *testing.T) {
 	}
 	if len(won) == 0 {
 		t.Error("no claim won")
+	}
+}
+
+// TestCatalogAnswersAsMemstore: what the conformance suite leaves to the
+// one-by-one path answers as memstore does: a batch enrolling one job
+// three times is applied in request order, each request answered with the
+// spec in force after its own offer; a batch that names a slot twice
+// (decided one by one) refuses the request naming the replaced spec and
+// decides the other; a skip likewise.
+func TestCatalogAnswersAsMemstore(t *testing.T) {
+	t.Parallel()
+	for _, s := range []slotstore.Store{newStore(t), memstore.New(memstore.Options{})} {
+		name := fmt.Sprintf("%T", s)
+		sp := func(fp string) slotstore.Spec { return slotstore.Spec{Fingerprint: fp, Body: []byte(fp)} }
+		gens, err := s.Enroll(t.Context(), slotstore.EnrollParams{Replica: "r1", Jobs: []string{"d", "d", "d"},
+			Specs: []slotstore.Spec{sp("x"), sp("y"), sp("x")}})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := gens[0].Spec.Fingerprint + gens[1].Spec.Fingerprint + gens[2].Spec.Fingerprint; got != "xyy" {
+			t.Errorf("%s: enrolling x, y, x answered %q in force, want x, y, y", name, got)
+		}
+		req := func(i int, fp string) slotstore.ClaimRequest {
+			return slotstore.ClaimRequest{Job: "d", Slot: slot(i), Lease: time.Minute, Spec: fp}
+		}
+		res, err := s.Claim(t.Context(), slotstore.ClaimParams{Replica: "r1", Requests: []slotstore.ClaimRequest{
+			req(0, "x"), req(0, "y"), req(1, "x"), req(1, "")}})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want := []slotstore.Status{slotstore.Superseded, slotstore.Won, slotstore.Superseded, slotstore.Won}
+		for i, r := range res {
+			if r.Status != want[i] {
+				t.Errorf("%s: request %d: %v, want %v", name, i, r.Status, want[i])
+			}
+		}
+		if r := res[2]; r.Marker.Job != "d" || !r.Marker.Slot.Equal(slot(1)) || r.Marker.Fence != 0 {
+			t.Errorf("%s: superseded answer %+v", name, r)
+		}
+		if res[1].Claim.Fence >= res[3].Claim.Fence {
+			t.Errorf("%s: fences %d then %d: not in request order", name, res[1].Claim.Fence, res[3].Claim.Fence)
+		}
+		sk, err := s.Skip(t.Context(), slotstore.SkipParams{Replica: "r1", Requests: []slotstore.SkipRequest{
+			{Job: "d", Slot: slot(2), Reason: "missed", Spec: "x"}, {Job: "d", Slot: slot(2), Reason: "missed", Spec: "y"}}})
+		if err != nil || sk[0].Status != slotstore.Superseded || sk[1].Status != slotstore.Skipped {
+			t.Errorf("%s: skips under x then y: %+v, %v", name, sk, err)
+		}
 	}
 }
