@@ -160,3 +160,41 @@ func TestCatalogAnswersAsMemstore(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogFirstEnrolmentsAtOnce: replicas enrolling new specs of a job
+// that has none, all at once, leave a history whose times follow each
+// other: each spec in force until the next took force, at or after it
+// took force itself, by the database's clock.
+func TestCatalogFirstEnrolmentsAtOnce(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, func(o *pgstore.Options) { o.PoolSize = 8 })
+	const replicas, jobs = 6, 10
+	var wg sync.WaitGroup
+	for r := range replicas {
+		wg.Go(func() {
+			for j := range jobs {
+				p := slotstore.EnrollParams{Replica: fmt.Sprint("r", r), Jobs: []string{fmt.Sprint("fresh", j)},
+					Specs: []slotstore.Spec{{Fingerprint: fmt.Sprint("r", r)}}}
+				if _, err := s.Enroll(t.Context(), p); err != nil {
+					t.Errorf("enrolment by r%d: %v", r, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	entries, err := s.Catalog(t.Context(), slotstore.CatalogParams{})
+	if err != nil || len(entries) != jobs {
+		t.Fatalf("catalog: %d entries, %v", len(entries), err)
+	}
+	for _, e := range entries {
+		next := e.InForce
+		for _, p := range e.Past {
+			if !p.Until.Equal(next.Since) || p.Until.Before(p.Since) {
+				t.Errorf("%s: %s in force from %s until %s, then %s from %s", e.Job, p.Fingerprint, p.Since.Format(time.RFC3339Nano),
+					p.Until.Format(time.RFC3339Nano), next.Fingerprint, next.Since.Format(time.RFC3339Nano))
+			}
+			next = p
+		}
+	}
+}

@@ -76,7 +76,11 @@ BEGIN
             ON CONFLICT (job) DO NOTHING
             RETURNING c.* INTO v_cur;
             IF NOT FOUND THEN
+                -- It had: apply the rule to its row, at the clock once
+                -- that row is locked.
                 SELECT * INTO v_cur FROM {schema}.catalog c WHERE c.job = p_jobs[i] FOR UPDATE;
+                v_now := clock_timestamp();
+                v_us := (extract(epoch FROM v_now) * 1000000)::bigint;
             ELSE
                 v_ans[i] := v_cur;
                 CONTINUE;
