@@ -18,6 +18,7 @@ type batch struct {
 	crashSkips, takeover, terms, manual []bool
 	skipping, backfill                  []bool
 	overlaps, reasons                   []string
+	specs                               []string             // nil while no request names a spec
 	notBefore                           []pgtype.Timestamptz // null where zero
 }
 
@@ -41,10 +42,30 @@ func (b *batch) add(r slotstore.ClaimRequest, skipping bool, reason string, notB
 	b.notBefore = append(b.notBefore, pgtype.Timestamptz{Time: notBefore, Valid: !notBefore.IsZero()})
 }
 
+// spec records that request i, the last added, names spec: a batch that
+// names none sends no specs, and the claim function then reads no
+// catalog row.
+func (b *batch) spec(i int, spec string) {
+	if spec == "" {
+		return
+	}
+	b.specs = append(b.specs, make([]string, len(b.jobs)-len(b.specs))...)
+	b.specs[i] = spec
+}
+
 // args are the claim function's arguments for b's requests, by replica
 // and its incarnation.
 func (b *batch) args(replica, incarnation string) []any {
 	return []any{replica, incarnation, b.jobs, b.slots, b.leases, b.crashSkips, b.maxes,
 		b.keeps, b.takeover, b.overlaps, b.terms, b.manual, b.skipping, b.reasons, b.notBefore, slotstore.ReasonDataLoss,
-		b.backfill}
+		b.backfill, b.specsArg()}
+}
+
+// specsArg is the claim function's p_spec: null when no request names a
+// spec, else one a request.
+func (b *batch) specsArg() []string {
+	if b.specs == nil {
+		return nil
+	}
+	return append(b.specs, make([]string, len(b.jobs)-len(b.specs))...)
 }

@@ -30,12 +30,13 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 		return nil, err
 	}
 	b := newBatch(len(reqs))
-	for _, r := range reqs {
+	for i, r := range reqs {
 		reason := ""
 		if r.Overlap == policy.OverlapReplace {
 			reason = rules.ReasonReplacedBy + r.Slot.Format(time.RFC3339)
 		}
 		b.add(r, false, reason, r.NotBefore)
+		b.spec(i, r.Spec)
 	}
 	return s.run(ctx, "claim", p.Replica, p.Incarnation, b)
 }
@@ -49,8 +50,9 @@ func (s *Store) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstore.C
 		return nil, err
 	}
 	b := newBatch(len(reqs))
-	for _, r := range reqs {
+	for i, r := range reqs {
 		b.add(slotstore.ClaimRequest{Job: r.Job, Slot: r.Slot, Retain: r.Retain}, true, r.Reason, r.NotBefore)
+		b.spec(i, r.Spec)
 	}
 	return s.run(ctx, "skip", p.Replica, "", b)
 }
@@ -135,9 +137,10 @@ func (b *batch) read(rows pgx.Rows) ([]slotstore.ClaimResult, error) {
 			replacedSlots  []time.Time
 			replacedFences []int64
 			now            time.Time
+			superseded     bool
 		)
 		dest, done := markerDest(&m)
-		dest = append(append([]any{&ord, &won, &prev, &retry}, dest...), &replacedSlots, &replacedFences, &now)
+		dest = append(append([]any{&ord, &won, &prev, &retry}, dest...), &replacedSlots, &replacedFences, &now, &superseded)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
@@ -146,6 +149,11 @@ func (b *batch) read(rows pgx.Rows) ([]slotstore.ClaimResult, error) {
 			return nil, fmt.Errorf("result for request %d of %d", ord, n)
 		}
 		i := int(ord) - 1
+		if superseded {
+			out[i] = rules.Superseded(b.jobs[i], b.slots[i])
+			got++
+			continue
+		}
 		res := b.answer(i, m, won, prev, now.UTC())
 		if won {
 			res.Claim.Retry = retry

@@ -159,6 +159,27 @@
 // takeover-only claims, terms (slotstore.ClaimRequest.Term) and skips are
 // decided as before whatever the generation.
 //
+// # The catalog
+//
+// The catalog table holds one row per job some replica enrolled with a
+// spec (slotstore's package documentation, The catalog): the spec in
+// force in columns, its carriers and the specs in force before in jsonb.
+// Enroll with specs is still one call of the enroll function (its seven
+// argument form): in one transaction it locks each job's catalog row, in
+// job order, applies the rule there as rules.Offer does, at the database's
+// clock once the row is locked, then enrolls the jobs' generations, and
+// returns each request's generation and spec in force. Without specs the
+// same call reads each job's spec in force beside its generation. A claim
+// or skip batch naming a spec reads, once its fence rows are locked, the
+// catalog rows of the jobs it names a spec for, FOR SHARE in job order,
+// and answers Superseded, changing nothing, to the requests whose spec is
+// not in force; a batch naming none reads no catalog row. The catalog rows
+// come after the fence rows and before the generation rows and markers in
+// every transaction that locks them, so an enrolment that puts another
+// spec in force and the claims of its job take turns, and none waits for
+// another in a cycle. Catalog is one SELECT walking the table's primary
+// key.
+//
 // # Transactional completion
 //
 // A job whose effect lives in the same database can make the effect and
@@ -254,7 +275,7 @@
 // the build once as the owner, then as that role (TestRestrictedRole). A
 // grant ON ALL TABLES covers the tables that exist when it is made: after
 // an upgrade whose migrations add a table, grant again (or set ALTER
-// DEFAULT PRIVILEGES for the owner). Version 9:
+// DEFAULT PRIVILEGES for the owner): version 10 added catalog. Version 10:
 //
 //	schema_migrations (version)  one row per applied migration
 //	fences (job)                 the last fence issued per job
@@ -279,9 +300,19 @@
 //	  incarnation, version,        as slotstore.Beat; started null for none;
 //	  started, duties, ttl_ns      duties jsonb
 //	  seen, keep_until             database clock; seen + TTL + slotstore.BeatKeep
+//	catalog (job)                the spec in force of each job enrolled with one (The catalog)
+//	  fingerprint, body,           as slotstore.SpecRecord; since, database clock
+//	  revision, replica, since
+//	  carriers                     jsonb {"replica": microseconds since the epoch}, the 32 most recent
+//	  past                         jsonb array, newest first, at most 32: fp, body (base64),
+//	                               rev, replica, since_us, until_us
 //	claim(...)                   the claim function (claims and skips); claim_result its rows
-//	claim(... less p_backfill)   the claim of the builds of versions 3 to 6: the one above, backfill false
+//	claim(... less p_spec)       the claim of the builds of versions 8 and 9: the one above, no spec
+//	claim(... less p_backfill,   the claim of the builds of versions 3 to 6: the one above,
+//	      p_spec)                  backfill false, no spec
 //	enroll(jobs, now)            begins and returns generations
+//	enroll(jobs, now, replica,   offers specs to the catalog, then enrolls; returns generations
+//	       specs...)               and specs in force
 //	renew(job, slot, fence, lease)  'renewed', 'finished' or 'lost'
 //	                             each function's comment records its file: see Functions
 //
@@ -293,7 +324,7 @@
 //
 // Every function of the schema is written out once, in one file of
 // functions/ (claim.sql; claim_compat.sql, the claim signatures older
-// builds call; enroll.sql; renew.sql), and applied from there, CREATE OR
+// builds call; enroll.sql, both enroll signatures; renew.sql), and applied from there, CREATE OR
 // REPLACE, whenever the schema lacks the file's text: migrations never
 // hold a function's text. Each file begins with its version, "-- version
 // N", raised with every change of its text. The comment of each function
@@ -321,8 +352,9 @@
 //
 //   - keep callable every signature such a build calls, with the result it
 //     reads: a changed argument list is a new function beside the old one,
-//     which stays (claim_compat.sql keeps the claim of the builds of
-//     versions 3 to 6 as a call of today's with backfill false), unless
+//     which stays (claim_compat.sql keeps the claims of the builds of
+//     versions 3 to 6 and of 8 and 9 as calls of today's with backfill
+//     false and no spec; enroll.sql keeps enroll(jobs, now)), unless
 //     the old behaviour would break a guarantee: version 2's claim, which
 //     never checked generations, is dropped, so a replica of that build
 //     gets errors from its claims and claims nothing (it still renews and
@@ -330,9 +362,10 @@
 //   - answer such a build's calls as its own text did, or as the contract
 //     lets it see (a new argument's old callers get the old behaviour);
 //   - take its locks in the order every text takes them (a claim: the
-//     fence rows of its batch's jobs, in job order, before any marker), so
-//     calls of the old and the new text take turns per job and fences
-//     still grow; a generation row this cluster wrote is read without a
+//     fence rows of its batch's jobs, in job order, then their catalog
+//     rows and generation rows, before any marker; an enroll: catalog
+//     rows, then generation rows), so calls of the old and the new text
+//     take turns per job and fences still grow; a generation row this cluster wrote is read without a
 //     lock only because no text ever rewrites one;
 //   - need no table or column the schema lacks: a text that needs one
 //     comes with the migration that adds it, applied in the same
@@ -360,7 +393,11 @@
 // before, its pauses with no note); 8 backfill claims, a claim with one
 // argument more, beside the one version 6's build calls (versions 7 and 8
 // shipped together); 9 the mark of a slot a backfill won (markers.backfill,
-// and the claim's rows with it). Versions 4, 5, 6 and 8 changed functions alone: their
+// and the claim's rows with it); 10 the catalog (the catalog table, the
+// enroll that offers specs, a claim with one argument more, p_spec, whose
+// rows say superseded; the previous build's claim, of one argument less,
+// is now a call of it that names no spec, in claim_compat.sql). Versions
+// 4, 5, 6 and 8 changed functions alone: their
 // migrations now change nothing, and today's texts stand in functions/.
 //
 // The store takes two advisory lock keys per schema, derived from a hash

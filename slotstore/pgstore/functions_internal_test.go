@@ -12,10 +12,10 @@ import (
 // text's hash appended here, so that no two builds apply different texts
 // under one version, and a hash once released stays what it was.
 var functionHashes = map[string][]string{
-	"enroll":       {"04736ba9d42b84ad4577f4936f0f00da39479ec455c4700697c1a783a6ca1cad"},
+	"enroll":       {"04736ba9d42b84ad4577f4936f0f00da39479ec455c4700697c1a783a6ca1cad", "f93031a7758a1a220d5411e0817d40308fc15c351a443f50ac842674dfc54903"},
 	"renew":        {"0fdb9378d0d359a3398f89afe8d42213023c31037472c3e1cc2b851d9eb82930"},
-	"claim":        {"170ee472b0e40b01ddf44dcfb4504f8453425ba6854d65f653d3a018168656ff", "62b998a4922877f081448d0724c773425981b6bef0b10a8b5f83ddc042f54a7d"},
-	"claim_compat": {"84617abbf4ace2fdf372cb33808003f823e163d75ecfa630e61a8b4c64f8c4cb"},
+	"claim":        {"170ee472b0e40b01ddf44dcfb4504f8453425ba6854d65f653d3a018168656ff", "62b998a4922877f081448d0724c773425981b6bef0b10a8b5f83ddc042f54a7d", "a053d9228756146c4bd8130501dd5f6f3a72908616714a2f4752ce4e9a6aace0"},
+	"claim_compat": {"84617abbf4ace2fdf372cb33808003f823e163d75ecfa630e61a8b4c64f8c4cb", "45fe141ca3b8c577fc90d450cd043fa2e6f956234d30bf6a9ebf15c8b99620f2"},
 }
 
 func TestFunctionVersions(t *testing.T) {

@@ -16,7 +16,9 @@ import (
 )
 
 // oldMigrations are the migration files as the builds up to commit 8e30ad2
-// shipped them, each claim text written out whole: the schema those builds
+// shipped them, each claim text written out whole, and the schema the
+// build of version 9 (commit 90428df) left: its migration, then its
+// function files with their records. So they are the schema those builds
 // left, at every version, for the upgrade tests. They are fixtures, named
 // .sql.txt so that nothing takes them for the product's SQL.
 //
@@ -24,8 +26,8 @@ import (
 var oldMigrations embed.FS
 
 // oldVersions is the newest version the fixtures hold: the previous
-// build's. Version 9, the backfill mark, is this build's own.
-const oldVersions = 8
+// build's. Version 10, the catalog, is this build's own.
+const oldVersions = 9
 
 // buildOldSchema creates schema at version as a build of that version
 // left it: the old migration files 1 to version, applied in order in one

@@ -47,17 +47,22 @@ type queries struct {
 	historyOfJob, historyOfAll, historyInState, prune string
 	pause, resume, pauses                             string
 	beat, dropBeats, replicas                         string
+	catalog                                           string
 }
 
 func newQueries(schema string) queries {
 	in := func(sql string) string { return strings.ReplaceAll(sql, "{schema}", schema) }
 	return queries{
-		claim: in(`SELECT ord, won, prev_holder, retry, ` + columns + `, replaced_slots, replaced_fences, now
-			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`),
+		claim: in(`SELECT ord, won, prev_holder, retry, ` + columns + `, replaced_slots, replaced_fences, now,
+			coalesce(superseded, false)
+			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`),
 		// enroll also reads each job's newest slot from markers_by_job
 		// (job, slot DESC): one index probe a job.
-		enroll: in(`SELECT g.job, g.born, (SELECT max(m.slot) FROM {schema}.markers m WHERE m.job = g.job COLLATE "C")
-			FROM {schema}.enroll($1, clock_timestamp()) g`),
+		enroll: in(`SELECT g.ord, g.job, g.born,
+			(SELECT max(m.slot) FROM {schema}.markers m WHERE m.job = g.job COLLATE "C"),
+			g.fingerprint, g.body, g.revision, g.replica, g.since
+			FROM {schema}.enroll($1, clock_timestamp(), $2, $3, $4, $5, $6) g`),
+		catalog: in(catalogSQL),
 		pause:   in(pauseSQL),
 		resume:  in(resumeSQL),
 		pauses:  in(pausesSQL),

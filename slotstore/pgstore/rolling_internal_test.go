@@ -18,24 +18,26 @@ import (
 )
 
 // The claim statements of earlier builds, word for word: that of commit
-// 8e30ad2 (schema version 8, the build before this one) and that of the
-// build of version 6 (commit 26b4fc2's parent), from their queries.go —
-// but for "false AS backfill", a constant that lets this build's reader
-// read their rows: the server runs the same call and returns the same
-// columns it did.
+// 8e30ad2 (schema version 8; the builds of version 9 send the same) and
+// that of the build of version 6 (commit 26b4fc2's parent), from their
+// queries.go — but for "false AS backfill" and "false AS superseded",
+// constants that let this build's reader read their rows: the server runs
+// the same call and returns the same columns it did.
 const (
 	previousClaimSQL = `SELECT ord, won, prev_holder, retry, job, slot, state, holder, fence, attempt, claimed_at, lease_end, keep_until,
-	finished_at, outcome, error, duration_ns, reason, manual, incarnation, false AS backfill, replaced_slots, replaced_fences, now
+	finished_at, outcome, error, duration_ns, reason, manual, incarnation, false AS backfill, replaced_slots, replaced_fences, now,
+	false AS superseded
 			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`
 	version6ClaimSQL = `SELECT ord, won, prev_holder, retry, job, slot, state, holder, fence, attempt, claimed_at, lease_end, keep_until,
-	finished_at, outcome, error, duration_ns, reason, manual, incarnation, false AS backfill, replaced_slots, replaced_fences, now
+	finished_at, outcome, error, duration_ns, reason, manual, incarnation, false AS backfill, replaced_slots, replaced_fences, now,
+	false AS superseded
 			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
 	previousRenewSQL = `SELECT {schema}.renew($1, $2, $3, $4)`
 )
 
 // oldReplica claims as a replica of an earlier build does: one request a
 // batch, with that build's statement and arguments (backfill only when
-// the statement has the argument).
+// the statement has the argument; never a spec).
 type oldReplica struct {
 	name string
 	pool *pgxpool.Pool
@@ -48,7 +50,7 @@ type oldReplica struct {
 func (r oldReplica) claim(ctx context.Context, job string, slot time.Time) (bool, int64, error) {
 	b := newBatch(1)
 	b.add(slotstore.ClaimRequest{Job: job, Slot: slot, Lease: time.Minute, Retain: time.Hour}, false, "", time.Time{})
-	args := b.args(r.name, r.name+"-i")
+	args := b.args(r.name, r.name+"-i")[:17]
 	if !strings.Contains(r.sql, "$17") {
 		args = args[:16] // no backfill
 	}
@@ -122,10 +124,12 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Fatalf("this build's store on the previous build's schema: %v", err)
 	}
 	defer s.Close()
-	var lang string
-	if err := old.pool.QueryRow(ctx, `SELECT l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
-		WHERE p.pronamespace = $1::regnamespace AND p.proname = 'claim' AND p.pronargs = 16`, q).Scan(&lang); err != nil || lang != "sql" {
-		t.Fatalf("version 6's claim after the upgrade: language %q, %v; want this build's (sql)", lang, err)
+	for _, n := range []int{16, 17} { // version 6's claim, and the previous build's
+		var lang string
+		if err := old.pool.QueryRow(ctx, `SELECT l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+			WHERE p.pronamespace = $1::regnamespace AND p.proname = 'claim' AND p.pronargs = $2`, q, n).Scan(&lang); err != nil || lang != "sql" {
+			t.Fatalf("the claim of %d arguments after the upgrade: language %q, %v; want this build's (sql)", n, lang, err)
+		}
 	}
 	all := append(olds, claimer{"new", func(slot time.Time) (bool, int64, error) { return newClaim(ctx, s, slot) }})
 	r.race(all, 40, 60) // after
@@ -158,7 +162,7 @@ func (r *rolling) slot(i int) time.Time { return r.base.Add(time.Duration(i) * t
 
 // claim has c claim slot i, records a win, and returns whether it won. A
 // claim that failed because the upgrade changed the claim's row type under
-// it (a call of the old text in flight while version 9's migration ran) is
+// it (a call of the old text in flight while version 10's migration ran) is
 // sent again, as the previous build retries a failed claim.
 func (r *rolling) claim(c claimer, i int) bool {
 	won, fence, err := c.claim(r.slot(i))

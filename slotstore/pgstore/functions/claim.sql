@@ -1,4 +1,4 @@
--- version 2 (raise it with every change of this file; see ../functions.go)
+-- version 3 (raise it with every change of this file; see ../functions.go)
 --
 -- claim decides every request of a batch, in request order: a claim, or,
 -- where p_skipping is true, a skip (Store.Skip). It encodes the decision
@@ -44,6 +44,15 @@
 --     larger of the job's last fence and the clock in microseconds; the
 --     fence rows are raised at the end, in the same transaction.
 --
+-- A request naming a spec (p_spec) that is not its job's spec in force
+-- (the catalog table) is superseded: it begins no generation, reads, locks
+-- and writes no marker, takes no fence, and its row says superseded. The
+-- catalog rows of the jobs named with a spec are read once the fence rows
+-- are held, before the clock (step 2), FOR SHARE in job order:
+-- enroll locks them, to change them, before the generation rows, so an
+-- enrolment that puts another spec in force and the claims of its job take
+-- turns. A batch naming no spec (p_spec null) reads no catalog row.
+--
 -- A backfill (p_backfill) wins a slot of its job's generation recorded
 -- skipped, for any reason but data loss, as a first claim wins a slot
 -- (attempt 1, a new fence, nothing of the skip left); with forbid, not
@@ -52,11 +61,12 @@
 -- its keep_until is a takeover-only claim.
 --
 -- Replicas of earlier builds call this function by name (those of the
--- builds of versions 3 to 6, from before backfills, through
--- claim_compat.sql): a new text takes effect for them too from the commit
--- that applies it, and a claim that began before runs the old text to its
--- end. Every text must therefore lock as the one before did: fence rows of
--- the batch's jobs first, in job order, then markers (doc.go, Functions).
+-- builds of versions 3 to 6, from before backfills, and 8 and 9, from
+-- before specs, through claim_compat.sql): a new text takes effect for
+-- them too from the commit that applies it, and a claim that began before
+-- runs the old text to its end. Every text must therefore lock as the one
+-- before did: fence rows of the batch's jobs first, in job order, then
+-- catalog rows and generation rows, then markers (doc.go, Functions).
 -- {schema} is replaced by the store's quoted schema name.
 CREATE OR REPLACE FUNCTION {schema}.claim(
     p_replica       text,
@@ -75,7 +85,8 @@ CREATE OR REPLACE FUNCTION {schema}.claim(
     p_reason        text[],        -- a skip's reason; a replace claim's reason for what it replaces
     p_not_before    timestamptz[], -- a skip's or a claim's NotBefore; null for none
     p_data_loss     text,          -- the reason of a slot skipped for predating its job's generation
-    p_backfill      boolean[]      -- a claim that may win a slot recorded skipped, before its keep_until
+    p_backfill      boolean[],     -- a claim that may win a slot recorded skipped, before its keep_until
+    p_spec          text[]         -- the fingerprint of the spec each request is made under, '' for none; null for none at all
 ) RETURNS SETOF {schema}.claim_result
 LANGUAGE plpgsql VOLATILE
 -- Every name below is schema-qualified or built in: no other schema's
@@ -107,6 +118,9 @@ DECLARE
     v_write  boolean := true;          -- decide and write, holding every fence row
     v_bf     boolean;                  -- a backfill before its retention ends
     v_only   boolean;                  -- takeover-only, as asked or for a backfill past its retention
+    v_cjobs  text[];                   -- the jobs named with a spec that have a spec in force
+    v_cfps   text[];                   -- the fingerprint in force of each of v_cjobs
+    v_sup    boolean[];                -- each request names a spec that is not in force: superseded
 BEGIN
     -- Each statement below must see what committed before it started.
     IF current_setting('transaction_isolation') <> 'read committed' THEN
@@ -138,6 +152,34 @@ BEGIN
             FROM {schema}.fences f WHERE f.job = ANY (p_job);
         END IF;
 
+        -- Specs. A request naming a spec that is not its job's spec in force
+        -- is superseded: it changes nothing, begins no generation and takes
+        -- no fence. When writing, the catalog rows are read FOR SHARE, in
+        -- job order, after the fence rows and before the clock and the
+        -- generations, as enroll locks them (catalog, then generations): an
+        -- enrolment that changes the spec in force waits for the claims
+        -- deciding under the old one, and the claims that follow it read
+        -- the new one; each claim's clock falls within the time its spec was
+        -- in force. A look locks none. A batch naming no spec reads nothing.
+        v_sup := NULL;
+        IF p_spec IS NOT NULL AND EXISTS (SELECT FROM unnest(p_spec) AS s(spec) WHERE s.spec <> '') THEN
+            IF v_write THEN
+                SELECT array_agg(c.job), array_agg(c.fingerprint) INTO v_cjobs, v_cfps FROM (
+                    SELECT c.job, c.fingerprint FROM {schema}.catalog c
+                    WHERE c.job = ANY (SELECT u.job FROM unnest(p_job, p_spec) AS u(job, spec) WHERE u.spec <> '')
+                    ORDER BY c.job FOR SHARE
+                ) c;
+            ELSE
+                SELECT array_agg(c.job), array_agg(c.fingerprint) INTO v_cjobs, v_cfps FROM {schema}.catalog c
+                WHERE c.job = ANY (SELECT u.job FROM unnest(p_job, p_spec) AS u(job, spec) WHERE u.spec <> '');
+            END IF;
+            v_sup := ARRAY(
+                SELECT coalesce(u.spec <> '' AND f.fp <> u.spec, false)
+                FROM unnest(p_job, p_spec) WITH ORDINALITY AS u(job, spec, n)
+                LEFT JOIN unnest(v_cjobs, v_cfps) AS f(job, fp) ON f.job = u.job
+                ORDER BY u.n);
+        END IF;
+
         v_now := clock_timestamp();
         v_floor := (extract(epoch FROM v_now) * 1000000)::bigint;
 
@@ -145,8 +187,9 @@ BEGIN
         -- never rewritten, so it is read without a lock; the other jobs are
         -- enrolled (only with the fence rows held), which inserts or begins
         -- anew their rows, locking them in job order.
-        SELECT array_agg(DISTINCT u.job) INTO v_claims FROM unnest(p_job, p_skipping) AS u(job, skipping)
-        WHERE NOT u.skipping;
+        SELECT array_agg(DISTINCT u.job) INTO v_claims
+        FROM unnest(p_job, p_skipping) WITH ORDINALITY AS u(job, skipping, n)
+        WHERE NOT u.skipping AND NOT coalesce(v_sup[u.n], false);
         v_gjobs := NULL;
         v_born := NULL;
         IF v_claims IS NOT NULL THEN
@@ -183,7 +226,8 @@ BEGIN
         WITH req AS (
             SELECT u.ord::integer AS ord, u.job, u.slot, u.lease_us, u.keep_until,
                 u.takeover_only OR (u.backfill AND v_now >= u.keep_until) AS takeover_only, u.overlap,
-                u.term, u.manual, u.skipping, u.not_before, u.backfill AND v_now < u.keep_until AS backfill, g.born
+                u.term, u.manual, u.skipping, u.not_before, u.backfill AND v_now < u.keep_until AS backfill, g.born,
+                coalesce(v_sup[u.ord], false) AS sup
             FROM unnest(p_job, p_slot, p_lease_us, p_keep_until, p_takeover_only, p_overlap, p_term, p_manual,
                 p_skipping, p_not_before, p_backfill)
                 WITH ORDINALITY AS u(job, slot, lease_us, keep_until, takeover_only, overlap, term, manual,
@@ -193,6 +237,7 @@ BEGIN
         cls AS (
             SELECT r.*, m.whole AS cur,
                 CASE
+                WHEN r.sup THEN 'superseded'
                 WHEN m.job IS NULL THEN
                     CASE
                     WHEN r.skipping THEN CASE WHEN v_now < r.not_before THEN 'none' ELSE 'slow' END
@@ -218,12 +263,13 @@ BEGIN
             -- answered held as committed.
             FROM req r
             LEFT JOIN LATERAL (
-                SELECT mm.*, mm AS whole FROM {schema}.markers mm WHERE mm.job = r.job AND mm.slot = r.slot LIMIT 1
+                SELECT mm.*, mm AS whole FROM {schema}.markers mm
+                WHERE mm.job = r.job AND mm.slot = r.slot AND NOT r.sup LIMIT 1
             ) m ON true
             LEFT JOIN LATERAL (
                 SELECT mm.state, mm.lease_end FROM {schema}.markers mm
                 WHERE mm.job = r.job AND mm.slot = r.slot AND mm.state = 'running' AND m.state = 'running'
-                    AND NOT r.skipping AND v_write
+                    AND NOT r.skipping AND NOT r.sup AND v_write
                 FOR UPDATE OF mm SKIP LOCKED
             ) h ON true
         ),
@@ -263,7 +309,7 @@ BEGIN
                 coalesce((o.x).keep_until, '0001-01-01 00:00:00+00'), (o.x).finished_at, coalesce((o.x).outcome, ''),
                 coalesce((o.x).error, ''), coalesce((o.x).duration_ns, 0), coalesce((o.x).reason, ''),
                 coalesce((o.x).manual, false), NULL, NULL, v_now, coalesce((o.x).incarnation, ''),
-                coalesce((o.x).backfill, false))::{schema}.claim_result
+                coalesce((o.x).backfill, false), o.d = 'superseded')::{schema}.claim_result
                 ORDER BY o.ord) FILTER (WHERE o.d <> 'slow'),
             array_agg(o.ord ORDER BY o.ord) FILTER (WHERE o.d = 'slow'),
             count(*) FILTER (WHERE o.d = 'win')
@@ -276,94 +322,99 @@ BEGIN
     RETURN QUERY SELECT * FROM unnest(v_out);
 
     FOREACH i IN ARRAY coalesce(v_slow, '{}') LOOP
-        SELECT * INTO v_cur FROM {schema}.markers m
-        WHERE m.job = p_job[i] AND m.slot = p_slot[i] FOR UPDATE SKIP LOCKED;
-        v_found := FOUND;
-        IF NOT v_found THEN
-            -- No marker, or one another transaction has locked: wait for
-            -- that one, and judge the slot, and the requests after it, at
-            -- the time the wait ended.
+        -- A superseded request reads, locks and writes no marker.
+        v_found := false;
+        v_dec := 'superseded';
+        IF NOT coalesce(v_sup[i], false) THEN
             SELECT * INTO v_cur FROM {schema}.markers m
-            WHERE m.job = p_job[i] AND m.slot = p_slot[i] FOR UPDATE;
+            WHERE m.job = p_job[i] AND m.slot = p_slot[i] FOR UPDATE SKIP LOCKED;
             v_found := FOUND;
-            IF v_found THEN
-                v_now := greatest(v_now, clock_timestamp());
-                v_floor := greatest(v_floor, (extract(epoch FROM v_now) * 1000000)::bigint);
-            END IF;
-        END IF;
-
-        -- Decide. A backfill at or past its keep_until is takeover-only.
-        v_dec := 'lose';
-        v_bf := p_backfill[i] AND v_now < p_keep_until[i];
-        v_only := p_takeover_only[i] OR (p_backfill[i] AND NOT v_bf);
-        IF NOT p_skipping[i] THEN
-            v_b := v_born[array_position(v_gjobs, p_job[i])];
-            IF v_b IS NULL THEN
-                RAISE EXCEPTION 'slotcron claim: job % has no generation', p_job[i];
-            END IF;
-        END IF;
-        IF p_skipping[i] THEN
             IF NOT v_found THEN
-                IF v_now < p_not_before[i] THEN
+                -- No marker, or one another transaction has locked: wait for
+                -- that one, and judge the slot, and the requests after it, at
+                -- the time the wait ended.
+                SELECT * INTO v_cur FROM {schema}.markers m
+                WHERE m.job = p_job[i] AND m.slot = p_slot[i] FOR UPDATE;
+                v_found := FOUND;
+                IF v_found THEN
+                    v_now := greatest(v_now, clock_timestamp());
+                    v_floor := greatest(v_floor, (extract(epoch FROM v_now) * 1000000)::bigint);
+                END IF;
+            END IF;
+
+            -- Decide. A backfill at or past its keep_until is takeover-only.
+            v_dec := 'lose';
+            v_bf := p_backfill[i] AND v_now < p_keep_until[i];
+            v_only := p_takeover_only[i] OR (p_backfill[i] AND NOT v_bf);
+            IF NOT p_skipping[i] THEN
+                v_b := v_born[array_position(v_gjobs, p_job[i])];
+                IF v_b IS NULL THEN
+                    RAISE EXCEPTION 'slotcron claim: job % has no generation', p_job[i];
+                END IF;
+            END IF;
+            IF p_skipping[i] THEN
+                IF NOT v_found THEN
+                    IF v_now < p_not_before[i] THEN
+                        v_dec := 'not yet';
+                    ELSE
+                        v_dec := 'skip';
+                    END IF;
+                END IF;
+            ELSIF NOT v_found THEN
+                IF v_only THEN
+                    NULL; -- absent
+                ELSIF p_slot[i] < v_b AND NOT p_term[i] THEN
+                    v_dec := 'data loss';
+                ELSIF v_now < p_not_before[i] THEN
+                    -- Before its NotBefore by this clock (a replica whose clock
+                    -- runs ahead): no first marker yet.
                     v_dec := 'not yet';
                 ELSE
-                    v_dec := 'skip';
+                    v_dec := 'win';
+                    IF p_overlap[i] = 'forbid' AND EXISTS (
+                        SELECT 1 FROM {schema}.markers m
+                        WHERE m.job = p_job[i] AND m.state = 'running' AND m.slot <> p_slot[i] AND m.lease_end > v_now
+                    ) THEN
+                        v_dec := 'overlap';
+                    END IF;
                 END IF;
-            END IF;
-        ELSIF NOT v_found THEN
-            IF v_only THEN
-                NULL; -- absent
-            ELSIF p_slot[i] < v_b AND NOT p_term[i] THEN
-                v_dec := 'data loss';
-            ELSIF v_now < p_not_before[i] THEN
-                -- Before its NotBefore by this clock (a replica whose clock
-                -- runs ahead): no first marker yet.
-                v_dec := 'not yet';
-            ELSE
-                v_dec := 'win';
-                IF p_overlap[i] = 'forbid' AND EXISTS (
-                    SELECT 1 FROM {schema}.markers m
-                    WHERE m.job = p_job[i] AND m.state = 'running' AND m.slot <> p_slot[i] AND m.lease_end > v_now
-                ) THEN
-                    v_dec := 'overlap';
+            ELSIF v_cur.state = 'skipped' THEN
+                -- A backfill wins a slot that never ran as a first claim would:
+                -- not one skipped for data loss, nor one older than the
+                -- generation, which may have run before the loss, nor one whose
+                -- skip came back from before the generation began (a restored
+                -- backup: it may have been backfilled since), nor, with forbid,
+                -- while another slot runs under a live lease. Before its
+                -- NotBefore it waits (not yet), the marker as it is.
+                IF v_bf AND v_cur.reason <> p_data_loss THEN
+                    IF v_now < p_not_before[i] THEN
+                        v_dec := 'not yet';
+                    ELSIF v_cur.claimed_at >= v_b AND p_slot[i] >= v_b AND NOT (p_overlap[i] = 'forbid' AND EXISTS (
+                        SELECT 1 FROM {schema}.markers m
+                        WHERE m.job = p_job[i] AND m.state = 'running' AND m.slot <> p_slot[i] AND m.lease_end > v_now
+                    )) THEN
+                        v_dec := 'backfill';
+                    END IF;
                 END IF;
-            END IF;
-        ELSIF v_cur.state = 'skipped' THEN
-            -- A backfill wins a slot that never ran as a first claim would:
-            -- not one skipped for data loss, nor one older than the
-            -- generation, which may have run before the loss, nor one whose
-            -- skip came back from before the generation began (a restored
-            -- backup: it may have been backfilled since), nor, with forbid,
-            -- while another slot runs under a live lease. Before its
-            -- NotBefore it waits (not yet), the marker as it is.
-            IF v_bf AND v_cur.reason <> p_data_loss THEN
-                IF v_now < p_not_before[i] THEN
-                    v_dec := 'not yet';
-                ELSIF v_cur.claimed_at >= v_b AND p_slot[i] >= v_b AND NOT (p_overlap[i] = 'forbid' AND EXISTS (
-                    SELECT 1 FROM {schema}.markers m
-                    WHERE m.job = p_job[i] AND m.state = 'running' AND m.slot <> p_slot[i] AND m.lease_end > v_now
-                )) THEN
-                    v_dec := 'backfill';
+            -- A marker claimed before the generation began came back from
+            -- before a loss (a restored backup): its slot may have finished
+            -- since, so once no live lease holds it, it is abandoned, never
+            -- taken over (slotstore.Decide).
+            ELSIF v_cur.state IN ('released', 'retrying', 'running') AND v_cur.claimed_at < v_b AND NOT p_term[i]
+                    AND (v_cur.state = 'released' OR v_now >= v_cur.lease_end) THEN
+                v_dec := 'abandon loss';
+            ELSIF v_cur.state = 'released' THEN
+                v_dec := 'win';
+            ELSIF v_cur.state = 'retrying' THEN
+                IF v_now >= v_cur.lease_end THEN
+                    v_dec := 'win';
                 END IF;
-            END IF;
-        -- A marker claimed before the generation began came back from
-        -- before a loss (a restored backup): its slot may have finished
-        -- since, so once no live lease holds it, it is abandoned, never
-        -- taken over (slotstore.Decide).
-        ELSIF v_cur.state IN ('released', 'retrying', 'running') AND v_cur.claimed_at < v_b AND NOT p_term[i]
-                AND (v_cur.state = 'released' OR v_now >= v_cur.lease_end) THEN
-            v_dec := 'abandon loss';
-        ELSIF v_cur.state = 'released' THEN
-            v_dec := 'win';
-        ELSIF v_cur.state = 'retrying' THEN
-            IF v_now >= v_cur.lease_end THEN
-                v_dec := 'win';
-            END IF;
-        ELSIF v_cur.state = 'running' AND v_now >= v_cur.lease_end THEN
-            IF p_crash_skip[i] OR (p_max_attempts[i] > 0 AND v_cur.attempt >= p_max_attempts[i]) THEN
-                v_dec := 'abandon';
-            ELSE
-                v_dec := 'win';
+            ELSIF v_cur.state = 'running' AND v_now >= v_cur.lease_end THEN
+                IF p_crash_skip[i] OR (p_max_attempts[i] > 0 AND v_cur.attempt >= p_max_attempts[i]) THEN
+                    v_dec := 'abandon';
+                ELSE
+                    v_dec := 'win';
+                END IF;
             END IF;
         END IF;
 
@@ -374,6 +425,7 @@ BEGIN
         v_res.prev_holder := '';
         v_res.retry := false;
         v_res.now := v_now;
+        v_res.superseded := v_dec = 'superseded';
         IF v_dec = 'win' THEN
             IF p_overlap[i] = 'replace' AND NOT v_found THEN
                 WITH gone AS (
@@ -433,7 +485,7 @@ BEGIN
             RETURNING m.* INTO v_cur;
         END IF;
 
-        IF v_found OR v_dec NOT IN ('lose', 'not yet') THEN
+        IF v_found OR v_dec NOT IN ('lose', 'not yet', 'superseded') THEN
             v_res.job := v_cur.job;
             v_res.slot := v_cur.slot;
             v_res.state := v_cur.state;
@@ -452,8 +504,8 @@ BEGIN
             v_res.incarnation := v_cur.incarnation;
             v_res.backfill := v_cur.backfill;
         ELSE
-            -- No marker: a takeover-only claim (absent), or a skip or a
-            -- claim before its time (not yet).
+            -- No marker: a takeover-only claim (absent), a skip or a
+            -- claim before its time (not yet), or a superseded request.
             v_res.job := '';
             v_res.slot := '0001-01-01 00:00:00+00';
             v_res.state := '';

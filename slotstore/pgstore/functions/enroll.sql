@@ -1,4 +1,4 @@
--- version 1 (raise it with every change of this file; see ../functions.go)
+-- version 2 (raise it with every change of this file; see ../functions.go)
 --
 -- enroll begins, at p_now, the generation of every job of p_jobs that has
 -- none, or whose row this cluster's own transactions did not write (a
@@ -27,5 +27,100 @@ BEGIN
     -- Not written by this cluster's own transaction: restored.
     WHERE g.sysid <> excluded.sysid OR (g.xid & 4294967295) <> g.xmin::text::bigint;
     RETURN QUERY SELECT g.job::text, g.born FROM {schema}.generations g WHERE g.job = ANY (p_jobs);
+END;
+$$;
+
+-- enroll, with specs (p_fp not null), first offers each job's spec to the
+-- catalog, in the order of the jobs and, for one job, of the requests: it
+-- locks the job's catalog row (claim reads it FOR SHARE after the fence
+-- rows and before the generations: catalog rows come before generation
+-- rows in every text), applies the rule of slotstore's package
+-- documentation (The catalog), as rules.Offer does, at the database's
+-- clock once the row is locked, and keeps what each request left in
+-- force. Then it enrolls the jobs as the function above does, and returns
+-- one row a request (ord from 1): the job's generation and the spec in
+-- force once its own offer was applied; without specs, the spec in force.
+CREATE OR REPLACE FUNCTION {schema}.enroll(
+    p_jobs       text[],
+    p_now        timestamptz,
+    p_replica    text,      -- who enrolls; null without specs
+    p_fp         text[],    -- each job's spec: its fingerprint; null for no specs
+    p_body       bytea[],
+    p_rev        bigint[],
+    p_supersedes text[]     -- '' for none
+)
+RETURNS TABLE (ord integer, job text, born timestamptz, fingerprint text, body bytea, revision bigint,
+    replica text, since timestamptz)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    i      integer;
+    v_cur  {schema}.catalog;
+    v_ans  {schema}.catalog[];  -- what each request left in force
+    v_now  timestamptz;
+    v_us   bigint;
+    v_keys integer;
+BEGIN
+    FOR i IN SELECT u.n FROM unnest(p_jobs) WITH ORDINALITY AS u(job, n)
+        WHERE p_fp IS NOT NULL ORDER BY u.job COLLATE "C", u.n LOOP
+        SELECT * INTO v_cur FROM {schema}.catalog c WHERE c.job = p_jobs[i] FOR UPDATE;
+        v_now := clock_timestamp();
+        v_us := (extract(epoch FROM v_now) * 1000000)::bigint;
+        IF NOT FOUND THEN
+            -- No spec in force: this one takes force, unless another
+            -- enrolment's insert committed first.
+            INSERT INTO {schema}.catalog AS c VALUES (p_jobs[i], p_fp[i], coalesce(p_body[i], ''), p_rev[i], p_replica,
+                v_now, jsonb_build_object(p_replica, v_us), '[]')
+            ON CONFLICT (job) DO NOTHING
+            RETURNING c.* INTO v_cur;
+            IF NOT FOUND THEN
+                -- It had: apply the rule to its row, at the clock once
+                -- that row is locked.
+                SELECT * INTO v_cur FROM {schema}.catalog c WHERE c.job = p_jobs[i] FOR UPDATE;
+                v_now := clock_timestamp();
+                v_us := (extract(epoch FROM v_now) * 1000000)::bigint;
+            ELSE
+                v_ans[i] := v_cur;
+                CONTINUE;
+            END IF;
+        END IF;
+        IF v_cur.fingerprint = p_fp[i] THEN
+            -- The spec in force: the replica carries it now. Keep the 32
+            -- most recent, ties by name.
+            v_cur.carriers := v_cur.carriers || jsonb_build_object(p_replica, v_us);
+            SELECT count(*) INTO v_keys FROM jsonb_object_keys(v_cur.carriers);
+            IF v_keys > 32 THEN
+                v_cur.carriers := (SELECT jsonb_object_agg(k.key, k.value) FROM (
+                    SELECT e.key, e.value FROM jsonb_each(v_cur.carriers) AS e
+                    ORDER BY e.value::bigint DESC, e.key COLLATE "C" LIMIT 32) k);
+            END IF;
+            UPDATE {schema}.catalog c SET carriers = v_cur.carriers WHERE c.job = p_jobs[i];
+        ELSIF v_cur.fingerprint = coalesce(p_supersedes[i], '') OR (CASE
+                WHEN p_rev[i] > 0 AND v_cur.revision > 0 THEN p_rev[i] > v_cur.revision
+                ELSE NOT EXISTS (SELECT FROM jsonb_array_elements(v_cur.past) AS x(e) WHERE x.e->>'fp' = p_fp[i]) END) THEN
+            -- Another spec takes force: the one in force goes first in
+            -- past, which keeps the 32 newest.
+            UPDATE {schema}.catalog c SET fingerprint = p_fp[i], body = coalesce(p_body[i], ''), revision = p_rev[i],
+                replica = p_replica, since = v_now, carriers = jsonb_build_object(p_replica, v_us),
+                past = (SELECT jsonb_agg(x.e ORDER BY x.n) FROM jsonb_array_elements(jsonb_build_array(jsonb_build_object(
+                    'fp', v_cur.fingerprint, 'body', translate(encode(v_cur.body, 'base64'), E'\n', ''),
+                    'rev', v_cur.revision, 'replica', v_cur.replica,
+                    'since_us', (extract(epoch FROM v_cur.since) * 1000000)::bigint, 'until_us', v_us)) || v_cur.past)
+                    WITH ORDINALITY AS x(e, n) WHERE x.n <= 32)
+            WHERE c.job = p_jobs[i]
+            RETURNING c.* INTO v_cur;
+        END IF;
+        v_ans[i] := v_cur;
+    END LOOP;
+    RETURN QUERY SELECT u.n::integer, u.job, g.born, a.fingerprint, a.body, a.revision, a.replica, a.since
+    FROM unnest(p_jobs) WITH ORDINALITY AS u(job, n)
+    JOIN {schema}.enroll(p_jobs, p_now) AS g ON g.job = u.job
+    LEFT JOIN LATERAL (
+        SELECT (v_ans[u.n]).* WHERE p_fp IS NOT NULL
+        UNION ALL
+        SELECT c.* FROM {schema}.catalog c WHERE p_fp IS NULL AND c.job = u.job
+    ) a ON true;
 END;
 $$;
