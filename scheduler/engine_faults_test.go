@@ -54,6 +54,9 @@ func (a *amnesiac) Skip(ctx context.Context, p slotstore.SkipParams) ([]slotstor
 func (a *amnesiac) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotstore.Generation, error) {
 	return a.store().Enroll(ctx, p)
 }
+func (a *amnesiac) Catalog(ctx context.Context, p slotstore.CatalogParams) ([]slotstore.CatalogEntry, error) {
+	return a.store().Catalog(ctx, p)
+}
 func (a *amnesiac) SetPause(ctx context.Context, p slotstore.PauseParams) error {
 	return a.store().SetPause(ctx, p)
 }
