@@ -117,7 +117,8 @@ func TestCatalogTakesTurnsWithClaims(t *testing.T) {
 // TestCatalogAnswersAsMemstore: what the conformance suite leaves to the
 // one-by-one path answers as memstore does: a batch enrolling one job
 // three times is applied in request order, each request answered with the
-// spec in force after its own offer; a batch that names a slot twice
+// spec in force after its own offer (each takes force: the replica
+// carries no spec in force but the one it offered before); a batch that names a slot twice
 // (decided one by one) refuses the request naming the replaced spec and
 // decides the other; a skip likewise.
 func TestCatalogAnswersAsMemstore(t *testing.T) {
@@ -130,14 +131,14 @@ func TestCatalogAnswersAsMemstore(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if got := gens[0].Spec.Fingerprint + gens[1].Spec.Fingerprint + gens[2].Spec.Fingerprint; got != "xyy" {
-			t.Errorf("%s: enrolling x, y, x answered %q in force, want x, y, y", name, got)
+		if got := gens[0].Spec.Fingerprint + gens[1].Spec.Fingerprint + gens[2].Spec.Fingerprint; got != "xyx" {
+			t.Errorf("%s: enrolling x, y, x answered %q in force, want x, y, x (the replica carried none but its own)", name, got)
 		}
 		req := func(i int, fp string) slotstore.ClaimRequest {
 			return slotstore.ClaimRequest{Job: "d", Slot: slot(i), Lease: time.Minute, Spec: fp}
 		}
 		res, err := s.Claim(t.Context(), slotstore.ClaimParams{Replica: "r1", Requests: []slotstore.ClaimRequest{
-			req(0, "x"), req(0, "y"), req(1, "x"), req(1, "")}})
+			req(0, "y"), req(0, "x"), req(1, "y"), req(1, "")}})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -154,9 +155,9 @@ func TestCatalogAnswersAsMemstore(t *testing.T) {
 			t.Errorf("%s: fences %d then %d: not in request order", name, res[1].Claim.Fence, res[3].Claim.Fence)
 		}
 		sk, err := s.Skip(t.Context(), slotstore.SkipParams{Replica: "r1", Requests: []slotstore.SkipRequest{
-			{Job: "d", Slot: slot(2), Reason: "missed", Spec: "x"}, {Job: "d", Slot: slot(2), Reason: "missed", Spec: "y"}}})
+			{Job: "d", Slot: slot(2), Reason: "missed", Spec: "y"}, {Job: "d", Slot: slot(2), Reason: "missed", Spec: "x"}}})
 		if err != nil || sk[0].Status != slotstore.Superseded || sk[1].Status != slotstore.Skipped {
-			t.Errorf("%s: skips under x then y: %+v, %v", name, sk, err)
+			t.Errorf("%s: skips under y then x: %+v, %v", name, sk, err)
 		}
 	}
 }

@@ -255,9 +255,16 @@ func checkWins(t *testing.T, wins []win, n int) {
 // of any job a claim begins now.
 func nextHourUTC() time.Time { return time.Now().UTC().Truncate(time.Hour).Add(time.Hour) }
 
-// rowTypeChanged reports whether err is a claim's cast of its row to the
-// claim_result type that a migration changed while the claim ran.
+// rowTypeChanged reports whether err is what a claim in flight meets when
+// a migration changed the claim_result type under it: its cast of a row
+// to the type (42846), or, in a call planned before the change, a result
+// whose columns no longer match the type's (42804). Either aborts the
+// claim's statement, so nothing was claimed; the claim is sent again.
 func rowTypeChanged(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "42846" && strings.Contains(pe.Message, "claim_result")
+	if !errors.As(err, &pe) {
+		return false
+	}
+	return pe.Code == "42846" && strings.Contains(pe.Message, "claim_result") ||
+		pe.Code == "42804" && strings.Contains(pe.Message, "does not match function result type")
 }

@@ -1,4 +1,4 @@
--- version 2 (raise it with every change of this file; see ../functions.go)
+-- version 3 (raise it with every change of this file; see ../functions.go)
 --
 -- enroll begins, at p_now, the generation of every job of p_jobs that has
 -- none, or whose row this cluster's own transactions did not write (a
@@ -62,6 +62,7 @@ DECLARE
     v_now  timestamptz;
     v_us   bigint;
     v_keys integer;
+    v_gone boolean;
 BEGIN
     FOR i IN SELECT u.n FROM unnest(p_jobs) WITH ORDINALITY AS u(job, n)
         WHERE p_fp IS NOT NULL ORDER BY u.job COLLATE "C", u.n LOOP
@@ -97,7 +98,17 @@ BEGIN
                     ORDER BY e.value::bigint DESC, e.key COLLATE "C" LIMIT 32) k);
             END IF;
             UPDATE {schema}.catalog c SET carriers = v_cur.carriers WHERE c.job = p_jobs[i];
-        ELSIF v_cur.fingerprint = coalesce(p_supersedes[i], '') OR (CASE
+            v_ans[i] := v_cur;
+            CONTINUE;
+        END IF;
+        -- Another spec than the one in force: the replica no longer
+        -- carries that one (a replica name a restart reuses, as a
+        -- StatefulSet's), and with no carrier left any spec takes force.
+        v_gone := coalesce(v_cur.carriers ? p_replica, false);
+        IF v_gone THEN
+            v_cur.carriers := v_cur.carriers - p_replica;
+        END IF;
+        IF v_cur.fingerprint = coalesce(p_supersedes[i], '') OR coalesce(v_cur.carriers, '{}') = '{}' OR (CASE
                 WHEN p_rev[i] > 0 AND v_cur.revision > 0 THEN p_rev[i] > v_cur.revision
                 ELSE NOT EXISTS (SELECT FROM jsonb_array_elements(v_cur.past) AS x(e) WHERE x.e->>'fp' = p_fp[i]) END) THEN
             -- Another spec takes force: the one in force goes first in
@@ -111,6 +122,8 @@ BEGIN
                     WITH ORDINALITY AS x(e, n) WHERE x.n <= 32)
             WHERE c.job = p_jobs[i]
             RETURNING c.* INTO v_cur;
+        ELSIF v_gone THEN
+            UPDATE {schema}.catalog c SET carriers = v_cur.carriers WHERE c.job = p_jobs[i];
         END IF;
         v_ans[i] := v_cur;
     END LOOP;
