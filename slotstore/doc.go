@@ -149,7 +149,9 @@
 // An enrolment of spec S for a job whose spec in force is F:
 //
 //   - no spec in force: S takes force;
-//   - S is F (same fingerprint): nothing changes but the carrier's time;
+//   - S is F (same fingerprint): nothing changes but the carrier's time,
+//     and F's revision, raised to S's when S's is higher (a deploy that
+//     raises the revision of an unchanged job keeps it ahead of older ones);
 //   - otherwise the enrolling replica, if it was a carrier of F, is one no
 //     longer (a restart that reuses a name, as a StatefulSet's, and
 //     brings another spec), and then:

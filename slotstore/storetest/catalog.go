@@ -130,6 +130,18 @@ func testCatalogRule(t *testing.T, s slotstore.Store) {
 	inForce(t, s, "a higher revision of a past spec", "rev", offer(t, s, "a", "rev", spec("r4", 9)), "r4")
 	inForce(t, s, "no revision against one", "rev", offer(t, s, "d", "rev", spec("norev", 0)), "norev")
 
+	// The spec in force enrolled at a higher revision keeps it: an older
+	// revision of another spec then does not take force.
+	offer(t, s, "a", "raise", spec("same", 5))
+	if got := offer(t, s, "b", "raise", spec("same", 7)); got.Revision != 7 {
+		t.Errorf("the spec in force enrolled at revision 7: answered revision %d", got.Revision)
+	}
+	if e := entry(t, s, "raise"); e.InForce.Revision != 7 || e.InForce.Replica != "a" {
+		t.Errorf("the spec in force enrolled at revision 7: in force %+v, want revision 7 from a", e.InForce)
+	}
+	offer(t, s, "b", "raise", spec("same", 0))
+	inForce(t, s, "revision 6 against the spec in force raised to 7", "raise", offer(t, s, "c", "raise", spec("other", 6)), "same")
+
 	// A replica name that comes back with another spec no longer carries
 	// the one in force; once no carrier is left, any spec takes force,
 	// whatever the revisions (a StatefulSet's rollback).

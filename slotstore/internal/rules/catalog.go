@@ -106,6 +106,7 @@ func Offer(cur *slotstore.CatalogEntry, job string, s slotstore.Spec, replica st
 	}
 	e = *cur
 	if e.InForce.Fingerprint == s.Fingerprint {
+		e.InForce.Revision = max(e.InForce.Revision, s.Revision)
 		e.Carriers = carry(e.Carriers, replica, now)
 		return e, false
 	}

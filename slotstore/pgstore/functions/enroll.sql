@@ -1,4 +1,4 @@
--- version 3 (raise it with every change of this file; see ../functions.go)
+-- version 4 (raise it with every change of this file; see ../functions.go)
 --
 -- enroll begins, at p_now, the generation of every job of p_jobs that has
 -- none, or whose row this cluster's own transactions did not write (a
@@ -88,8 +88,10 @@ BEGIN
             END IF;
         END IF;
         IF v_cur.fingerprint = p_fp[i] THEN
-            -- The spec in force: the replica carries it now. Keep the 32
-            -- most recent, ties by name.
+            -- The spec in force: the replica carries it now, its revision
+            -- raised to the enrolment's if higher. Keep the 32 most
+            -- recent carriers, ties by name.
+            v_cur.revision := greatest(v_cur.revision, p_rev[i]);
             v_cur.carriers := v_cur.carriers || jsonb_build_object(p_replica, v_us);
             SELECT count(*) INTO v_keys FROM jsonb_object_keys(v_cur.carriers);
             IF v_keys > 32 THEN
@@ -97,7 +99,7 @@ BEGIN
                     SELECT e.key, e.value FROM jsonb_each(v_cur.carriers) AS e
                     ORDER BY e.value::bigint DESC, e.key COLLATE "C" LIMIT 32) k);
             END IF;
-            UPDATE {schema}.catalog c SET carriers = v_cur.carriers WHERE c.job = p_jobs[i];
+            UPDATE {schema}.catalog c SET carriers = v_cur.carriers, revision = v_cur.revision WHERE c.job = p_jobs[i];
             v_ans[i] := v_cur;
             CONTINUE;
         END IF;

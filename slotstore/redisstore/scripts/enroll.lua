@@ -81,6 +81,9 @@ local function offer(tag, s)
   local cur = redis.call('HMGET', spec, 'fp', 'rev', 'replica', 'since', 'body')
   local f = cur[1]
   if f == s.fp then
+    if greater(s.rev, cur[2] or '0') then
+      redis.call('HSET', spec, 'rev', s.rev) -- raised for an unchanged spec
+    end
     carry(tag)
     return
   end
