@@ -26,8 +26,12 @@ func (p *plan) inConflict() bool { return p.conflict.Load() != nil }
 
 // noteSpec acts on f, the spec in force of p's job as the store answered
 // it: p is in conflict while f is another spec, and is not once f is its
-// own or none. Each spec in force p conflicts with is logged once.
+// own or none. Each spec in force p conflicts with is logged once. A plan
+// a reload replaced is left alone: the job's gauge is its successor's.
 func (e *Engine) noteSpec(p *plan, f slotstore.SpecRecord) {
+	if p.retired.Load() {
+		return
+	}
 	if f.Fingerprint == "" || f.Fingerprint == p.spec.Fingerprint {
 		if old := p.conflict.Swap(nil); old != nil {
 			e.log.Info("job's spec is in force again; claiming its slots", "job", p.name, "spec", p.spec.Fingerprint)
@@ -62,6 +66,9 @@ func differs(own, inForce []byte) string {
 // superseded sets p aside after the store refused one of its claims or
 // skips for naming a spec not in force, and asks the watch to read which.
 func (e *Engine) superseded(p *plan) {
+	if p.retired.Load() {
+		return
+	}
 	if p.conflict.CompareAndSwap(nil, &slotstore.SpecRecord{Fingerprint: "(being read)"}) {
 		e.metrics.specConflict.WithLabelValues(p.name).Set(1)
 	}
@@ -131,7 +138,7 @@ func (e *Engine) checkSome(ctx context.Context, st slotstore.Store, set *planSet
 		p := set.byName[en.Job]
 		found[en.Job] = true
 		e.noteSpec(p, en.InForce)
-		if !p.inConflict() || carried(en.Carriers, live) {
+		if !p.inConflict() || !mayReplace(p.spec, en, live, e.replica) {
 			continue
 		}
 		s := p.spec
@@ -156,12 +163,20 @@ func (e *Engine) checkSome(ctx context.Context, st slotstore.Store, set *planSet
 	return nil
 }
 
-// carried reports whether any of carriers is a live replica.
-func carried(carriers map[string]time.Time, live map[string]bool) bool {
-	for r := range carriers {
-		if live[r] {
-			return true
+// mayReplace reports whether own, a replica's spec in conflict with en's
+// spec in force, is to supersede it. With revisions on both, only a higher
+// revision does (the higher revision wins whatever the order, a missed
+// beat included). Otherwise when no live replica but this one carries the
+// spec in force: this one, in conflict, carries it no longer (an
+// enrolment of a reload that failed after the store applied it).
+func mayReplace(own slotstore.Spec, en slotstore.CatalogEntry, live map[string]bool, self string) bool {
+	if own.Revision > 0 && en.InForce.Revision > 0 {
+		return own.Revision > en.InForce.Revision
+	}
+	for r := range en.Carriers {
+		if live[r] && r != self {
+			return false
 		}
 	}
-	return false
+	return true
 }

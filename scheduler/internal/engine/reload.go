@@ -31,7 +31,7 @@ func newPlanSet(specs []JobSpec, revision int64, prev *planSet) *planSet {
 	s := &planSet{plans: make([]*plan, len(specs)), byName: make(map[string]*plan, len(specs)), revision: revision}
 	for i, j := range specs {
 		sp := SpecOf(j, revision)
-		p := prev.kept(j.Name, sp.Fingerprint)
+		p := prev.kept(j.Name, sp)
 		if p == nil {
 			p = &plan{name: j.Name, fn: j.Fn, sched: j.Schedule, params: j.Params, lease: j.Lease, timeout: j.Timeout,
 				onCrash: j.OnCrash, maxAtt: j.MaxAttempts, deadline: j.Deadline, catchUp: j.CatchUp,
@@ -44,14 +44,16 @@ func newPlanSet(specs []JobSpec, revision int64, prev *planSet) *planSet {
 	return s
 }
 
-// kept returns the plan of job in s if its spec's fingerprint is fp (the
+// kept returns the plan of job in s if its spec is sp, revision and all (the
 // function too is the caller's, and may be a new one: a reload keeps the
-// registered function of the running binary, so a plan is kept whole).
-func (s *planSet) kept(job, fp string) *plan {
+// registered function of the running binary, so a plan is kept whole). A
+// plan whose revision alone changes is replaced, so that its new revision
+// is enrolled.
+func (s *planSet) kept(job string, sp slotstore.Spec) *plan {
 	if s == nil {
 		return nil
 	}
-	if p := s.byName[job]; p != nil && p.spec.Fingerprint == fp {
+	if p := s.byName[job]; p != nil && p.spec.Fingerprint == sp.Fingerprint && p.spec.Revision == sp.Revision {
 		return p
 	}
 	return nil
@@ -166,12 +168,20 @@ func (l *loop) takeReload(req reloadReq) {
 		if req.set.byName[p.name] != p {
 			p.retired.Store(true)
 			l.s.metrics.jobs.remove(p)
+			if req.set.byName[p.name] == nil {
+				l.s.metrics.specConflict.DeleteLabelValues(p.name)
+			}
 		}
 	}
 	l.s.set.Store(req.set)
 	now := l.s.now()
 	for _, p := range req.fresh {
 		l.noteNew(p)
+		conflict := 0.0 // the job's gauge, whatever the plan it replaces set
+		if p.inConflict() {
+			conflict = 1
+		}
+		l.s.metrics.specConflict.WithLabelValues(p.name).Set(conflict)
 		if next := p.sched.Next(now.Add(-p.jitter)); !next.IsZero() {
 			l.h.push(&entry{at: next.Add(p.jitter), p: p, slot: next, kind: fire})
 			l.s.metrics.next(p).Set(seconds(next))

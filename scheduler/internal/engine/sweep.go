@@ -76,14 +76,15 @@ func (e *Engine) sweepOnce(ctx context.Context, st slotstore.Store, after string
 	if len(es) == sweepJobs {
 		next = es[len(es)-1].Job
 	}
+	e.enrollMissing(cctx, st, es, after, next != "")
 	now := e.now()
-	seen := make(map[string]time.Time, len(reps))
+	live := make(map[string]bool, len(reps))
 	for _, r := range reps {
-		seen[r.Replica] = r.Seen
+		live[r.Replica] = r.Live
 	}
 	var skips []slotstore.SkipRequest
 	for _, en := range es {
-		if paused[en.Job] || !carriedSince(en, seen, now.Add(-sweepSpan)) {
+		if paused[en.Job] || !carriedLive(en, live) {
 			continue
 		}
 		a := Audit{Job: en.Job, From: now.Add(-sweepSpan).UTC().Truncate(time.Second), To: now.UTC().Truncate(time.Second), Counts: map[string]int{}}
@@ -99,20 +100,36 @@ func (e *Engine) sweepOnce(ctx context.Context, st slotstore.Store, after string
 	return next, nil
 }
 
-// unaccountedSkips are the requests that record a's unaccounted slots of
-// the spec in force missed: by the store's clock, once their window has
-// closed there too.
+// unaccountedSkips are the requests that record a's unaccounted slots
+// missed, each under the spec in force at its time: by the store's clock,
+// once its window has closed there too. A slot of the spec in force names
+// it, so the store refuses the skip if another spec takes force meanwhile;
+// one of a spec replaced since (an outage across a deploy that changed the
+// job) names none, for the store would refuse any other spec, and no
+// replica claims it: its spec is no longer in force.
 func unaccountedSkips(a Audit, en slotstore.CatalogEntry) []slotstore.SkipRequest {
-	b, _ := ParseBody(en.InForce.Body)
-	deadline, _ := time.ParseDuration(b.StartingDeadline)
-	history, _ := time.ParseDuration(b.History)
-	jitter, _ := time.ParseDuration(b.Jitter)
+	bodies := map[string][]byte{en.InForce.Fingerprint: en.InForce.Body}
+	for _, p := range en.Past {
+		if _, ok := bodies[p.Fingerprint]; !ok {
+			bodies[p.Fingerprint] = p.Body
+		}
+	}
 	var out []slotstore.SkipRequest
 	for _, s := range a.Slots {
-		if s.Fate == FateUnaccounted && s.Spec == en.InForce.Fingerprint {
-			out = append(out, slotstore.SkipRequest{Job: a.Job, Slot: s.Slot, Reason: reasonDown, Retain: history,
-				NotBefore: s.Slot.Add(jitter + deadline), Spec: s.Spec})
+		body, ok := bodies[s.Spec]
+		if s.Fate != FateUnaccounted || !ok {
+			continue
 		}
+		b, _ := ParseBody(body)
+		deadline, _ := time.ParseDuration(b.StartingDeadline)
+		history, _ := time.ParseDuration(b.History)
+		jitter, _ := time.ParseDuration(b.Jitter)
+		req := slotstore.SkipRequest{Job: a.Job, Slot: s.Slot, Reason: reasonDown, Retain: history,
+			NotBefore: s.Slot.Add(jitter + deadline)}
+		if s.Spec == en.InForce.Fingerprint {
+			req.Spec = s.Spec
+		}
+		out = append(out, req)
 	}
 	return out
 }
@@ -153,20 +170,54 @@ func firstLive(reps []slotstore.Replica, replica string) bool {
 	return false
 }
 
-// carriedSince reports whether en's spec in force is a job's (not retired)
-// and some replica carrying it beat at or after since. A job whose carriers
-// have all been gone longer is taken as removed from every configuration by
-// a deploy: its slots are no one's to run, and the sweep leaves them (a
-// replica that comes back with the job records what it missed when it
-// starts).
-func carriedSince(en slotstore.CatalogEntry, seen map[string]time.Time, since time.Time) bool {
+// carriedLive reports whether en's spec in force is a job's (not retired)
+// and some live replica carries it. A job no live replica carries is taken
+// as removed from every configuration by a deploy, or down with all its
+// replicas: the sweep leaves its slots until a replica that has the job is
+// back (it enrolls, so carries it, and the sweep then covers the outage's
+// last sweepSpan; that replica also records what it missed when it starts).
+func carriedLive(en slotstore.CatalogEntry, live map[string]bool) bool {
 	if b, ok := ParseBody(en.InForce.Body); !ok || b.Retired {
 		return false
 	}
 	for r := range en.Carriers {
-		if at, ok := seen[r]; ok && !at.Before(since) {
+		if live[r] {
 			return true
 		}
 	}
 	return false
+}
+
+// enrollMissing enrolls the jobs of this replica's configuration that the
+// catalog page es (the jobs after after, full when more follow) should hold
+// and does not: the store lost its catalog (an empty restart, a replaced
+// file), which no replica's claims notice, for a claim of a job with no
+// spec in force is not checked. The catalog is thus whole again within a
+// sweep round; replicas of other specs then follow the rule as at a start.
+func (e *Engine) enrollMissing(ctx context.Context, st slotstore.Store, es []slotstore.CatalogEntry, after string, full bool) {
+	have := make(map[string]bool, len(es))
+	for _, en := range es {
+		have[en.Job] = true
+	}
+	set := e.jobs()
+	p := slotstore.EnrollParams{Replica: e.replica}
+	for _, pl := range set.plans {
+		if have[pl.name] || pl.name <= after || (full && pl.name > es[len(es)-1].Job) || len(p.Jobs) == maxBatch {
+			continue
+		}
+		p.Jobs, p.Specs = append(p.Jobs, pl.name), append(p.Specs, pl.spec)
+	}
+	if len(p.Jobs) == 0 {
+		return
+	}
+	gens, err := st.Enroll(ctx, p)
+	e.metrics.storeCall(err)
+	if err != nil {
+		e.log.Warn("enrolling jobs missing from the catalog failed", "jobs", len(p.Jobs), "err", err)
+		return
+	}
+	e.log.Warn("jobs missing from the catalog enrolled again: the store lost its catalog", "jobs", len(p.Jobs), "first", p.Jobs[0])
+	for _, g := range gens {
+		e.noteSpec(set.byName[g.Job], g.Spec)
+	}
 }

@@ -2,22 +2,19 @@ package engine
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/memstore"
 )
 
 // TestAuditAndSweep: a job enrolled and then left with no replica running
-// it has unaccounted slots in its audit; a replica that does not even run
-// the job, the live one first by name, sweeps them into missed (down)
-// records, and the audit then accounts for every slot.
+// it has unaccounted slots in its audit; once a replica that has the job is
+// back (it carries the spec in force, and is the live one first by name),
+// its sweep records them missed (down), and the audit then accounts for
+// every slot.
 func TestAuditAndSweep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memstore.New(memstore.Options{})
@@ -42,29 +39,12 @@ func TestAuditAndSweep(t *testing.T) {
 			}
 		}
 
-		b, err := New(Config{Replica: "b", Incarnation: "b", Log: slog.New(slog.NewJSONHandler(&testlog.Buffer{}, nil)), Now: time.Now,
-			Grace: time.Second, Registry: prometheus.NewRegistry()})
-		if err != nil {
-			t.Fatal(err)
+		b := startReplica(t, st, "b", "*/10 * * * * *", 0)
+		time.Sleep(2*sweepEvery + time.Second)
+		if g := gaugeValue(b.e.metrics.unaccounted); g != 0 {
+			t.Errorf("slotcron_slots_unaccounted in steady state = %v, want 0", g)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		ran := make(chan error, 1)
-		go func() { ran <- b.Run(ctx, RunParams{Store: st}) }()
-		time.Sleep(sweepEvery + time.Second)
-		first := gaugeValue(b.metrics.unaccounted)
-		if first < 5 {
-			t.Errorf("slotcron_slots_unaccounted after the first sweep = %v, want the slots found (at least 5)", first)
-		}
-		// Nobody runs the job: the next sweep finds the slots of its minute
-		// only, none it recorded before.
-		time.Sleep(sweepEvery)
-		if g := gaugeValue(b.metrics.unaccounted); g < 1 || g > 7 {
-			t.Errorf("slotcron_slots_unaccounted after the second sweep = %v, want the 6 slots of its minute (first %v)", g, first)
-		}
-		cancel()
-		if err := <-ran; err != nil {
-			t.Fatal(err)
-		}
+		b.shutdown(t)
 		audited, err = AuditJob(context.Background(), st, "hello", down.Add(time.Second), down.Add(50*time.Second), time.Now())
 		if err != nil {
 			t.Fatal(err)
@@ -86,7 +66,7 @@ func TestAuditAndSweep(t *testing.T) {
 		if early.Counts[FateBeforeRecord] != 6 || len(early.Slots) != 6 {
 			t.Errorf("the minute before the job was enrolled: %v, want 6 slots before record", early.Counts)
 		}
-		if n := counterValue(b.metrics.missed.WithLabelValues("hello", "down")); n < 5 {
+		if n := counterValue(b.e.metrics.missed.WithLabelValues("hello", "down")); n < 5 {
 			t.Errorf("slots_missed_total{reason=down} = %v, want at least 5", n)
 		}
 	})
