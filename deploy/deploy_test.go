@@ -503,6 +503,7 @@ func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
 		"next_run_timestamp_seconds", "last_success_timestamp_seconds", "store_up",
 		"leader", "leadership_changes_total", "leader_renewal_seconds", "fence_rejections_total",
 		"fence_repeats_total", "schedule_interval_seconds", "build_info", "cluster_paused", "job_paused", "job_paused_by_slotcron",
+		"job_spec_conflict", "slots_unaccounted", "config_last_reload_successful", "config_last_reload_success_timestamp_seconds",
 	} {
 		known["slotcron_"+name] = true
 	}
