@@ -24,8 +24,11 @@ type runLease struct {
 	ref        slotstore.Ref
 	cancel     context.CancelCauseFunc
 	renewUntil time.Time
-	log        runLogger
-	span       runSpan
+	// sent is when the claim was sent: the trust window's start until the
+	// keeper is stored (its timers may fire before keep has stored it).
+	sent time.Time
+	log  runLogger
+	span runSpan
 	// reported is set by the first report of the lease's loss: the keeper
 	// and the run's end may each find it, and it is counted once.
 	reported atomic.Bool
@@ -40,7 +43,7 @@ type runLease struct {
 // cannot keep its slot from a successor forever; the stale job is left to
 // the fence.
 func (r *runLease) keep(sent time.Time) *lease.Keeper {
-	r.renewUntil = sent.Add(r.p.timeout + r.p.lease)
+	r.sent, r.renewUntil = sent, sent.Add(r.p.timeout+r.p.lease)
 	k := lease.Start(sent, lease.Config{Lease: r.p.lease, RenewUntil: r.renewUntil}, r)
 	r.keeper.Store(k)
 	return k
@@ -50,8 +53,13 @@ func (r *runLease) keep(sent time.Time) *lease.Keeper {
 // it did: the process was not running then (kill -STOP, a long GC pause, a
 // suspended VM), so nothing the job did or ignored explains the loss.
 func (r *runLease) frozen() bool {
-	k := r.keeper.Load()
-	return k != nil && time.Since(k.TrustedUntil()) > max(time.Second, r.p.lease/3)
+	until := r.sent.Add(r.p.lease)
+	if k := r.keeper.Load(); k != nil {
+		until = k.TrustedUntil()
+	} else if r.sent.IsZero() {
+		return false
+	}
+	return time.Since(until) > max(time.Second, r.p.lease/3)
 }
 
 func (r *runLease) Renew(ctx context.Context) error {
