@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -93,9 +94,7 @@ func TestTourFrozenHolderLogsItsLostLease(t *testing.T) {
 	r2.waitFor(t, "scheduler started", 20*time.Second)
 
 	holder, other, first := sleepHolder(t, r1, r2)
-	if err := holder.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	freezeOutsideWrites(t, holder, filepath.Join(filepath.Dir(config), "slotcron.db"))
 	// Frozen past the lease (15 s) and past the job's 20 s of work.
 	poll.Until(t, 40*time.Second, other.name+" to take the frozen holder's slot over", func() error {
 		for _, l := range other.find("run started") {
@@ -126,6 +125,40 @@ func TestTourFrozenHolderLogsItsLostLease(t *testing.T) {
 	}
 	holder.stop(t)
 	other.stop(t)
+}
+
+// freezeOutsideWrites stops p (kill -STOP) at a moment it holds no write
+// transaction on the SQLite file db: a process frozen inside one keeps the
+// file's write lock, and every other replica waits for it — SQLite's locks
+// have no lease. It freezes p, checks that a write can begin, and if not
+// lets p go on for a moment and tries again.
+func freezeOutsideWrites(t *testing.T, p *proc, db string) {
+	t.Helper()
+	conn, err := sql.Open("sqlite", "file:"+db+"?_pragma=busy_timeout(2000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for try := 0; ; try++ {
+		if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := conn.Begin()
+		if err == nil {
+			_, err = tx.Exec("CREATE TABLE IF NOT EXISTS tour_probe (x INTEGER); DROP TABLE tour_probe")
+			_ = tx.Rollback()
+		}
+		if err == nil {
+			return
+		}
+		if try == 5 {
+			t.Fatalf("%s holds the SQLite write lock at every freeze: %v", p.name, err)
+		}
+		if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
 }
 
 // sleepHolder waits for one of r1 and r2 to start the demo's sleep job
