@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/slotcron/slotcron/internal/poll"
 )
 
 // configAt writes, in dir, a configuration file named name on the SQLite
@@ -177,4 +180,81 @@ func TestReloadOnHangup(t *testing.T) {
 	if n := len(p.find("reload refused: bad configuration")); n != 1 {
 		t.Errorf("%d refusals logged, want 1", n)
 	}
+}
+
+// checkSlots fails the test for each slot of job in [from, to] that ran
+// more than once, or did not run exactly when every says it should.
+func checkSlots(t *testing.T, procs []*proc, job, phase string, from, to time.Time, every int64) {
+	t.Helper()
+	ran := ranSlots(procs, job)
+	for s := from.Unix(); s <= to.Unix(); s++ {
+		if want := map[bool]int{true: 1, false: 0}[s%every == 0]; ran[s] != want {
+			t.Errorf("%s: slot %s ran %d times, want %d", phase, time.Unix(s, 0).UTC().Format(time.RFC3339), ran[s], want)
+		}
+	}
+}
+
+// A rollout without revisions from every 2 s to every 3 s: an old replica
+// crash-looping back (killed, restarted on the old file, twice) does not
+// switch the job back while a new replica lives, and claims none of its
+// slots; a rollback (the new replica gone, the old file everywhere) makes
+// the old spec take force again.
+func TestRolloutCrashLoopThenRollback(t *testing.T) {
+	skipShort(t)
+	dir := t.TempDir()
+	oldConf := configAt(t, dir, "old.yaml", 0, "  tick: {run: hello, schedule: \"*/2 * * * * *\", lease: 3s, starting_deadline: 2s}\n")
+	newConf := configAt(t, dir, "new.yaml", 0, "  tick: {run: hello, schedule: \"*/3 * * * * *\", lease: 3s, starting_deadline: 2s}\n")
+	a := startReplica(t, "a", oldConf)
+	b := startReplica(t, "b", oldConf)
+	a.waitFor(t, "scheduler started", 10*time.Second)
+	b.waitFor(t, "scheduler started", 10*time.Second)
+	procs := []*proc{a, b}
+
+	a.stop(t)
+	fresh := startReplica(t, "a", newConf)
+	procs = append(procs, fresh)
+	fresh.waitFor(t, "scheduler started", 10*time.Second)
+	from := time.Now().Truncate(time.Second).Add(2 * time.Second)
+	for range 2 { // b crash-loops on the old file
+		if err := b.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		<-b.done
+		_ = b.cmd.Wait()
+		b = startReplica(t, "b", oldConf)
+		procs = append(procs, b)
+		b.waitFor(t, "scheduler started", 10*time.Second)
+		time.Sleep(3 * time.Second)
+	}
+	b.waitFor(t, "job's spec is not the spec in force; not claiming its slots", 10*time.Second)
+	to := time.Now().Truncate(time.Second).Add(-2 * time.Second)
+	checkSlots(t, procs, "tick", "crash loop", from, to, 3)
+
+	// The rollback: the new replica replaced by an old one.
+	fresh.stop(t)
+	back := startReplica(t, "a", oldConf)
+	procs = append(procs, back)
+	back.waitFor(t, "scheduler started", 10*time.Second)
+	rolled := time.Now().Truncate(time.Second).Add(3 * time.Second)
+	var ran map[int64]int
+	poll.Until(t, 20*time.Second, "an old slot to run after the rollback", func() error {
+		ran = ranSlots(procs, "tick")
+		for s := range ran {
+			if s >= rolled.Unix() && s%2 == 0 && s%3 != 0 {
+				return nil
+			}
+		}
+		return errors.New("none yet")
+	})
+	time.Sleep(6 * time.Second)
+	b.stop(t)
+	back.stop(t)
+	// From the first old slot after the rollback on, the old schedule only.
+	first := time.Time{}
+	for s := range ran {
+		if s >= rolled.Unix() && s%2 == 0 && s%3 != 0 && (first.IsZero() || s < first.Unix()) {
+			first = time.Unix(s, 0)
+		}
+	}
+	checkSlots(t, procs, "tick", "rollback", first, time.Now().Truncate(time.Second).Add(-4*time.Second), 2)
 }
