@@ -12,7 +12,8 @@ import (
 )
 
 // A running replica beats: the store lists it live, with its build and the
-// duty it leads under that term's fence; once it stops, its beat runs out
+// duty it leads under that term's fence and the revision of the
+// configuration it runs; once it stops, its beat runs out
 // and it is listed gone. Its engine reports the same term.
 func TestReplicasBeatWithTheirDuties(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -21,7 +22,7 @@ func TestReplicasBeatWithTheirDuties(t *testing.T) {
 		log := &termLog{}
 		reg.RegisterDuty("fanout", log.duty)
 		conf := `duties: {fanout: {lease: 3s}}`
-		a := replica(t, st, "a", conf, reg)
+		a := replica(t, st, "a", "revision: 7\n"+conf, reg)
 		stopA := start(t, a)
 		synctest.Wait()
 		stopB := start(t, replica(t, st, "b", conf, reg))
@@ -36,6 +37,9 @@ func TestReplicasBeatWithTheirDuties(t *testing.T) {
 		}
 		if len(rs) != 2 || rs[0].Replica != "a" || rs[1].Replica != "b" || !rs[0].Live || !rs[1].Live {
 			t.Fatalf("replicas %+v, want a and b live", rs)
+		}
+		if rs[0].Revision != 7 || rs[1].Revision != 0 {
+			t.Errorf("revisions a %d, b %d, want 7 and 0 (none)", rs[0].Revision, rs[1].Revision)
 		}
 		if v := buildinfo.Read().Version; rs[0].Version != v {
 			t.Errorf("a's version %q, want %q", rs[0].Version, v)

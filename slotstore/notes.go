@@ -42,6 +42,9 @@ type Beat struct {
 	Incarnation string
 	Version     string    // the replica's build
 	Started     time.Time // when its process started (its own clock)
+	// Revision is the revision of the configuration the replica runs (its
+	// file's revision:), 0 for none.
+	Revision int64
 	// Duties are the duties the replica leads, each with its term's fence.
 	Duties []DutyTerm
 	// TTL is how long the beat stands; required, positive.

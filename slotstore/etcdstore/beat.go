@@ -31,7 +31,7 @@ func (s *Store) Beat(ctx context.Context, p slotstore.Beat) error {
 	}
 	v, err := json.Marshal(beatValue{
 		Replica: p.Replica, Incarnation: p.Incarnation, Version: p.Version, Started: utc(p.Started),
-		Duties: duties, TTL: p.TTL, Seen: s.now().UTC(),
+		Duties: duties, TTL: p.TTL, Seen: s.now().UTC(), Revision: p.Revision,
 	})
 	if err != nil {
 		return fmt.Errorf("etcdstore: %s: %w", op, err)
@@ -79,7 +79,7 @@ func (s *Store) readBeats(ctx context.Context) ([]slotstore.Replica, []*mvccpb.K
 		}
 		r := slotstore.Replica{
 			Beat: slotstore.Beat{Replica: v.Replica, Incarnation: v.Incarnation, Version: v.Version,
-				Started: utc(v.Started), TTL: v.TTL},
+				Started: utc(v.Started), TTL: v.TTL, Revision: v.Revision},
 			Seen: v.Seen.UTC(),
 		}
 		if now.After(r.Seen.Add(r.TTL).Add(slotstore.BeatKeep)) {

@@ -194,4 +194,5 @@ type beatValue struct {
 	Duties      json.RawMessage `json:"duties"`
 	TTL         time.Duration   `json:"ttl_ns"`
 	Seen        time.Time       `json:"seen"`
+	Revision    int64           `json:"revision,omitempty"`
 }

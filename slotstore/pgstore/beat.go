@@ -22,11 +22,11 @@ import (
 const (
 	// beatSQL replaces the replica's row at the database's clock. $7 is
 	// TTL + slotstore.BeatKeep in microseconds.
-	beatSQL = `INSERT INTO {schema}.replicas (replica, incarnation, version, started, duties, ttl_ns, seen, keep_until)
-	SELECT $1, $2, $3, $4, $5, $6, c.t, c.t + $7::bigint * interval '1 microsecond'
+	beatSQL = `INSERT INTO {schema}.replicas (replica, incarnation, version, started, duties, ttl_ns, seen, keep_until, revision)
+	SELECT $1, $2, $3, $4, $5, $6, c.t, c.t + $7::bigint * interval '1 microsecond', $8
 	FROM (SELECT clock_timestamp() AS t) c
 	ON CONFLICT (replica) DO UPDATE SET
-		incarnation = EXCLUDED.incarnation, version = EXCLUDED.version, started = EXCLUDED.started,
+		incarnation = EXCLUDED.incarnation, version = EXCLUDED.version, started = EXCLUDED.started, revision = EXCLUDED.revision,
 		duties = EXCLUDED.duties, ttl_ns = EXCLUDED.ttl_ns, seen = EXCLUDED.seen, keep_until = EXCLUDED.keep_until`
 	// dropBeatsSQL deletes the rows past their keep_until that no other
 	// transaction has locked.
@@ -41,7 +41,7 @@ const (
 		DELETE FROM {schema}.replicas WHERE replica IN (
 			SELECT o.replica FROM {schema}.replicas o, c WHERE o.keep_until < c.t FOR UPDATE OF o SKIP LOCKED)
 	)
-	SELECT r.replica, r.incarnation, r.version, r.started, r.duties, r.ttl_ns, r.seen, c.t
+	SELECT r.replica, r.incarnation, r.version, r.started, r.duties, r.ttl_ns, r.seen, c.t, r.revision
 	FROM {schema}.replicas r, c WHERE r.keep_until >= c.t ORDER BY r.replica`
 )
 
@@ -76,7 +76,7 @@ func (s *Store) Beat(ctx context.Context, p slotstore.Beat) error {
 	}
 	defer conn.Release()
 	batch := &pgx.Batch{}
-	batch.Queue(s.q.beat, p.Replica, p.Incarnation, p.Version, started, string(js), int64(p.TTL), keepMicros(p.TTL))
+	batch.Queue(s.q.beat, p.Replica, p.Incarnation, p.Version, started, string(js), int64(p.TTL), keepMicros(p.TTL), p.Revision)
 	batch.Queue(s.q.dropBeats)
 	if err := conn.SendBatch(ctx, batch).Close(); err != nil {
 		return s.fail(op, err)
@@ -106,7 +106,7 @@ func (s *Store) Replicas(ctx context.Context) ([]slotstore.Replica, error) {
 			now     time.Time
 			decoded []rules.DutyJSON
 		)
-		if err := rows.Scan(&r.Replica, &r.Incarnation, &r.Version, &started, &duties, &ttl, &r.Seen, &now); err != nil {
+		if err := rows.Scan(&r.Replica, &r.Incarnation, &r.Version, &started, &duties, &ttl, &r.Seen, &now, &r.Revision); err != nil {
 			return nil, s.readFail("replicas", err)
 		}
 		if err := json.Unmarshal(duties, &decoded); err != nil {

@@ -26,6 +26,7 @@ type beatBody struct {
 	Started     time.Time        `json:"started"`
 	Duties      []rules.DutyJSON `json:"duties"`
 	TTL         int64            `json:"ttl_ns"`
+	Revision    int64            `json:"revision,omitempty"`
 }
 
 // keepMillis is how long a beat of ttl is kept, its TTL and
@@ -46,7 +47,7 @@ func (s *Store) Beat(ctx context.Context, p slotstore.Beat) error {
 		return err
 	}
 	body := beatBody{Incarnation: p.Incarnation, Version: p.Version, Started: p.Started.UTC(),
-		Duties: rules.DutiesJSON(p.Duties), TTL: int64(p.TTL)}
+		Duties: rules.DutiesJSON(p.Duties), TTL: int64(p.TTL), Revision: p.Revision}
 	js, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("redisstore: beat of %q: encode: %w", p.Replica, err)
@@ -111,7 +112,7 @@ func parseBeat(replica, v string) (slotstore.Replica, error) {
 		return slotstore.Replica{}, fmt.Errorf("malformed beat %q: %w", v, err)
 	}
 	out := slotstore.Replica{Beat: slotstore.Beat{Replica: replica, Incarnation: body.Incarnation,
-		Version: body.Version, Started: body.Started, TTL: time.Duration(body.TTL)}, Seen: time.UnixMilli(ms).UTC()}
+		Version: body.Version, Started: body.Started, TTL: time.Duration(body.TTL), Revision: body.Revision}, Seen: time.UnixMilli(ms).UTC()}
 	out.Duties = rules.Duties(body.Duties)
 	return out, nil
 }

@@ -11,9 +11,9 @@ import (
 )
 
 const (
-	putBeat = `INSERT OR REPLACE INTO beats (replica, incarnation, version, started, duties, ttl_ns, seen, keep_until)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
-	allBeats  = `SELECT replica, incarnation, version, started, duties, ttl_ns, seen FROM beats ORDER BY replica`
+	putBeat = `INSERT OR REPLACE INTO beats (replica, incarnation, version, started, duties, ttl_ns, seen, keep_until, revision)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	allBeats  = `SELECT replica, incarnation, version, started, duties, ttl_ns, seen, revision FROM beats ORDER BY replica`
 	dropBeats = `DELETE FROM beats WHERE keep_until < ?`
 )
 
@@ -60,7 +60,7 @@ func (s *Store) Beat(ctx context.Context, p slotstore.Beat) error {
 		return s.fail(op, err)
 	}
 	if _, err := tx.ExecContext(ctx, putBeat, p.Replica, p.Incarnation, p.Version, millis(p.Started), string(js),
-		int64(p.TTL), now.UnixMilli(), keepUntil(now, p.TTL)); err != nil {
+		int64(p.TTL), now.UnixMilli(), keepUntil(now, p.TTL), p.Revision); err != nil {
 		return s.fail(op, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -112,7 +112,7 @@ func (s *Store) listBeats(ctx context.Context) (out []slotstore.Replica, old boo
 			started, ttl, seen int64
 			duties             string
 		)
-		if err := rows.Scan(&r.Replica, &r.Incarnation, &r.Version, &started, &duties, &ttl, &seen); err != nil {
+		if err := rows.Scan(&r.Replica, &r.Incarnation, &r.Version, &started, &duties, &ttl, &seen, &r.Revision); err != nil {
 			return nil, false, s.fail("replicas", err)
 		}
 		r.Started, r.TTL, r.Seen = fromMillis(started), time.Duration(ttl), fromMillis(seen)

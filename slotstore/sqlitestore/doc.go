@@ -62,7 +62,7 @@
 // a file lacks in one transaction and refuses a file newer than it knows.
 // Version 5 (version 2 added generations and markers' incarnation, version
 // 3 pause notes and beats, version 4 markers' backfill mark, version 5 the
-// catalog table; a build of version 4 refuses a file of version 5, while
+// catalog table and beats' revision; a build of version 4 refuses a file of version 5, while
 // one that opened it before the migration goes on claiming in it, as it
 // never reads the catalog):
 //
@@ -86,7 +86,8 @@
 //	  paused_at                  is NULL for a pause recorded before version 3
 //	beats (replica)            each replica's last beat
 //	  incarnation, version,      as slotstore.Beat; started in Unix milliseconds,
-//	  started, duties, ttl_ns    0 for none; duties JSON
+//	  started, duties, ttl_ns,   0 for none; duties JSON
+//	  revision
 //	  seen, keep_until           Unix milliseconds, store clock; seen + TTL +
 //	                             slotstore.BeatKeep
 //	catalog (job)              the spec in force of a job enrolled with one

@@ -66,7 +66,8 @@ var migrations = []string{
 	) WITHOUT ROWID;`,
 	// 4: the mark of a slot a backfill won (slotstore.Marker.Backfill).
 	`ALTER TABLE markers ADD COLUMN backfill INTEGER NOT NULL DEFAULT 0;`,
-	// 5: the job catalog (catalog.go): a row per job enrolled with a spec.
+	// 5: the job catalog (catalog.go): a row per job enrolled with a spec,
+	// and the revision of the configuration each replica runs.
 	// The spec in force has columns of its own, so a claim's check reads
 	// its fingerprint alone; the carriers and past specs, read only by an
 	// enrolment with a spec and by Catalog, are JSON in rules.EntryJSON's
@@ -80,7 +81,8 @@ var migrations = []string{
 		since       INTEGER NOT NULL, -- Unix milliseconds, store clock
 		carriers    TEXT    NOT NULL, -- JSON object: replica -> Unix milliseconds of its last enrolment
 		past        TEXT    NOT NULL  -- JSON array of rules.SpecJSON, newest first
-	);`,
+	);
+	ALTER TABLE beats ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // migrate brings the file's schema to the newest version in one

@@ -21,7 +21,7 @@ func testBeats(t *testing.T, s slotstore.Store) {
 	}
 	started := time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
 	first := slotstore.Beat{
-		Replica: "r2", Incarnation: "i-1", Version: "v1.2.3", Started: started,
+		Replica: "r2", Incarnation: "i-1", Version: "v1.2.3", Started: started, Revision: 20261206,
 		Duties: []slotstore.DutyTerm{
 			{Name: "prune", Fence: 7, Since: started.Add(time.Second)},
 			{Name: "{odd} duty", Fence: 1 << 40, Since: started.Add(time.Minute)},
@@ -40,7 +40,7 @@ func testBeats(t *testing.T, s slotstore.Store) {
 	rs[0].Duties[1].Name = "changed by a reader" // and hands out copies
 	checkReplica(t, "read again", replicas(t, s, "read again")[0], said, lo, hi, true)
 
-	// The next beat replaces the last, duties and all.
+	// The next beat replaces the last, duties and revision and all.
 	second := slotstore.Beat{Replica: "r2", Incarnation: "i-2", Version: "v1.3.0",
 		Started: started.Add(30 * time.Minute), TTL: 2 * longLease}
 	lo, hi = beat(t, s, second)
@@ -232,7 +232,7 @@ func names(rs []slotstore.Replica) []string {
 func checkReplica(t *testing.T, what string, r slotstore.Replica, b slotstore.Beat, lo, hi time.Time, live bool) {
 	t.Helper()
 	same := r.Replica == b.Replica && r.Incarnation == b.Incarnation && r.Version == b.Version &&
-		r.Started.Equal(b.Started) && r.TTL == b.TTL && len(r.Duties) == len(b.Duties)
+		r.Revision == b.Revision && r.Started.Equal(b.Started) && r.TTL == b.TTL && len(r.Duties) == len(b.Duties)
 	for i := 0; same && i < len(b.Duties); i++ {
 		g, w := r.Duties[i], b.Duties[i]
 		same = g.Name == w.Name && g.Fence == w.Fence && g.Since.Equal(w.Since)

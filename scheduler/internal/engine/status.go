@@ -46,7 +46,9 @@ const (
 
 // beat tells the store, every beatEvery until ctx ends, that this replica is
 // alive, with its build and the duties it leads, and reads the pauses for
-// the metrics that show them unless the loop read them since the last beat. Beats are for the
+// the metrics that show them unless the loop read them since the last beat,
+// and the revision of the configuration it runs (the last reload's). Beats
+// are for the
 // dashboard's cluster view only: a failed one is logged at debug level and
 // counted in store_up, and changes nothing else.
 func (e *Engine) beat(ctx context.Context, st slotstore.Store) {
@@ -54,7 +56,7 @@ func (e *Engine) beat(ctx context.Context, st slotstore.Store) {
 	defer t.Stop()
 	for {
 		b := slotstore.Beat{Replica: e.replica, Incarnation: e.incarnation, Version: e.build.Version,
-			Started: e.started, TTL: beatTTL}
+			Started: e.started, TTL: beatTTL, Revision: e.jobs().revision}
 		for _, d := range e.duties {
 			if term := d.term.Load(); term != nil {
 				b.Duties = append(b.Duties, *term)
@@ -92,7 +94,7 @@ func (e *Engine) beatGone(st slotstore.Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	err := st.Beat(ctx, slotstore.Beat{Replica: e.replica, Incarnation: e.incarnation, Version: e.build.Version,
-		Started: e.started, TTL: time.Millisecond})
+		Started: e.started, TTL: time.Millisecond, Revision: e.jobs().revision})
 	if err != nil {
 		e.log.Debug("last beat failed", "err", err)
 	}

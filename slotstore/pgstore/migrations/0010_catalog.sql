@@ -1,4 +1,5 @@
--- Version 10 adds the job catalog (slotstore.Store.Catalog): one row per
+-- Version 10 adds the revision of the configuration each replica runs to
+-- its beat (replicas.revision), and the job catalog (slotstore.Store.Catalog): one row per
 -- job some replica enrolled with a spec, holding the spec in force, its
 -- carriers and the specs in force before it. Enroll writes it (the enroll
 -- function of seven arguments, functions/enroll.sql) and claims and skips
@@ -22,3 +23,7 @@ CREATE TABLE {schema}.catalog (
 
 -- ADD ATTRIBUTE changes the type in place, as versions 3 and 9 did.
 ALTER TYPE {schema}.claim_result ADD ATTRIBUTE superseded boolean;
+
+-- The revision of the configuration the replica runs (slotstore.Beat);
+-- 0 for none, and in the rows of a build before version 10.
+ALTER TABLE {schema}.replicas ADD COLUMN revision bigint NOT NULL DEFAULT 0;
