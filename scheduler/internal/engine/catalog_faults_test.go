@@ -20,19 +20,28 @@ func helloSpec(t *testing.T, r *replicaOf, spec string) JobSpec {
 	return j
 }
 
+// oldInConflict starts, at the top of a minute on a new store, replica old
+// with hello every 2 s, then replica new with it every 3 s, and returns
+// them once old is in conflict.
+func oldInConflict(t *testing.T) (st *memstore.Store, old, fresh *replicaOf) {
+	t.Helper()
+	st = memstore.New(memstore.Options{})
+	time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute)))
+	old = startReplica(t, st, "old", "*/2 * * * * *", 0)
+	time.Sleep(3 * time.Second)
+	fresh = startReplica(t, st, "new", "*/3 * * * * *", 0)
+	time.Sleep(5 * time.Second)
+	if g := old.conflicted(); g != 1 {
+		t.Fatalf("old not in conflict: %v", g)
+	}
+	return st, old, fresh
+}
+
 // A replica in conflict whose reload brings the spec in force claims again,
 // and its conflict gauge goes back to 0.
 func TestCatalogGaugeClearsOnReloadToSpecInForce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New(memstore.Options{})
-		time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute)))
-		old := startReplica(t, st, "old", "*/2 * * * * *", 0)
-		time.Sleep(3 * time.Second)
-		fresh := startReplica(t, st, "new", "*/3 * * * * *", 0)
-		time.Sleep(5 * time.Second)
-		if g := old.conflicted(); g != 1 {
-			t.Fatalf("old not in conflict: %v", g)
-		}
+		st, old, fresh := oldInConflict(t)
 		if _, err := old.e.Reload(context.Background(), st, []JobSpec{helloSpec(t, old, "*/3 * * * * *")}, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -52,15 +61,7 @@ func TestCatalogGaugeClearsOnReloadToSpecInForce(t *testing.T) {
 // for it any more.
 func TestCatalogGaugeGoneWithRemovedJob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New(memstore.Options{})
-		time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute)))
-		old := startReplica(t, st, "old", "*/2 * * * * *", 0)
-		time.Sleep(3 * time.Second)
-		fresh := startReplica(t, st, "new", "*/3 * * * * *", 0)
-		time.Sleep(5 * time.Second)
-		if g := old.conflicted(); g != 1 {
-			t.Fatalf("old not in conflict: %v", g)
-		}
+		st, old, fresh := oldInConflict(t)
 		if _, err := old.e.Reload(context.Background(), st, nil, 0); err != nil {
 			t.Logf("reload: %v", err)
 		}
