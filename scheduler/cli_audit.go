@@ -15,46 +15,6 @@ import (
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
 )
 
-// auditSlotJSON is an audited slot as --json prints it.
-type auditSlotJSON struct {
-	Slot     string `json:"slot"`
-	Spec     string `json:"spec,omitempty"`
-	Fate     string `json:"fate"`
-	Outcome  string `json:"outcome,omitempty"`
-	Attempt  int    `json:"attempt,omitempty"`
-	Holder   string `json:"holder,omitempty"`
-	Fence    int64  `json:"fence,omitempty"`
-	Manual   bool   `json:"manual,omitempty"`
-	Backfill bool   `json:"backfill,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-	Error    string `json:"error,omitempty"`
-}
-
-// auditJobJSON is one job's audit as --json prints it.
-type auditJobJSON struct {
-	Job         string          `json:"job"`
-	From        string          `json:"from"`
-	To          string          `json:"to"`
-	HistoryFrom string          `json:"history_from,omitempty"`
-	Truncated   bool            `json:"truncated,omitempty"`
-	Counts      map[string]int  `json:"counts"`
-	Unaccounted int             `json:"unaccounted"`
-	Slots       []auditSlotJSON `json:"slots"`
-}
-
-// auditReport is what audit prints.
-type auditReport struct {
-	From        string         `json:"from"`
-	To          string         `json:"to"`
-	Now         string         `json:"now"`
-	Counts      map[string]int `json:"counts"`
-	Unaccounted int            `json:"unaccounted"`
-	Jobs        []auditJobJSON `json:"jobs"`
-	// NotInCatalog lists the file's jobs the catalog does not have, which
-	// no audit can tell of yet.
-	NotInCatalog []string `json:"not_in_catalog"`
-}
-
 // cmdAudit lists every nominal slot of a window with its fate. Exit 0 when
 // none is unaccounted, 1 when some are, 2 on error.
 func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer, reg *jobs.Registry) error {
@@ -112,9 +72,52 @@ some are, 2 on error. --json prints one JSON document.
 	return err
 }
 
+// auditSlotJSON is an audited slot as --json prints it.
+type auditSlotJSON struct {
+	Slot     string `json:"slot"`
+	Spec     string `json:"spec,omitempty"`
+	Fate     string `json:"fate"`
+	Outcome  string `json:"outcome,omitempty"`
+	Attempt  int    `json:"attempt,omitempty"`
+	Holder   string `json:"holder,omitempty"`
+	Fence    int64  `json:"fence,omitempty"`
+	Manual   bool   `json:"manual,omitempty"`
+	Backfill bool   `json:"backfill,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// auditWindow is a window audited and its slots counted by fate.
+type auditWindow struct {
+	From        string         `json:"from"`
+	To          string         `json:"to"`
+	Counts      map[string]int `json:"counts"`
+	Unaccounted int            `json:"unaccounted"`
+}
+
+// auditJobJSON is one job's audit as --json prints it.
+type auditJobJSON struct {
+	Job string `json:"job"`
+	auditWindow
+	HistoryFrom string          `json:"history_from,omitempty"`
+	Truncated   bool            `json:"truncated,omitempty"`
+	Slots       []auditSlotJSON `json:"slots"`
+}
+
+// auditReport is what audit prints.
+type auditReport struct {
+	auditWindow
+	Now  string         `json:"now"`
+	Jobs []auditJobJSON `json:"jobs"`
+	// NotInCatalog lists the file's jobs the catalog does not have, which
+	// no audit can tell of yet.
+	NotInCatalog []string `json:"not_in_catalog"`
+}
+
 // audit audits job, or every job of v's catalog, over [from, to] at now.
 func (v *catalogView) audit(ctx context.Context, job string, from, to, now time.Time) (auditReport, error) {
-	r := auditReport{From: stamp(from), To: stamp(to), Now: stamp(now), Counts: map[string]int{}, Jobs: []auditJobJSON{}, NotInCatalog: []string{}}
+	r := auditReport{auditWindow: auditWindow{From: stamp(from), To: stamp(to), Counts: map[string]int{}}, Now: stamp(now),
+		Jobs: []auditJobJSON{}, NotInCatalog: []string{}}
 	names := []string{job}
 	if job == "" {
 		names = names[:0]
@@ -158,8 +161,8 @@ func (v *catalogView) notInCatalog(job string) string {
 
 // auditJSON is a as --json prints it.
 func auditJSON(a engine.Audit) auditJobJSON {
-	out := auditJobJSON{Job: a.Job, From: stamp(a.From), To: stamp(a.To), HistoryFrom: stamp(a.HistoryFrom),
-		Truncated: a.Truncated, Counts: a.Counts, Unaccounted: a.Counts[engine.FateUnaccounted], Slots: []auditSlotJSON{}}
+	out := auditJobJSON{Job: a.Job, auditWindow: auditWindow{From: stamp(a.From), To: stamp(a.To), Counts: a.Counts,
+		Unaccounted: a.Counts[engine.FateUnaccounted]}, HistoryFrom: stamp(a.HistoryFrom), Truncated: a.Truncated, Slots: []auditSlotJSON{}}
 	for _, s := range a.Slots {
 		js := auditSlotJSON{Slot: stamp(s.Slot), Spec: s.Spec, Fate: s.Fate}
 		if m := s.Marker; m != nil {

@@ -13,16 +13,22 @@ import (
 	"github.com/slotcron/slotcron/slotstore"
 )
 
-// specSide is one side of a diff: a spec, who put it in force and when
-// (the catalog's side only), and its next slots from now.
+// specFacts are what diff and jobs say of a spec: its fingerprint and
+// revision, who put it in force and when (a spec of the catalog's only),
+// and its schedule.
+type specFacts struct {
+	Spec     string `json:"spec"`
+	Revision int64  `json:"revision"`
+	Replica  string `json:"replica,omitempty"`
+	Since    string `json:"since,omitempty"`
+	Schedule string `json:"schedule,omitempty"`
+	Zone     string `json:"zone,omitempty"`
+}
+
+// specSide is one side of a diff: a spec, and its next slots from now.
 type specSide struct {
-	Spec     string   `json:"spec"`
-	Revision int64    `json:"revision"`
-	Replica  string   `json:"replica,omitempty"`
-	Since    string   `json:"since,omitempty"`
-	Schedule string   `json:"schedule,omitempty"`
-	Zone     string   `json:"zone,omitempty"`
-	Next     []string `json:"next"`
+	specFacts
+	Next []string `json:"next"`
 }
 
 // jobDiff is one job a diff lists.
@@ -105,8 +111,8 @@ func (v *catalogView) diff(now time.Time, n int) catalogDiff {
 			d.Unchanged++
 			continue
 		}
-		jd := jobDiff{Job: j.Name, New: &specSide{Spec: s.Fingerprint, Revision: s.Revision, Schedule: j.Schedule.String(),
-			Zone: j.Schedule.Location().String(), Next: rfc3339s(slotsAfter(j.Schedule, now, n))}}
+		jd := jobDiff{Job: j.Name, New: &specSide{specFacts: specFacts{Spec: s.Fingerprint, Revision: s.Revision,
+			Schedule: j.Schedule.String(), Zone: j.Schedule.Location().String()}, Next: rfc3339s(slotsAfter(j.Schedule, now, n))}}
 		jd.TakesForce, jd.Verdict = v.verdict(j.Name, s)
 		if !ok {
 			d.Added = append(d.Added, jd)
@@ -129,8 +135,14 @@ func (v *catalogView) diff(now time.Time, n int) catalogDiff {
 
 // sideOf is the catalog's side of a diff: rec, whose body is b.
 func sideOf(rec slotstore.SpecRecord, b specView, now time.Time, n int) *specSide {
-	return &specSide{Spec: rec.Fingerprint, Revision: rec.Revision, Replica: rec.Replica, Since: stamp(rec.Since),
-		Schedule: b.Schedule, Zone: b.Zone, Next: rfc3339s(nextSlots(b, now, n))}
+	return &specSide{specFacts: factsOf(rec, b), Next: rfc3339s(nextSlots(b, now, n))}
+}
+
+// factsOf is what diff and jobs say of rec, a spec of the catalog whose
+// body is b.
+func factsOf(rec slotstore.SpecRecord, b specView) specFacts {
+	return specFacts{Spec: rec.Fingerprint, Revision: rec.Revision, Replica: rec.Replica, Since: stamp(rec.Since),
+		Schedule: b.Schedule, Zone: b.Zone}
 }
 
 // verdict predicts whether s, job's spec in the file, takes force when

@@ -15,14 +15,9 @@ import (
 
 // catalogJob is one job of the catalog as jobs prints it.
 type catalogJob struct {
-	Job      string `json:"job"`
-	Spec     string `json:"spec"`
-	Schedule string `json:"schedule,omitempty"`
-	Zone     string `json:"zone,omitempty"`
-	Replica  string `json:"replica"` // whose enrolment put the spec in force
-	Revision int64  `json:"revision"`
-	Since    string `json:"since"`
-	Retired  bool   `json:"retired"`
+	Job string `json:"job"`
+	specFacts
+	Retired bool `json:"retired"`
 	// Carriers are the replicas whose latest enrolment named the spec in
 	// force; Others, the live replicas that do not carry it: in conflict,
 	// carrying another spec, or running without the job.
@@ -35,10 +30,8 @@ type catalogJob struct {
 
 // fileJob is a job of the file the catalog does not have yet.
 type fileJob struct {
-	Job      string `json:"job"`
-	Spec     string `json:"spec"`
-	Schedule string `json:"schedule"`
-	Zone     string `json:"zone"`
+	Job string `json:"job"`
+	specFacts
 }
 
 // catalogList is what jobs prints.
@@ -84,8 +77,8 @@ func (v *catalogView) list(reps []slotstore.Replica) catalogList {
 	for _, en := range v.entries {
 		f := en.InForce
 		b := viewOf(f.Body)
-		cj := catalogJob{Job: en.Job, Spec: f.Fingerprint, Schedule: b.Schedule, Zone: b.Zone, Replica: f.Replica,
-			Revision: f.Revision, Since: stamp(f.Since), Retired: b.Retired, Carriers: []string{}, Others: []string{}, File: "absent"}
+		cj := catalogJob{Job: en.Job, specFacts: factsOf(f, b), Retired: b.Retired, Carriers: []string{}, Others: []string{},
+			File: "absent"}
 		for r := range en.Carriers {
 			cj.Carriers = append(cj.Carriers, r)
 		}
@@ -105,8 +98,9 @@ func (v *catalogView) list(reps []slotstore.Replica) catalogList {
 	}
 	for _, j := range v.jobs {
 		if _, ok := v.byJob[j.Name]; !ok {
-			l.NotEnrolled = append(l.NotEnrolled, fileJob{Job: j.Name, Spec: v.specs[j.Name].Fingerprint,
-				Schedule: j.Schedule.String(), Zone: j.Schedule.Location().String()})
+			s := v.specs[j.Name]
+			l.NotEnrolled = append(l.NotEnrolled, fileJob{Job: j.Name, specFacts: specFacts{Spec: s.Fingerprint, Revision: s.Revision,
+				Schedule: j.Schedule.String(), Zone: j.Schedule.Location().String()}})
 		}
 	}
 	return l
