@@ -300,6 +300,23 @@ func TestCLICatalogErrors(t *testing.T) {
 	}
 }
 
+// A window reaching beyond the history a job keeps says where it ends, and
+// its slots with no marker before then are beyond history, not
+// unaccounted.
+func TestCLIAuditBeyondHistory(t *testing.T) {
+	dir := t.TempDir()
+	base := time.Now().UTC().Truncate(time.Minute).Add(-30 * time.Minute)
+	conf := catalogConf(t, dir, "a.yaml", "r0", 0,
+		"  brief: {run: hello, schedule: \"0 * * * * *\", history: 10m, starting_deadline: 10s, lease: 10s}\n")
+	enrollFile(t, conf, func() time.Time { return base.Add(-10 * time.Minute) })
+	to := base.Add(5 * time.Minute).Format(time.RFC3339)
+	code, stdout, _ := runCLI(t, "audit", "--config", conf, "--from", base.Format(time.RFC3339), "--to", to)
+	if code != ExitOK || !strings.Contains(stdout, "brief: 6 slots from ") || !strings.Contains(stdout, "6 beyond history") ||
+		!strings.Contains(stdout, "brief: history is kept from ") {
+		t.Errorf("audit beyond history: exit %d:\n%s", code, stdout)
+	}
+}
+
 func TestParseWhenAt(t *testing.T) {
 	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	for in, want := range map[string]time.Time{
