@@ -29,8 +29,8 @@ const (
 )
 
 // Main gives a binary the slotcron CLI (run, validate, next, history,
-// trigger, backfill, pause, resume, version, help) over the jobs
-// registered in reg, and exits with the command's exit code.
+// trigger, backfill, diff, jobs, audit, pause, resume, version, help) over
+// the jobs registered in reg, and exits with the command's exit code.
 //
 // SIGTERM or SIGINT stops the command: run shuts down gracefully (exit 0)
 // once the scheduler has started, and every command stops at once, with
@@ -58,6 +58,9 @@ commands:
   history   print the store's markers, newest slot first
   trigger   run a job now, here, as a manual slot (obeys overlap)
   backfill  run, here, a job's slots in a range that never ran (--dry-run lists them)
+  diff      compare the file's jobs with the catalog in force (exit 1 on a change)
+  jobs      list the store's catalog: each job's spec in force, its source, conflicts
+  audit     list a window's slots with their fates (exit 1 if any is unaccounted)
   pause     pause a job, or with no job the whole cluster, on every replica (--reason)
   resume    resume a job, or with no job the whole cluster (--reason)
   version   print slotcron's version, the binary's revision and Go's version
@@ -70,7 +73,8 @@ JOB, where a command takes one, is the name of a job in the configuration file
 
 exit status: 0 success, or run shut down by SIGTERM or SIGINT; 1 runtime failure,
 or stopped by a signal before it finished (run: before the scheduler started);
-2 bad configuration or usage. A second signal ends the process at once.
+2 bad configuration or usage. A second signal ends the process at once. diff and
+audit are checks: 0 nothing found, 1 changes or unaccounted slots, 2 any error.
 
 Run '%[1]s help <command>' or '%[1]s <command> -h' for a command's flags.
 `
@@ -105,6 +109,12 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer, reg *
 		err = cmdTrigger(ctx, rest, stdout, stderr, reg)
 	case "backfill":
 		err = cmdBackfill(ctx, rest, stdout, stderr, reg)
+	case "diff":
+		err = asCheck(cmdDiff(ctx, rest, stdout, stderr, reg))
+	case "jobs":
+		err = cmdJobs(ctx, rest, stdout, stderr, reg)
+	case "audit":
+		err = asCheck(cmdAudit(ctx, rest, stdout, stderr, reg))
 	case "pause":
 		err = cmdPause(ctx, "pause", true, rest, stdout, stderr, reg)
 	case "resume":
@@ -125,6 +135,8 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer, reg *
 		return ExitOK
 	case errors.Is(err, flag.ErrHelp):
 		return ExitOK
+	case errors.Is(err, errFound):
+		return ExitFailure // printed with what was found
 	case errors.Is(err, errUsage), IsConfigError(err):
 		if !errors.Is(err, errReported) {
 			fmt.Fprintln(stderr, err)
@@ -132,6 +144,9 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer, reg *
 				fmt.Fprintf(stderr, "Run '%s help %s' for usage.\n", prog, cmd)
 			}
 		}
+		return ExitUsage
+	case errors.As(err, new(checkError)):
+		fmt.Fprintf(stderr, "%s %s: %v\n", prog, cmd, err)
 		return ExitUsage
 	default:
 		fmt.Fprintf(stderr, "%s %s: %v\n", prog, cmd, err)

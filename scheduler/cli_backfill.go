@@ -18,7 +18,7 @@ import (
 // it prints what it would run. Exit 1 unless every slot it ran succeeded.
 func cmdBackfill(ctx context.Context, args []string, stdout, stderr io.Writer, reg *jobs.Registry) error {
 	fs, path := newFlags("backfill", stderr)
-	from := fs.String("from", "", "first slot to consider: RFC 3339, or YYYY-MM-DD[THH:MM[:SS]] in the job's time zone (required)")
+	from := fs.String("from", "", "first slot to consider: RFC 3339, YYYY-MM-DD[THH:MM[:SS]] in the job's time zone, or a negative duration from now such as -2h (required)")
 	to := fs.String("to", "", "last slot to consider, as --from (default now)")
 	dry := fs.Bool("dry-run", false, "print the slots that would run, and run nothing")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
@@ -60,11 +60,11 @@ func cmdBackfill(ctx context.Context, args []string, stdout, stderr io.Writer, r
 		}
 	}
 	p := BackfillParams{DryRun: *dry, To: time.Now()}
-	if p.From, err = parseWhen(*from, loc); err != nil {
+	if p.From, err = parseWhenAt(*from, loc, p.To); err != nil {
 		return usageError{msg: fmt.Sprintf("backfill: --from %q: %v", *from, err)}
 	}
 	if *to != "" {
-		if p.To, err = parseWhen(*to, loc); err != nil {
+		if p.To, err = parseWhenAt(*to, loc, p.To); err != nil {
 			return usageError{msg: fmt.Sprintf("backfill: --to %q: %v", *to, err)}
 		}
 	}

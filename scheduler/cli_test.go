@@ -346,6 +346,9 @@ func TestCLIHelpNamesJob(t *testing.T) {
 		{"trigger", "usage: scheduler trigger [flags] JOB\n", true},
 		{"pause", "usage: scheduler pause [flags] --reason TEXT [JOB]\n", true},
 		{"resume", "usage: scheduler resume [flags] --reason TEXT [JOB]\n", true},
+		{"diff", "usage: scheduler diff [flags]\n", false},
+		{"jobs", "usage: scheduler jobs [flags]\n", false},
+		{"audit", "usage: scheduler audit [flags] [--job JOB] --from T1 [--to T2]\n", true},
 	} {
 		for _, args := range [][]string{{c.cmd, "-h"}, {"help", c.cmd}} {
 			code, stdout, stderr := runCLI(t, args...)
@@ -370,6 +373,7 @@ func TestCLIMissingConfigSaidOnce(t *testing.T) {
 	for _, args := range [][]string{
 		{"validate"}, {"run"}, {"next", "--job", "hello"}, {"history"}, {"trigger", "hello"},
 		{"pause", "--reason", "x"}, {"resume", "--reason", "x", "hello"}, {"backfill", "hello", "--from", "2026-01-01"},
+		{"diff"}, {"jobs"}, {"audit", "--from", "-1h"},
 	} {
 		code, stdout, stderr := runCLI(t, append(args, "--config", missing)...)
 		if code != ExitUsage || stdout != "" || stderr != missing+": no such configuration file\n" {

@@ -180,3 +180,34 @@ func mayReplace(own slotstore.Spec, en slotstore.CatalogEntry, live map[string]b
 	}
 	return true
 }
+
+// TakesForce predicts whether replica's enrolment of s (at start-up: no
+// Supersedes) would put s in force over en, the job's catalog entry (zero
+// for a job the catalog does not have): the store's rule of The catalog in
+// slotstore's package documentation, which every store applies. It is true
+// for s already in force. When it is false, the replica conflicts and
+// claims nothing of the job until s takes force by the watch's rule
+// (mayReplace: never while both revisions are set and s's is not higher).
+func TakesForce(s slotstore.Spec, en slotstore.CatalogEntry, replica string) bool {
+	f := en.InForce
+	switch {
+	case f.Fingerprint == "", f.Fingerprint == s.Fingerprint, s.Supersedes == f.Fingerprint:
+		return true
+	case len(en.Carriers) == 0 || len(en.Carriers) == 1 && carries(en, replica):
+		return true // no carrier left once the enroller carries s instead
+	case s.Revision > 0 && f.Revision > 0:
+		return s.Revision > f.Revision
+	}
+	for _, p := range en.Past {
+		if p.Fingerprint == s.Fingerprint {
+			return false // replaced once: a restart does not bring it back
+		}
+	}
+	return true
+}
+
+// carries reports whether replica is a carrier of en's spec in force.
+func carries(en slotstore.CatalogEntry, replica string) bool {
+	_, ok := en.Carriers[replica]
+	return ok
+}
