@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
@@ -20,10 +21,11 @@ type reader interface {
 	History(ctx context.Context, p slotstore.HistoryParams) ([]slotstore.Marker, error)
 	Pauses(ctx context.Context) (slotstore.Pauses, error)
 	Replicas(ctx context.Context) ([]slotstore.Replica, error)
+	Catalog(ctx context.Context, p slotstore.CatalogParams) ([]slotstore.CatalogEntry, error)
 }
 
 // boundedStore is the store as the API's requests read it: each History,
-// Pauses or Replicas call waits for one of the api's shared places first.
+// Pauses, Replicas, Catalog or Audit call waits for one of the api's shared places first.
 // The pause switch (SetPause) goes straight to the engine's records.
 type boundedStore struct {
 	r engine.Records
@@ -50,6 +52,18 @@ func (s *boundedStore) Pauses(ctx context.Context) (ps slotstore.Pauses, err err
 func (s *boundedStore) Replicas(ctx context.Context) (rs []slotstore.Replica, err error) {
 	err = s.a.read(ctx, func() error { rs, err = s.r.Replicas(ctx); return err })
 	return rs, err
+}
+
+func (s *boundedStore) Catalog(ctx context.Context, p slotstore.CatalogParams) (es []slotstore.CatalogEntry, err error) {
+	err = s.a.read(ctx, func() error { es, err = s.r.Catalog(ctx, p); return err })
+	return es, err
+}
+
+// Audit audits job over [from, to], as engine.Records.Audit: its reads of
+// the catalog and of the markers take one of the shared places together.
+func (s *boundedStore) Audit(ctx context.Context, job string, from, to time.Time) (au engine.Audit, err error) {
+	err = s.a.read(ctx, func() error { au, err = s.r.Audit(ctx, job, from, to); return err })
+	return au, err
 }
 
 // read calls f once one of the shared places is free, and frees it after.
