@@ -275,3 +275,26 @@ func TestJobAudit(t *testing.T) {
 		wantError(t, target+" with the catalog down", code, body, http.StatusServiceUnavailable, codeStore, "read the catalog", errDown.Error())
 	}
 }
+
+// GET /api/cluster gives this replica's revision, and for each replica the
+// revisions of the specs in force it carries.
+func TestClusterRevisions(t *testing.T) {
+	report := spec(t, "report", never, "")
+	r := newRig(t, rigConfig{jobs: []engine.JobSpec{report, spec(t, "sync", never, "")}, revision: 3})
+	other := report
+	other.Timeout = time.Hour
+	r.enrollAs(t, "b", other, 7)
+	var c clusterView
+	r.get(t, "/api/cluster", &c)
+	byName := map[string]replicaView{}
+	for _, v := range c.Replicas {
+		byName[v.Name] = v
+	}
+	a, b := byName["a"], byName["b"]
+	if c.Revision != 3 || a.Revision == nil || *a.Revision != 3 || !slices.Equal(a.Carries, []revisionJobs{{Revision: 3, Jobs: 1}}) {
+		t.Errorf("this replica: revision %d, %+v", c.Revision, a)
+	}
+	if b.Revision != nil || !slices.Equal(b.Carries, []revisionJobs{{Revision: 7, Jobs: 1}}) || c.CatalogMore || len(c.Errors) != 0 {
+		t.Errorf("replica b: %+v; the view: %+v", b, c)
+	}
+}
