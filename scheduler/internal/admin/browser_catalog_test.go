@@ -40,6 +40,12 @@ func TestCatalogInBrowser(t *testing.T) {
 			fates.includes('done') && fates.includes('unaccounted') &&
 			document.querySelector('#audit-body tr.unaccounted') !== null &&
 			/ unaccounted/.test(document.getElementById('audit-summary').textContent)`)
+	b.click("#audit-unaccounted")
+	b.wait("the unaccounted slots only", `
+		const fates = [...document.querySelectorAll('#audit-body tr[data-slot]')].map((tr) => tr.dataset.fate);
+		return fates.length > 0 && fates.every((f) => f === 'unaccounted')`)
+	b.click("#audit-unaccounted")
+	b.wait("every fate again", `return [...document.querySelectorAll('#audit-body tr[data-slot]')].some((tr) => tr.dataset.fate === 'done')`)
 	b.shot("job-audit")
 	b.selectValue("#audit-window", "86400")
 	b.wait("a day, longer than the history kept, says where it ends", `

@@ -45,10 +45,13 @@ function paintConflict(banner, c) {
 
 // The audit's windows, and its fates as people read them.
 const AUDIT_WINDOWS = [['3600', 'last hour'], ['86400', 'last day']];
+const AUDIT_ROWS = 100; // the newest listed; the summary counts them all
 const FATE_CLASS = { done: 'st-ok', skipped: 'st-skip', running: 'st-run', retrying: 'st-run', unaccounted: 'bad', pending: 'muted', 'beyond history': 'muted', 'before record': 'muted' };
 
 function auditPart(path) {
   const pick = h('select', { id: 'audit-window' }, AUDIT_WINDOWS.map(([v, t]) => h('option', { value: v, text: t })));
+  const only = h('input', { id: 'audit-unaccounted', type: 'checkbox' });
+  let last = null;
   const sum = h('p', { id: 'audit-summary', class: 'small' });
   const note = h('p', { id: 'audit-history', class: 'small muted' });
   const body = h('tbody', { id: 'audit-body' });
@@ -56,12 +59,15 @@ function auditPart(path) {
   const root = h('section', { id: 'audit' },
     h('h2', { text: 'Audit' }),
     h('p', { class: 'small muted', text: 'Every slot of the window under the spec in force then, with its fate: what its marker says, or unaccounted when no replica recorded it.' }),
-    h('form', { class: 'action', id: 'audit-form' }, h('label', {}, 'Window', pick)), sum, note,
+    h('form', { class: 'action', id: 'audit-form' }, h('label', {}, 'Window', pick),
+      h('label', { class: 'check' }, h('span', { text: 'Unaccounted only' }), only)), sum, note,
     h('div', { class: 'table-wrap' }, h('table', { class: 'stack', id: 'audit-table' },
       h('thead', {}, h('tr', {}, ACOLS.map((t) => h('th', { scope: 'col', text: t })))), body)));
   root.querySelector('form').addEventListener('submit', (ev) => ev.preventDefault());
   pick.addEventListener('change', () => kick());
+  only.addEventListener('change', () => { if (last) paint(last); });
   function paint(a) {
+    last = a;
     const fates = Object.entries(a.counts).sort((x, y) => y[1] - x[1]);
     sum.replaceChildren();
     add(sum, a.slots.length + ' slots from ' + utc(a.from) + ' to ' + utc(a.to) + (fates.length ? ': ' : '.'),
@@ -70,7 +76,8 @@ function auditPart(path) {
     const from = Date.parse(a.from), hf = Date.parse(a.history_from);
     note.textContent = a.history_from ? (hf > from ? 'History ends at ' + utc(a.history_from) + ': older slots without a marker may have run and had it pruned (beyond history).'
       : 'History is kept from ' + utc(a.history_from) + ', before this window.') : '';
-    const slots = a.slots.slice().reverse().slice(0, 500);
+    const all = a.slots.filter((x) => !only.checked || x.fate === 'unaccounted');
+    const slots = all.slice().reverse().slice(0, AUDIT_ROWS);
     body.replaceChildren(...slots.map((x) => h('tr', { class: x.fate === 'unaccounted' ? 'unaccounted' : '', dataset: { slot: x.slot, fate: x.fate } },
       h('td', { dataset: { label: 'Slot' } }, h('span', { class: 'mono', text: utc(x.slot) }), x.origin ? [' ', h('span', { class: 'badge', text: x.origin })] : ''),
       h('td', { dataset: { label: 'Fate' }, class: FATE_CLASS[x.fate] || '', text: x.fate }),
@@ -80,8 +87,8 @@ function auditPart(path) {
       h('td', { dataset: { label: 'Fence' }, class: 'num', text: x.fence || '' }),
       h('td', { dataset: { label: 'Spec' }, class: 'mono small', title: x.spec || '', text: x.spec ? short(x.spec) : 'none (manual)' }),
       h('td', { dataset: { label: 'Reason' } }, x.error ? h('div', { class: 'errtext', text: x.error, title: x.error }) : '', x.reason ? h('div', { class: 'reason small', text: x.reason }) : ''))));
-    if (a.slots.length > slots.length) body.append(h('tr', {}, h('td', { colspan: ACOLS.length, class: 'muted', text: 'The newest ' + slots.length + ' of ' + a.slots.length + ' slots are listed.' })));
-    if (!a.slots.length) body.append(h('tr', {}, h('td', { colspan: ACOLS.length, class: 'muted', text: 'No slot in this window.' })));
+    if (all.length > slots.length) body.append(h('tr', {}, h('td', { colspan: ACOLS.length, class: 'muted', text: 'The newest ' + slots.length + ' of ' + all.length + ' slots are listed.' })));
+    if (!all.length) body.append(h('tr', {}, h('td', { colspan: ACOLS.length, class: 'muted', text: only.checked ? 'No slot unaccounted in this window.' : 'No slot in this window.' })));
   }
   return {
     root,
