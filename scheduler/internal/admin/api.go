@@ -132,6 +132,17 @@ func specConflict(w http.ResponseWriter, job, own, inForce string) {
 		engine.ErrSpecConflict, job, own, inForce))
 }
 
+// pathJob is the job the request's path names, or answers 404 when the
+// configuration has no such job.
+func (a *api) pathJob(w http.ResponseWriter, r *http.Request) (string, bool) {
+	job := r.PathValue("job")
+	if !a.e.HasJob(job) {
+		httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", job))
+		return job, false
+	}
+	return job, true
+}
+
 // authed lets a request through only with "Authorization: Bearer <token>"
 // matching http.token; with no token configured, mutations are refused.
 func (a *api) authed(next http.HandlerFunc) http.HandlerFunc {

@@ -72,9 +72,8 @@ func auditJSON(au engine.Audit) auditView {
 // jobAudit answers GET /api/jobs/{job}/audit?from=&to=: from is required,
 // to defaults to now, both RFC 3339.
 func (a *api) jobAudit(w http.ResponseWriter, r *http.Request) {
-	job := r.PathValue("job")
-	if !a.e.HasJob(job) {
-		httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", job))
+	job, ok := a.pathJob(w, r)
+	if !ok {
 		return
 	}
 	q := r.URL.Query()
@@ -83,26 +82,17 @@ func (a *api) jobAudit(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, code, err.Error())
 		return
 	}
-	st, ok := a.store(w)
+	au, ok := readStore(a, w, r, "", func(ctx context.Context, st *boundedStore) (engine.Audit, error) {
+		au, err := st.Audit(ctx, job, from, to)
+		switch {
+		case errors.Is(err, engine.ErrNotInCatalog):
+			return au, refusal{http.StatusNotFound, codeNotInCatalog, err}
+		case errors.Is(err, engine.ErrSpecUnreadable):
+			return au, refusal{http.StatusInternalServerError, codeSpecUnreadable, err}
+		}
+		return au, err
+	})
 	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
-	defer cancel()
-	au, err := st.Audit(ctx, job, from, to)
-	switch {
-	case errors.Is(err, engine.ErrNotInCatalog):
-		a.storeCall(ctx, nil) // the store answered
-		httpError(w, http.StatusNotFound, codeNotInCatalog, err.Error())
-		return
-	case errors.Is(err, engine.ErrSpecUnreadable):
-		a.storeCall(ctx, nil)
-		httpError(w, http.StatusInternalServerError, codeSpecUnreadable, err.Error())
-		return
-	}
-	a.storeCall(ctx, err)
-	if err != nil {
-		httpError(w, http.StatusServiceUnavailable, codeStore, err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, auditJSON(au))

@@ -47,9 +47,8 @@ type backfillSlotView struct {
 // answers 200 with the plan; otherwise the plan's slots to run start on
 // this replica and the answer is 202 (200 when there is nothing to run).
 func (a *api) backfill(w http.ResponseWriter, r *http.Request) {
-	job := r.PathValue("job")
-	if !a.e.HasJob(job) {
-		httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", job))
+	job, ok := a.pathJob(w, r)
+	if !ok {
 		return
 	}
 	ps, err := postParams(r, field{name: "from"}, field{name: "to"}, field{name: "dry_run", isBool: true})

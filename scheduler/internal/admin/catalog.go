@@ -207,25 +207,21 @@ func (a *api) catalog(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, codeBadRequest, err.Error())
 		return
 	}
-	st, ok := a.store(w)
+	var rec engine.Records
+	es, ok := readStore(a, w, r, "read the catalog: ", func(ctx context.Context, st *boundedStore) ([]slotstore.CatalogEntry, error) {
+		rec = st.r
+		return st.Catalog(ctx, slotstore.CatalogParams{After: q.Get("after"), Limit: limit})
+	})
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
-	defer cancel()
-	es, err := st.Catalog(ctx, slotstore.CatalogParams{After: q.Get("after"), Limit: limit})
-	a.storeCall(ctx, err)
-	if err != nil {
-		httpError(w, http.StatusServiceUnavailable, codeStore, "read the catalog: "+err.Error())
-		return
-	}
-	out := catalogPage{Replica: a.e.Replica(), Revision: st.r.Revision(), Jobs: make([]catalogEntryView, len(es))}
+	out := catalogPage{Replica: a.e.Replica(), Revision: rec.Revision(), Jobs: make([]catalogEntryView, len(es))}
 	for i, en := range es {
 		v := catalogEntryView{Job: en.Job, InForce: specJSON(en.InForce), Carriers: carriersJSON(en.Carriers), Past: make([]specView, len(en.Past))}
 		for j, p := range en.Past {
 			v.Past[j] = specJSON(p)
 		}
-		if own, _, ok := st.r.SpecOf(en.Job); ok {
+		if own, _, ok := rec.SpecOf(en.Job); ok {
 			v.Own = &ownSpec{Fingerprint: own.Fingerprint, Revision: own.Revision}
 			v.Conflict = en.InForce.Fingerprint != "" && own.Fingerprint != en.InForce.Fingerprint
 		}

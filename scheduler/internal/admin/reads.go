@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
@@ -80,6 +81,43 @@ func (a *api) read(ctx context.Context, f func() error) error {
 	}
 	defer func() { <-a.reads }()
 	return f()
+}
+
+// refusal is an error a read answers with status and code rather than
+// 503: the store answered, and said no.
+type refusal struct {
+	status int
+	code   string
+	err    error
+}
+
+func (r refusal) Error() string { return r.err.Error() }
+
+// readStore reads with read on the store of the Run in progress, its reads
+// within readTimeout, and records how they went (storeCall). It answers a
+// refusal as it says, another failure 503 with what before its error, and
+// returns false once it has answered.
+func readStore[T any](a *api, w http.ResponseWriter, r *http.Request, what string, read func(context.Context, *boundedStore) (T, error)) (T, bool) {
+	var zero T
+	st, ok := a.store(w)
+	if !ok {
+		return zero, false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+	defer cancel()
+	v, err := read(ctx, st)
+	var no refusal
+	if errors.As(err, &no) {
+		a.storeCall(ctx, nil)
+		httpError(w, no.status, no.code, no.Error())
+		return zero, false
+	}
+	a.storeCall(ctx, err)
+	if err != nil {
+		httpError(w, http.StatusServiceUnavailable, codeStore, what+err.Error())
+		return zero, false
+	}
+	return v, true
 }
 
 // storeCall records how a call to the store made under ctx went (the
