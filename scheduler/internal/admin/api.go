@@ -64,16 +64,13 @@ func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
 	job := r.PathValue("job")
 	// A replica whose spec of the job is not the spec in force runs none
 	// of its slots: the store would refuse the claim, so say why first.
-	if rec, ok := a.e.Records(); ok {
-		if _, conflict, _ := rec.SpecOf(job); conflict != nil {
-			a.triggerConflict(r.Context(), w, job)
-			return
-		}
+	if a.inConflict(r.Context(), w, job) {
+		return
 	}
 	m, err := a.e.Start(r.Context(), job)
 	switch {
 	case errors.Is(err, engine.ErrSpecConflict):
-		a.triggerConflict(r.Context(), w, job)
+		a.answerConflict(r.Context(), w, job)
 		return
 	case errors.Is(err, engine.ErrNoJob):
 		httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", job))
@@ -101,10 +98,24 @@ func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// triggerConflict answers a trigger of job, whose spec on this replica is
+// inConflict reports whether this replica's spec of job is not the spec in
+// force, as the engine knows, and then answers 409 spec_conflict.
+func (a *api) inConflict(ctx context.Context, w http.ResponseWriter, job string) bool {
+	rec, ok := a.e.Records()
+	if !ok {
+		return false
+	}
+	if _, conflict, _ := rec.SpecOf(job); conflict == nil {
+		return false
+	}
+	a.answerConflict(ctx, w, job)
+	return true
+}
+
+// answerConflict answers a trigger or backfill of job, whose spec on this replica is
 // not the spec in force (as the engine knows, or as the store answered its
 // claim), naming the spec in force as the catalog has it now.
-func (a *api) triggerConflict(ctx context.Context, w http.ResponseWriter, job string) {
+func (a *api) answerConflict(ctx context.Context, w http.ResponseWriter, job string) {
 	own, in, force := "", "(unknown)", ""
 	if rec, ok := a.e.Records(); ok {
 		s, conflict, _ := rec.SpecOf(job)
@@ -124,7 +135,7 @@ func (a *api) triggerConflict(ctx context.Context, w http.ResponseWriter, job st
 	specConflict(w, job, own, cmp.Or(force, in))
 }
 
-// specConflict answers 409 spec_conflict for a trigger of job, whose spec
+// specConflict answers 409 spec_conflict for a trigger or backfill of job, whose spec
 // on this replica, own, is not inForce.
 func specConflict(w http.ResponseWriter, job, own, inForce string) {
 	httpError(w, http.StatusConflict, codeSpecConflict, fmt.Sprintf(

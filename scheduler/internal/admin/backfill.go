@@ -86,6 +86,9 @@ func (a *api) backfill(w http.ResponseWriter, r *http.Request) {
 	// runs it starts are the Run's, not this request's.
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
+	if !p.DryRun && a.inConflict(ctx, w, job) { // its claims would be refused
+		return
+	}
 	plan, err := a.e.StartBackfill(ctx, job, p)
 	switch {
 	case errors.Is(err, engine.ErrNoJob):

@@ -107,7 +107,7 @@ func TestJobCatalog(t *testing.T) {
 
 // A trigger of a job whose spec here is not the spec in force is refused
 // with 409 spec_conflict naming both specs: at the store's refusal of its
-// claim, and after, at once.
+// claim, and after, at once; and so is a backfill.
 func TestTriggerSpecConflict(t *testing.T) {
 	report := spec(t, "report", never, "")
 	r := newRig(t, rigConfig{jobs: []engine.JobSpec{report}})
@@ -119,6 +119,8 @@ func TestTriggerSpecConflict(t *testing.T) {
 		code, _, body := r.do(t, "POST", "/api/jobs/report/trigger", "", true)
 		wantError(t, "a trigger in conflict, "+when, code, body, http.StatusConflict, codeSpecConflict, own.Fingerprint, theirs.Fingerprint)
 	}
+	code, _, body := r.do(t, "POST", "/api/jobs/report/backfill", `{"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z"}`, true)
+	wantError(t, "a backfill in conflict", code, body, http.StatusConflict, codeSpecConflict, own.Fingerprint, theirs.Fingerprint)
 	ms, err := r.st.History(t.Context(), slotstore.HistoryParams{Job: "report"})
 	if err != nil || len(ms) != 0 {
 		t.Errorf("report's markers after refused triggers: %+v %v", ms, err)
@@ -280,7 +282,9 @@ func TestJobAudit(t *testing.T) {
 // revisions of the specs in force it carries.
 func TestClusterRevisions(t *testing.T) {
 	report := spec(t, "report", never, "")
-	r := newRig(t, rigConfig{jobs: []engine.JobSpec{report, spec(t, "sync", never, "")}, revision: 3})
+	cs := &catalogStore{}
+	r := newRig(t, rigConfig{jobs: []engine.JobSpec{report, spec(t, "sync", never, "")}, revision: 3,
+		store: func(st slotstore.Store) slotstore.Store { cs.Store = st; return cs }})
 	other := report
 	other.Timeout = time.Hour
 	r.enrollAs(t, "b", other, 7)
@@ -296,5 +300,14 @@ func TestClusterRevisions(t *testing.T) {
 	}
 	if b.Revision != nil || !slices.Equal(b.Carries, []revisionJobs{{Revision: 7, Jobs: 1}}) || c.CatalogMore || len(c.Errors) != 0 {
 		t.Errorf("replica b: %+v; the view: %+v", b, c)
+	}
+
+	// The catalog down: the view still answers, and says so.
+	cs.down.Store(true)
+	defer cs.down.Store(false)
+	c = clusterView{}
+	r.get(t, "/api/cluster", &c)
+	if len(c.Errors) != 1 || !strings.HasPrefix(c.Errors[0], "catalog: ") || len(c.Replicas) == 0 || c.Replicas[0].Carries == nil || !c.Store.OK {
+		t.Errorf("the cluster with the catalog down: %+v", c)
 	}
 }
