@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"cmp"
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -43,6 +45,8 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/jobs", a.jobs)
 	mux.HandleFunc("GET /api/jobs/{job}", a.job)
 	mux.HandleFunc("GET /api/jobs/{job}/history", a.jobHistory)
+	mux.HandleFunc("GET /api/jobs/{job}/audit", a.jobAudit)
+	mux.HandleFunc("GET /api/catalog", a.catalog)
 	mux.HandleFunc("GET /api/history", a.history)
 	mux.HandleFunc("GET /api/cluster", a.cluster)
 	mux.HandleFunc("POST /api/jobs/{job}/trigger", a.authed(a.trigger))
@@ -58,8 +62,16 @@ func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
 	// Through the live engine, as Trigger during Run: the run is one of
 	// Run's, which waits for it at shutdown.
 	job := r.PathValue("job")
+	// A replica whose spec of the job is not the spec in force runs none
+	// of its slots: the store would refuse the claim, so say why first.
+	if a.inConflict(r.Context(), w, job) {
+		return
+	}
 	m, err := a.e.Start(r.Context(), job)
 	switch {
+	case errors.Is(err, engine.ErrSpecConflict):
+		a.answerConflict(r.Context(), w, job)
+		return
 	case errors.Is(err, engine.ErrNoJob):
 		httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", job))
 		return
@@ -84,6 +96,62 @@ func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]any{
 		"job": m.Job, "slot": slot, "key": m.Job + "@" + slot, "fence": m.Fence,
 	})
+}
+
+// inConflict reports whether this replica's spec of job is not the spec in
+// force, as the engine knows, and then answers 409 spec_conflict.
+func (a *api) inConflict(ctx context.Context, w http.ResponseWriter, job string) bool {
+	rec, ok := a.e.Records()
+	if !ok {
+		return false
+	}
+	if _, conflict, _ := rec.SpecOf(job); conflict == nil {
+		return false
+	}
+	a.answerConflict(ctx, w, job)
+	return true
+}
+
+// answerConflict answers a trigger or backfill of job, whose spec on this replica is
+// not the spec in force (as the engine knows, or as the store answered its
+// claim), naming the spec in force as the catalog has it now.
+func (a *api) answerConflict(ctx context.Context, w http.ResponseWriter, job string) {
+	own, in, force := "", "(unknown)", ""
+	if rec, ok := a.e.Records(); ok {
+		s, conflict, _ := rec.SpecOf(job)
+		own = s.Fingerprint
+		if conflict != nil {
+			in = conflict.Fingerprint
+		}
+		ctx, cancel := context.WithTimeout(ctx, readTimeout)
+		defer cancel()
+		st := &boundedStore{r: rec, a: a}
+		es, err := st.Catalog(ctx, slotstore.CatalogParams{Jobs: []string{job}})
+		a.storeCall(ctx, err)
+		if err == nil && len(es) == 1 {
+			force = es[0].InForce.Fingerprint
+		}
+	}
+	specConflict(w, job, own, cmp.Or(force, in))
+}
+
+// specConflict answers 409 spec_conflict for a trigger or backfill of job, whose spec
+// on this replica, own, is not inForce.
+func specConflict(w http.ResponseWriter, job, own, inForce string) {
+	httpError(w, http.StatusConflict, codeSpecConflict, fmt.Sprintf(
+		"%v: %s: this replica's spec %s is not the spec in force %s; it runs none of the job's slots until its configuration carries that spec again (or no live replica carries it)",
+		engine.ErrSpecConflict, job, own, inForce))
+}
+
+// pathJob is the job the request's path names, or answers 404 when the
+// configuration has no such job.
+func (a *api) pathJob(w http.ResponseWriter, r *http.Request) (string, bool) {
+	job := r.PathValue("job")
+	if !a.e.HasJob(job) {
+		httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", job))
+		return job, false
+	}
+	return job, true
 }
 
 // authed lets a request through only with "Authorization: Bearer <token>"
@@ -127,6 +195,10 @@ const (
 	codeNoFreeSlot   = "no_free_slot"
 	codeNotRunning   = "not_running"
 	codeStore        = "store_unavailable"
+	// The job catalog's.
+	codeNotInCatalog   = "not_in_catalog"
+	codeSpecConflict   = "spec_conflict"
+	codeSpecUnreadable = "spec_unreadable"
 )
 
 // httpError answers status with the body {"error": msg, "code": code}.

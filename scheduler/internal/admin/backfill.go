@@ -47,9 +47,8 @@ type backfillSlotView struct {
 // answers 200 with the plan; otherwise the plan's slots to run start on
 // this replica and the answer is 202 (200 when there is nothing to run).
 func (a *api) backfill(w http.ResponseWriter, r *http.Request) {
-	job := r.PathValue("job")
-	if !a.e.HasJob(job) {
-		httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", job))
+	job, ok := a.pathJob(w, r)
+	if !ok {
 		return
 	}
 	ps, err := postParams(r, field{name: "from"}, field{name: "to"}, field{name: "dry_run", isBool: true})
@@ -87,6 +86,9 @@ func (a *api) backfill(w http.ResponseWriter, r *http.Request) {
 	// runs it starts are the Run's, not this request's.
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
+	if !p.DryRun && a.inConflict(ctx, w, job) { // its claims would be refused
+		return
+	}
 	plan, err := a.e.StartBackfill(ctx, job, p)
 	switch {
 	case errors.Is(err, engine.ErrNoJob):

@@ -36,7 +36,7 @@ function clusterView() {
   });
   const table = (id, cols, body) => h('div', { class: 'table-wrap' }, h('table', { class: 'stack', id },
     h('thead', {}, h('tr', {}, cols.map((t) => h('th', { scope: 'col', text: t })))), body));
-  const RCOLS = ['Replica', 'Live', 'Version', 'Started', 'Last seen', 'Slots running', 'Duties led'];
+  const RCOLS = ['Replica', 'Live', 'Version', 'Revision', 'Started', 'Last seen', 'Slots running', 'Duties led'];
   const DCOLS = ['Duty', 'Leader', 'Fence', 'Since', 'This replica'];
   const root = h('section', { id: 'cluster-view' },
     h('h1', { text: 'Cluster' }),
@@ -67,10 +67,11 @@ function clusterView() {
       h('td', { dataset: { label: RCOLS[0] } }, h('b', { text: r.name }), r.this ? [' ', h('span', { class: 'badge', text: 'this replica' })] : ''),
       h('td', { dataset: { label: RCOLS[1] } }, h('span', { class: 'health' }, h('span', { class: 'dot ' + (r.live ? 'live' : 'down'), 'aria-hidden': 'true' }), r.live ? 'live' : 'gone')),
       h('td', { dataset: { label: RCOLS[2] }, class: 'mono', text: r.version || '' }),
-      h('td', { dataset: { label: RCOLS[3] } }, when(r.started)),
-      h('td', { dataset: { label: RCOLS[4] } }, r.seen ? when(r.seen) : h('span', { class: 'muted', text: 'no beat yet' })),
-      h('td', { dataset: { label: RCOLS[5] }, class: 'num', text: r.running }),
-      h('td', { dataset: { label: RCOLS[6] }, text: r.duties.map((d) => d.name + ' (fence ' + d.fence + ')').join(', ') || '—' }))));
+      h('td', { dataset: { label: RCOLS[3], col: 'revision' } }, revisionText(r)),
+      h('td', { dataset: { label: RCOLS[4] } }, when(r.started)),
+      h('td', { dataset: { label: RCOLS[5] } }, r.seen ? when(r.seen) : h('span', { class: 'muted', text: 'no beat yet' })),
+      h('td', { dataset: { label: RCOLS[6] }, class: 'num', text: r.running }),
+      h('td', { dataset: { label: RCOLS[7] }, text: r.duties.map((d) => d.name + ' (fence ' + d.fence + ')').join(', ') || '—' }))));
     duties.replaceChildren(...c.duties.map((d) => h('tr', { dataset: { duty: d.name } },
       h('td', { dataset: { label: DCOLS[0] } }, h('b', { text: d.name })),
       h('td', { dataset: { label: DCOLS[1] }, class: d.leader ? '' : 'bad', text: d.leader || 'no leader' }),
@@ -88,6 +89,15 @@ function clusterView() {
       if (!r.data.store.ok) throw new APIError(503, 'store_unavailable', 'store unreachable: ' + r.data.store.error);
     },
   };
+}
+
+// revisionText says which revision a replica runs: this one's own; for the
+// others, whose beats do not say, the revisions of the specs in force they
+// carry, by the catalog.
+function revisionText(r) {
+  const carried = (r.carries || []).map((x) => 'specs of ' + (x.revision || 'no revision') + ' (' + x.jobs + ' job' + (x.jobs === 1 ? '' : 's') + ')').join(', ');
+  if (r.revision !== undefined) return [h('b', { text: r.revision || 'none' }), h('div', { class: 'small muted', text: 'its configuration' + (carried ? '; carries ' + carried : '') })];
+  return carried ? h('span', { class: 'small', text: 'carries ' + carried }) : h('span', { class: 'muted', text: 'carries no spec in force' });
 }
 
 function paintHeader(c) {

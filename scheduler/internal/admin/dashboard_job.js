@@ -1,4 +1,5 @@
-// A job's view: its settings and status, actions, timeline and history.
+// A job's view: its settings, spec in force and status, actions, timeline,
+// history and audit.
 
 function jobView(name) {
   const path = '/api/jobs/' + enc(name);
@@ -7,6 +8,9 @@ function jobView(name) {
   const title = h('h1', {}, h('span', { class: 'dot', 'aria-hidden': 'true' }), h('span', { id: 'job-name', text: name }), badge);
   const settings = h('dl', { class: 'kv', id: 'job-settings' });
   const status = h('dl', { class: 'kv', id: 'job-status' });
+  const specDl = h('dl', { class: 'kv', id: 'job-spec' });
+  const conflict = h('div', { id: 'spec-conflict', class: 'banner conflict', role: 'alert', hidden: true });
+  const audit = auditPart(path);
 
   // Trigger.
   const triggerMsg = h('p', { class: 'msg', id: 'trigger-msg', role: 'status' });
@@ -118,8 +122,10 @@ function jobView(name) {
   const root = h('section', { id: 'job-view' },
     h('p', {}, h('a', { href: '#/', text: '← All jobs' })),
     title,
+    conflict,
     h('div', { class: 'cards' },
       h('div', { class: 'card' }, h('h2', { text: 'Settings' }), settings),
+      h('div', { class: 'card', id: 'spec-card' }, h('h2', { text: 'Spec in force' }), specDl),
       h('div', { class: 'card' }, h('h2', { text: 'Status' }), status),
       h('div', { class: 'card', id: 'actions' }, h('h2', { text: 'Actions' }),
         triggerBtn, triggerMsg,
@@ -131,7 +137,8 @@ function jobView(name) {
     h('h2', { text: 'History' }), filters,
     h('div', { class: 'table-wrap' }, h('table', { class: 'stack', id: 'history-table' },
       h('thead', {}, h('tr', {}, HCOLS.map((t) => h('th', { scope: 'col', text: t })))), histBody)),
-    h('div', { class: 'pager' }, newer, histNote, older));
+    h('div', { class: 'pager' }, newer, histNote, older),
+    audit.root);
 
   function paintJob(j) {
     st.job = j;
@@ -139,6 +146,8 @@ function jobView(name) {
     badge.textContent = j.health;
     document.title = j.name + ' · slotcron';
     const kv = (k, ...v) => [h('dt', { text: k }), h('dd', {}, v)];
+    paintSpec(specDl, j.catalog);
+    paintConflict(conflict, j.catalog);
     settings.replaceChildren(...[
       kv('Schedule', h('code', { text: j.schedule })),
       kv('Time zone', j.timezone),
@@ -215,7 +224,7 @@ function jobView(name) {
       const before = st.cursors[st.cursors.length - 1];
       if (before) q.set('before', before);
       for (const [k, v] of Object.entries(st.filters)) if (v) q.set(k, v);
-      const [j, p] = await Promise.all([api('GET', path), api('GET', path + '/history?' + q)]);
+      const [j, p] = await Promise.all([api('GET', path), api('GET', path + '/history?' + q), audit.refresh()]);
       paintJob(j.data);
       paintHistory(p.data);
     },

@@ -11,6 +11,13 @@ const COLUMNS = [
   { key: 'next', label: 'Next slot', cmp: (a, b) => (Date.parse(a.next) || Infinity) - (Date.parse(b.next) || Infinity) },
 ];
 const time = (m) => m ? Date.parse(m.finished_at || m.slot) : 0;
+// specBadge marks a job whose spec here is not the one in force, or that
+// live replicas do not all carry.
+function specBadge(c) {
+  if (c.status === 'conflict') return [' ', h('span', { class: 'badge conflict', title: 'this replica’s spec differs from the spec in force: it runs none of its slots', text: 'spec conflict' })];
+  if (c.others.length) return [' ', h('span', { class: 'badge', title: 'live replicas not carrying the spec in force: ' + c.others.map((o) => o.replica).join(', '), text: 'other specs' })];
+  return c.status === 'not_enrolled' ? [' ', h('span', { class: 'badge', title: 'no spec in force in the catalog yet', text: 'not enrolled' })] : '';
+}
 
 function jobsView() {
   const st = { q: sessionStorage.getItem('slotcron.filter') || '', offset: 0, limit: 100, sort: 'health', dir: 1, jobs: [], total: 0 };
@@ -56,7 +63,7 @@ function jobsView() {
   function row(j) {
     const cells = {
       health: [dot(j.health), pauseText(j.pause, 'job'), pauseText(j.cluster_pause, 'cluster')],
-      name: [h('a', { href: '#/jobs/' + enc(j.name), text: j.name, class: 'job-link' }),
+      name: [h('a', { href: '#/jobs/' + enc(j.name), text: j.name, class: 'job-link' }), specBadge(j.catalog),
         h('div', { class: 'small muted' }, h('code', { class: 'nowrap', text: j.schedule }), ' ', h('span', { class: 'nowrap', text: '· ' + j.timezone }))],
       last_success: j.last_success ? [when(j.last_success.finished_at), h('div', { class: 'small muted', text: dur(j.last_success.duration_seconds) })]
         : h('span', { class: 'muted', text: j.scanned >= 50 ? 'none in the last ' + j.scanned + ' slots' : 'none yet' }),

@@ -68,6 +68,13 @@ func FuzzAPI(f *testing.F) {
 		{4, "GET", "/api/cluster", ""},
 		{0, "POST", "/api/jobs/report/backfill?from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z&dry_run=true", "Bearer s3cret"},
 		{0, "POST", "/api/jobs/report/backfill?from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z", "Bearer s3cret"},
+		// The catalog's.
+		{0, "GET", "/api/jobs/report/audit?from=2026-01-01T00:00:00Z", ""},
+		{0, "GET", "/api/jobs/report/audit?from=0001-01-01T00:00:00Z&to=9999-12-31T23:59:59Z", ""},
+		{0, "GET", "/api/jobs/solo/audit?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z", ""},
+		{0, "GET", "/api/jobs/report/audit?from=-1", ""},
+		{0, "GET", "/api/catalog?limit=1&after=report", ""},
+		{0, "GET", "/api/catalog?limit=100000", ""},
 	} {
 		f.Add(tc.setup, tc.method, tc.target, tc.auth)
 	}

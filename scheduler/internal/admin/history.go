@@ -41,16 +41,10 @@ func (a *api) history(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, codeBadRequest, err.Error())
 		return
 	}
-	st, ok := a.store(w)
+	ms, ok := readStore(a, w, r, "read history: ", func(ctx context.Context, st *boundedStore) ([]slotstore.Marker, error) {
+		return st.History(ctx, slotstore.HistoryParams{Job: q.Get("job"), State: state, Limit: limit})
+	})
 	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
-	defer cancel()
-	ms, err := st.History(ctx, slotstore.HistoryParams{Job: q.Get("job"), State: state, Limit: limit})
-	a.storeCall(ctx, err)
-	if err != nil {
-		httpError(w, http.StatusServiceUnavailable, codeStore, "read history: "+err.Error())
 		return
 	}
 	out := make([]MarkerView, len(ms))
@@ -103,9 +97,8 @@ func (f historyFilter) match(m slotstore.Marker) bool {
 // jobHistory answers GET /api/jobs/{job}/history?before=&limit=&state=
 // &outcome=&attempt_gt=&manual=: the job's markers, newest slot first.
 func (a *api) jobHistory(w http.ResponseWriter, r *http.Request) {
-	job := r.PathValue("job")
-	if !a.e.HasJob(job) {
-		httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", job))
+	job, ok := a.pathJob(w, r)
+	if !ok {
 		return
 	}
 	q := r.URL.Query()
@@ -145,16 +138,10 @@ func (a *api) jobHistory(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	st, ok := a.store(w)
+	page, ok := readStore(a, w, r, "", func(ctx context.Context, st *boundedStore) (historyPage, error) {
+		return readHistory(ctx, st, job, f, before, limit)
+	})
 	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
-	defer cancel()
-	page, err := readHistory(ctx, st, job, f, before, limit)
-	a.storeCall(ctx, err)
-	if err != nil {
-		httpError(w, http.StatusServiceUnavailable, codeStore, err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, page)

@@ -54,6 +54,9 @@ type jobView struct {
 	Paused       bool       `json:"paused"`
 	Pause        *pauseNote `json:"pause,omitempty"`
 	ClusterPause *pauseNote `json:"cluster_pause,omitempty"`
+	// Catalog is the job's spec in force and whether this replica's
+	// differs.
+	Catalog jobCatalog `json:"catalog"`
 	jobStatus
 }
 
@@ -153,17 +156,26 @@ func (a *api) job(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, views[0])
 }
 
-// jobViews describes js with their pauses and status, read from st: the
-// running slots in one read (of only that job when one is given, and of
+// jobViews describes js with their pauses, catalog entries and status,
+// read from st: the catalog in one read, the running slots in one read (of only that job when one is given, and of
 // each job when more run than one read takes), each job's history with at
 // most readers reads at a time, all within readTimeout.
-func (a *api) jobViews(ctx context.Context, st reader, js []engine.JobSpec, one string) ([]jobView, error) {
+func (a *api) jobViews(ctx context.Context, st *boundedStore, js []engine.JobSpec, one string) ([]jobView, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	ps, err := st.Pauses(ctx)
 	a.storeCall(ctx, err)
 	if err != nil {
 		return nil, fmt.Errorf("read pauses: %w", err)
+	}
+	names := make([]string, len(js))
+	for i, j := range js {
+		names[i] = j.Name
+	}
+	entries, live, err := readCatalogs(ctx, st, names)
+	if err != nil {
+		a.storeCall(ctx, err)
+		return nil, fmt.Errorf("read the catalog: %w", err)
 	}
 	running, _, more, err := readRunning(ctx, st, one)
 	if err != nil {
@@ -181,7 +193,7 @@ func (a *api) jobViews(ctx context.Context, st reader, js []engine.JobSpec, one 
 			OnCrash: string(cmp.Or(j.OnCrash, policy.OnCrashRetry)), MaxAttempts: j.MaxAttempts, StartingDeadline: j.Deadline.String(),
 			CatchUp: string(j.CatchUp), CatchUpLimit: j.CatchUpLimit, Jitter: j.Jitter.String(), History: j.History.String(),
 			Retries: retriesView{Max: j.Retries.Max, Backoff: j.Retries.Backoff.String(), MaxBackoff: j.Retries.MaxBackoff.String()},
-			Pause:   noteOf(ps, j.Name), ClusterPause: noteOf(ps, "")}
+			Pause:   noteOf(ps, j.Name), ClusterPause: noteOf(ps, ""), Catalog: a.catalogOf(st.r, j.Name, entries[j.Name], live)}
 		v := &out[i]
 		v.Paused = v.Pause != nil || v.ClusterPause != nil
 		if next := j.Schedule.Next(now); !v.Paused && !next.IsZero() {

@@ -46,6 +46,8 @@ type rigConfig struct {
 	// before runs on the store before the engine starts.
 	before func(r *rig)
 	opts   Options
+	// revision is the configuration's revision.
+	revision int64
 }
 
 // spec is a job that does nothing, on spec (in zone tz).
@@ -66,7 +68,7 @@ func newRig(t *testing.T, c rigConfig) *rig {
 	r.st = memstore.New(memstore.Options{Clock: func() time.Time { return time.Now().Add(-time.Duration(r.lag.Load())) }})
 	log := slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e, err := engine.New(engine.Config{Replica: "a", Incarnation: "test", Log: log, Now: time.Now, Grace: time.Second,
-		Jobs: c.jobs, Duties: c.duties})
+		Jobs: c.jobs, Duties: c.duties, Revision: c.revision})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,6 +67,16 @@ type Audit struct {
 // build that keeps one has enrolled it).
 var ErrNotInCatalog = errors.New("scheduler: job not in the catalog")
 
+// ErrSpecUnreadable: a spec the catalog keeps for the job is one this
+// build cannot read (a newer build's body, or a schedule it cannot parse);
+// the store answered, so it is no failure of the store's.
+var ErrSpecUnreadable = errors.New("scheduler: a spec in the catalog is unreadable by this build")
+
+// unreadable is an error of ErrSpecUnreadable with its own message.
+type unreadable struct{ error }
+
+func (u unreadable) Is(target error) bool { return target == ErrSpecUnreadable }
+
 // specPeriod is a spec of a job and when it was in force.
 type specPeriod struct {
 	rec   slotstore.SpecRecord
@@ -173,7 +183,7 @@ func specPeriods(en slotstore.CatalogEntry) ([]specPeriod, error) {
 	for _, r := range recs {
 		b, ok := ParseBody(r.Body)
 		if !ok {
-			return nil, fmt.Errorf("audit %s: spec %s (by %s) was written by a build this one cannot read", job, r.Fingerprint, r.Replica)
+			return nil, unreadable{fmt.Errorf("audit %s: spec %s (by %s) was written by a build this one cannot read", job, r.Fingerprint, r.Replica)}
 		}
 		if b.Retired {
 			out = append(out, specPeriod{rec: r, body: b})
@@ -181,7 +191,7 @@ func specPeriods(en slotstore.CatalogEntry) ([]specPeriod, error) {
 		}
 		sched, err := schedule.Parse(b.Schedule, b.Zone)
 		if err != nil {
-			return nil, fmt.Errorf("audit %s: spec %s: %w", job, r.Fingerprint, err)
+			return nil, unreadable{fmt.Errorf("audit %s: spec %s: %w", job, r.Fingerprint, err)}
 		}
 		out = append(out, specPeriod{rec: r, body: b, sched: sched})
 	}
