@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"cmp"
 	"context"
 	"net/http"
 	"slices"
@@ -13,13 +12,8 @@ import (
 	"github.com/slotcron/slotcron/slotstore"
 )
 
-// clusterTimeout bounds the store reads of GET /api/cluster, and
-// clusterCatalog the catalog entries it reads for the revisions the
-// replicas carry.
-const (
-	clusterTimeout = 5 * time.Second
-	clusterCatalog = 1000
-)
+// clusterTimeout bounds the store reads of GET /api/cluster.
+const clusterTimeout = 5 * time.Second
 
 // clusterView is the cluster as GET /api/cluster shows it. A part the store
 // could not give is left out and its error listed in Errors; the answer is
@@ -46,11 +40,8 @@ type clusterView struct {
 	Duties []dutyView `json:"duties"`
 	// Running counts the slots of the configured jobs running now;
 	// RunningMore says there may be more than were read.
-	Running     int  `json:"running"`
-	RunningMore bool `json:"running_more,omitempty"`
-	// CatalogMore says the catalog has more jobs than were read for the
-	// replicas' Carries.
-	CatalogMore bool     `json:"catalog_more,omitempty"`
+	Running     int      `json:"running"`
+	RunningMore bool     `json:"running_more,omitempty"`
 	Errors      []string `json:"errors,omitempty"`
 }
 
@@ -76,20 +67,10 @@ type replicaView struct {
 	// Running counts the running slots it holds.
 	Running int            `json:"running"`
 	Duties  []dutyTermView `json:"duties"`
-	// Revision is the revision of the configuration it runs: known for
-	// this replica only (a beat does not carry it).
-	Revision *int64 `json:"revision,omitempty"`
-	// Carries lists the revisions of the specs in force it carries, by the
-	// catalog (the spec's revision, raised by the latest enrolment of it),
-	// each with how many jobs' specs: a replica of an older configuration
-	// carries none of the specs it changed.
-	Carries []revisionJobs `json:"carries"`
-}
-
-// revisionJobs is a revision of specs in force, and of how many jobs.
-type revisionJobs struct {
+	// Revision is the revision of the configuration it runs, as its last
+	// beat says (this replica's own, now): 0 for none, or for a build
+	// whose beats do not say.
 	Revision int64 `json:"revision"`
-	Jobs     int   `json:"jobs"`
 }
 
 // dutyTermView is a term of a duty a replica leads.
@@ -134,14 +115,13 @@ func (a *api) cluster(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), clusterTimeout)
 	defer cancel()
 	var (
-		wg                            sync.WaitGroup
-		ps                            slotstore.Pauses
-		reps                          []slotstore.Replica
-		running                       []slotstore.Marker
-		entries                       []slotstore.CatalogEntry
-		runMore                       bool
-		psErr, repErr, runErr, catErr error
-		latency                       time.Duration
+		wg                    sync.WaitGroup
+		ps                    slotstore.Pauses
+		reps                  []slotstore.Replica
+		running               []slotstore.Marker
+		runMore               bool
+		psErr, repErr, runErr error
+		latency               time.Duration
 	)
 	// The read of the pauses, one small read on every store, is the
 	// store's health: its latency is the call's own, not its wait for a
@@ -157,14 +137,13 @@ func (a *api) cluster(w http.ResponseWriter, r *http.Request) {
 	})
 	wg.Go(func() { reps, repErr = st.Replicas(ctx) })
 	wg.Go(func() { _, running, runMore, runErr = readRunning(ctx, st, "") })
-	wg.Go(func() { entries, catErr = st.Catalog(ctx, slotstore.CatalogParams{Limit: clusterCatalog}) })
 	wg.Wait()
 	a.storeCall(ctx, psErr)
 
 	b := a.e.Build()
 	v := clusterView{Replica: a.e.Replica(), Revision: st.r.Revision(), Version: b.Version, Started: rfc3339(a.e.Started()), Now: rfc3339(a.e.Now()),
 		Store:      storeView{Kind: a.kind(st.r), OK: psErr == nil, Latency: float64(latency.Microseconds()) / 1000},
-		PausedJobs: []string{}, RunningMore: runMore, CatalogMore: len(entries) == clusterCatalog}
+		PausedJobs: []string{}, RunningMore: runMore}
 	fail := func(what string, err error) { v.Errors = append(v.Errors, what+": "+err.Error()) }
 	if psErr != nil {
 		v.Store.Error = psErr.Error()
@@ -178,9 +157,6 @@ func (a *api) cluster(w http.ResponseWriter, r *http.Request) {
 	if runErr != nil {
 		fail("running slots", runErr)
 	}
-	if catErr != nil {
-		fail("catalog", catErr)
-	}
 	held := make(map[string]int)
 	for _, m := range running {
 		// Slots of the configured jobs only: a store may keep other
@@ -192,41 +168,13 @@ func (a *api) cluster(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	v.Replicas = a.replicas(reps, held)
-	carried := carriedRevisions(entries)
 	for i := range v.Replicas {
-		rv := &v.Replicas[i]
-		rv.Carries = carried[rv.Name]
-		if rv.Carries == nil {
-			rv.Carries = []revisionJobs{}
-		}
-		if rv.This {
-			rv.Revision = &v.Revision
+		if v.Replicas[i].This {
+			v.Replicas[i].Revision = v.Revision
 		}
 	}
 	v.Duties = a.duties(reps)
 	writeJSON(w, http.StatusOK, v)
-}
-
-// carriedRevisions lists, for each replica, the revisions of the specs in
-// force of es it carries, each with how many jobs', highest first.
-func carriedRevisions(es []slotstore.CatalogEntry) map[string][]revisionJobs {
-	n := make(map[string]map[int64]int)
-	for _, en := range es {
-		for r := range en.Carriers {
-			if n[r] == nil {
-				n[r] = make(map[int64]int)
-			}
-			n[r][en.InForce.Revision]++
-		}
-	}
-	out := make(map[string][]revisionJobs, len(n))
-	for r, byRev := range n {
-		for rev, jobs := range byRev {
-			out[r] = append(out[r], revisionJobs{Revision: rev, Jobs: jobs})
-		}
-		slices.SortFunc(out[r], func(x, y revisionJobs) int { return cmp.Compare(y.Revision, x.Revision) })
-	}
-	return out
 }
 
 // replicas describes the replicas of reps, this one from its own view if
@@ -243,7 +191,7 @@ func (a *api) replicas(reps []slotstore.Replica, held map[string]int) []replicaV
 	out := make([]replicaView, 0, len(reps)+1)
 	for _, r := range reps {
 		v := replicaView{Name: r.Replica, Version: r.Version, Started: rfc3339(r.Started), Seen: rfc3339(r.Seen), Live: r.Live,
-			This: r.Replica == a.e.Replica(), Running: held[r.Replica], Duties: []dutyTermView{}}
+			This: r.Replica == a.e.Replica(), Running: held[r.Replica], Duties: []dutyTermView{}, Revision: r.Revision}
 		for _, d := range r.Duties {
 			v.Duties = append(v.Duties, dutyTermView{Name: d.Name, Fence: d.Fence, Since: rfc3339(d.Since)})
 		}

@@ -91,13 +91,11 @@ function clusterView() {
   };
 }
 
-// revisionText says which revision a replica runs: this one's own; for the
-// others, whose beats do not say, the revisions of the specs in force they
-// carry, by the catalog.
+// revisionText says which configuration revision a replica runs, as its
+// beat says: none for a configuration without revision: (or a build whose
+// beats do not say).
 function revisionText(r) {
-  const carried = (r.carries || []).map((x) => 'specs of ' + (x.revision || 'no revision') + ' (' + x.jobs + ' job' + (x.jobs === 1 ? '' : 's') + ')').join(', ');
-  if (r.revision !== undefined) return [h('b', { text: r.revision || 'none' }), h('div', { class: 'small muted', text: 'its configuration' + (carried ? '; carries ' + carried : '') })];
-  return carried ? h('span', { class: 'small', text: 'carries ' + carried }) : h('span', { class: 'muted', text: 'carries no spec in force' });
+  return r.revision ? h('span', { text: String(r.revision) }) : h('span', { class: 'muted', text: 'none' });
 }
 
 function paintHeader(c) {
