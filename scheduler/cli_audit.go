@@ -27,8 +27,9 @@ skipped with its reason; running...) or, with none, unaccounted (its window
 closed and no replica recorded it), pending, beyond history (older than the
 markers are kept) or before record. Then a summary: counts by fate, and where
 history ends. T1 and T2 are RFC 3339, YYYY-MM-DD[THH:MM[:SS]] in UTC, now, or a
-negative duration from now (-2h). Exit 0 when no slot is unaccounted, 1 when
-some are, 2 on error. --json prints one JSON document.
+negative duration from now (-2h). A window of more than 10000 slots lists and
+counts the newest 10000. Exit 0 when no slot is unaccounted, 1 when some are,
+2 on error or when a window was cut so. --json prints one JSON document.
 `+jobArg)
 	job := fs.String("job", "", "only this `JOB`")
 	from := fs.String("from", "", "the window's first `TIME` (required)")
@@ -52,6 +53,9 @@ some are, 2 on error. --json prints one JSON document.
 	if t2.Before(t1) {
 		return usageError{msg: fmt.Sprintf("audit: --to %s is before --from %s", stamp(t2), stamp(t1))}
 	}
+	if t1.Before(time.Unix(0, 0)) {
+		return usageError{msg: fmt.Sprintf("audit: --from %s is before 1970-01-01", stamp(t1))}
+	}
 	v, err := openCatalog(ctx, *path, reg, stderr)
 	if err != nil {
 		return err
@@ -66,10 +70,15 @@ some are, 2 on error. --json prints one JSON document.
 	} else {
 		err = printAudit(stdout, r)
 	}
-	if err == nil && r.Unaccounted > 0 {
+	switch {
+	case err != nil:
+		return err
+	case r.Unaccounted > 0:
 		return errFound
+	case r.Truncated > 0:
+		return checkError{fmt.Errorf("audit: %s held more than %d slots: the slots before the listing were not audited; narrow --from", plural(r.Truncated, "job's window", "jobs' windows"), engine.MaxAuditSlots)}
 	}
-	return err
+	return nil
 }
 
 // auditSlotJSON is an audited slot as --json prints it.
@@ -99,9 +108,12 @@ type auditWindow struct {
 type auditJobJSON struct {
 	Job string `json:"job"`
 	auditWindow
-	HistoryFrom string          `json:"history_from,omitempty"`
-	Truncated   bool            `json:"truncated,omitempty"`
-	Slots       []auditSlotJSON `json:"slots"`
+	HistoryFrom string `json:"history_from,omitempty"`
+	// Listed is where the listing starts: from, or with Truncated the
+	// first of the newest engine.MaxAuditSlots slots.
+	Listed    string          `json:"listed_from"`
+	Truncated bool            `json:"truncated,omitempty"`
+	Slots     []auditSlotJSON `json:"slots"`
 }
 
 // auditReport is what audit prints.
@@ -109,6 +121,8 @@ type auditReport struct {
 	auditWindow
 	Now  string         `json:"now"`
 	Jobs []auditJobJSON `json:"jobs"`
+	// Truncated counts the jobs whose window held too many slots to list.
+	Truncated int `json:"truncated"`
 	// NotInCatalog lists the file's jobs the catalog does not have, which
 	// no audit can tell of yet.
 	NotInCatalog []string `json:"not_in_catalog"`
@@ -137,6 +151,9 @@ func (v *catalogView) audit(ctx context.Context, job string, from, to, now time.
 		if errors.Is(err, engine.ErrNotInCatalog) {
 			return r, usageError{msg: fmt.Sprintf("audit: --job %q: %v", name, v.notInCatalog(name))}
 		}
+		if errors.Is(err, engine.ErrBadWindow) {
+			return r, usageError{msg: err.Error()}
+		}
 		if err != nil {
 			return r, err
 		}
@@ -145,6 +162,9 @@ func (v *catalogView) audit(ctx context.Context, job string, from, to, now time.
 			r.Counts[f] += n
 		}
 		r.Unaccounted += aj.Unaccounted
+		if a.Truncated {
+			r.Truncated++
+		}
 		r.Jobs = append(r.Jobs, aj)
 	}
 	return r, nil
@@ -162,7 +182,7 @@ func (v *catalogView) notInCatalog(job string) string {
 // auditJSON is a as --json prints it.
 func auditJSON(a engine.Audit) auditJobJSON {
 	out := auditJobJSON{Job: a.Job, auditWindow: auditWindow{From: stamp(a.From), To: stamp(a.To), Counts: a.Counts,
-		Unaccounted: a.Counts[engine.FateUnaccounted]}, HistoryFrom: stamp(a.HistoryFrom), Truncated: a.Truncated, Slots: []auditSlotJSON{}}
+		Unaccounted: a.Counts[engine.FateUnaccounted]}, HistoryFrom: stamp(a.HistoryFrom), Listed: stamp(a.Listed), Truncated: a.Truncated, Slots: []auditSlotJSON{}}
 	for _, s := range a.Slots {
 		js := auditSlotJSON{Slot: stamp(s.Slot), Spec: s.Spec, Fate: s.Fate}
 		if m := s.Marker; m != nil {
@@ -192,7 +212,7 @@ func printAudit(w io.Writer, r auditReport) error {
 			fmt.Fprintf(w, "%s: history is kept from %s: a slot before it with no marker is %q\n", j.Job, j.HistoryFrom, engine.FateBeyondHistory)
 		}
 		if j.Truncated {
-			fmt.Fprintf(w, "%s: more than %d slots: only the first are listed\n", j.Job, engine.MaxAuditSlots)
+			fmt.Fprintf(w, "%s: more than %d slots: only the newest, from %s, are listed and counted\n", j.Job, engine.MaxAuditSlots, j.Listed)
 		}
 	}
 	for _, name := range r.NotInCatalog {

@@ -333,3 +333,41 @@ func TestParseWhenAt(t *testing.T) {
 		}
 	}
 }
+
+// A job kept 1h of history, and was removed (retired) 5 days ago. Its
+// slots of 9 days ago, whose markers were pruned long since, are beyond
+// history, not unaccounted: audit exits 0.
+func TestCLIAuditRetiredJobBeyondHistory(t *testing.T) {
+	dir := t.TempDir()
+	base := time.Now().UTC().Truncate(time.Hour)
+	conf := catalogConf(t, dir, "a.yaml", "r0", 0, "  brief: {run: hello, schedule: \"@hourly\", history: 1h}\n")
+	enrollFile(t, conf, func() time.Time { return base.Add(-10 * 24 * time.Hour) })
+	st := openStore(t, dir, func() time.Time { return base.Add(-5 * 24 * time.Hour) })
+	if _, err := st.Enroll(context.Background(), slotstore.EnrollParams{Jobs: []string{"brief"}, Replica: "r0",
+		Specs: []slotstore.Spec{engine.RetiredSpec(0)}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	from := base.Add(-9 * 24 * time.Hour)
+	code, stdout, stderr := runCLI(t, "audit", "--config", conf, "--from", from.Format(time.RFC3339), "--to", from.Add(2*time.Hour).Format(time.RFC3339))
+	t.Logf("exit %d\n%s%s", code, stdout, stderr)
+	if code != ExitOK {
+		t.Errorf("audit of slots 9 days old of a job that kept 1h of history: exit %d", code)
+	}
+}
+
+// A new spec took force half a second after a slot: audit lists the slot
+// once, under the old spec.
+func TestCLIAuditSlotAtSpecChangeOnce(t *testing.T) {
+	dir := t.TempDir()
+	base := time.Now().UTC().Truncate(time.Minute).Add(-30 * time.Minute)
+	a := catalogConf(t, dir, "a.yaml", "r0", 1, "  m: {run: hello, schedule: \"0 * * * * *\"}\n")
+	enrollFile(t, a, func() time.Time { return base.Add(-time.Hour) })
+	b := catalogConf(t, dir, "b.yaml", "r1", 2, "  m: {run: hello, schedule: \"0 * * * * *\", timeout: 5m}\n")
+	enrollFile(t, b, func() time.Time { return base.Add(500 * time.Millisecond) })
+	code, stdout, _ := runCLI(t, "audit", "--config", b, "--from", base.Add(-time.Minute).Format(time.RFC3339), "--to", base.Add(time.Minute).Format(time.RFC3339))
+	t.Logf("exit %d\n%s", code, stdout)
+	if strings.Count(stdout, base.Format(time.RFC3339)+"  ") != 1 {
+		t.Errorf("slot %s listed %d times", base.Format(time.RFC3339), strings.Count(stdout, base.Format(time.RFC3339)+"  "))
+	}
+}

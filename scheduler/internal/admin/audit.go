@@ -25,8 +25,9 @@ type auditView struct {
 	// history"). Empty when the job keeps no history limit.
 	HistoryFrom string `json:"history_from,omitempty"`
 	// Truncated says the window held more than engine.MaxAuditSlots slots:
-	// Slots lists the first.
-	Truncated bool `json:"truncated"`
+	// Slots and Counts cover the newest, from ListedFrom.
+	Truncated  bool   `json:"truncated"`
+	ListedFrom string `json:"listed_from"`
 }
 
 // auditSlotView is one slot of an audit: its fate — the marker's state
@@ -52,7 +53,8 @@ type auditSlotView struct {
 
 func auditJSON(au engine.Audit) auditView {
 	v := auditView{Job: au.Job, From: rfc3339(au.From), To: rfc3339(au.To), Slots: make([]auditSlotView, len(au.Slots)),
-		Counts: au.Counts, HistoryFrom: rfc3339(au.HistoryFrom), Truncated: au.Truncated}
+		Counts: au.Counts, HistoryFrom: rfc3339(au.HistoryFrom), Truncated: au.Truncated,
+		ListedFrom: rfc3339(au.Listed)}
 	for i, s := range au.Slots {
 		x := auditSlotView{Slot: rfc3339(s.Slot), Spec: s.Spec, Fate: s.Fate}
 		if m := s.Marker; m != nil {
@@ -87,6 +89,8 @@ func (a *api) jobAudit(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case errors.Is(err, engine.ErrNotInCatalog):
 			return au, refusal{http.StatusNotFound, codeNotInCatalog, err}
+		case errors.Is(err, engine.ErrBadWindow):
+			return au, refusal{http.StatusBadRequest, codeBadRange, err}
 		case errors.Is(err, engine.ErrSpecUnreadable):
 			return au, refusal{http.StatusInternalServerError, codeSpecUnreadable, err}
 		}

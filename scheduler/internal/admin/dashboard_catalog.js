@@ -72,7 +72,7 @@ function auditPart(path) {
     sum.replaceChildren();
     add(sum, a.slots.length + ' slots from ' + utc(a.from) + ' to ' + utc(a.to) + (fates.length ? ': ' : '.'),
       fates.map(([f, n], i) => [i ? ' · ' : '', h('span', { class: FATE_CLASS[f] || '', text: n + ' ' + f })]),
-      a.truncated ? h('span', { class: 'warn', text: ' · only the first slots are listed: pick a shorter window' }) : '');
+      a.truncated ? h('span', { class: 'warn', text: ' · too many slots: only those from ' + utc(a.listed_from) + ' are listed and counted' }) : '');
     const from = Date.parse(a.from), hf = Date.parse(a.history_from);
     note.textContent = a.history_from ? (hf > from ? 'History ends at ' + utc(a.history_from) + ': older slots without a marker may have run and had it pruned (beyond history).'
       : 'History is kept from ' + utc(a.history_from) + ', before this window.') : '';

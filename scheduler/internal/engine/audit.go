@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -58,10 +59,16 @@ type Audit struct {
 	// HistoryFrom is how far back markers are kept under the spec in force
 	// (its history): a slot older than it with no marker is FateBeyondHistory.
 	HistoryFrom time.Time
-	// Truncated is set when the window held more than MaxAuditSlots slots:
-	// Slots lists the first.
+	// Listed is where the listing starts: From, or, when the window held
+	// more than MaxAuditSlots slots (Truncated), the first of the newest
+	// MaxAuditSlots. Slots and Counts cover [Listed, To].
+	Listed    time.Time
 	Truncated bool
 }
+
+// ErrBadWindow: an audit's window ends before it starts, or starts before
+// 1970-01-01.
+var ErrBadWindow = errors.New("scheduler: bad audit window")
 
 // ErrNotInCatalog: the catalog has no entry for the job (no replica of a
 // build that keeps one has enrolled it).
@@ -90,8 +97,11 @@ type specPeriod struct {
 // AuditJob audits job over [from, to] at now (this process's clock) on st.
 func AuditJob(ctx context.Context, st slotstore.Store, job string, from, to, now time.Time) (Audit, error) {
 	a := Audit{Job: job, From: from.UTC().Truncate(time.Second), To: to.UTC().Truncate(time.Second), Counts: map[string]int{}}
+	if a.From.Before(time.Unix(0, 0)) {
+		return a, fmt.Errorf("%w: audit %s: from %s is before 1970-01-01", ErrBadWindow, job, a.From.Format(time.RFC3339))
+	}
 	if a.To.Before(a.From) {
-		return a, fmt.Errorf("audit %s: --to %s is before --from %s", job, a.To.Format(time.RFC3339), a.From.Format(time.RFC3339))
+		return a, fmt.Errorf("%w: audit %s: to %s is before from %s", ErrBadWindow, job, a.To.Format(time.RFC3339), a.From.Format(time.RFC3339))
 	}
 	es, err := st.Catalog(ctx, slotstore.CatalogParams{Jobs: []string{job}})
 	if err != nil {
@@ -105,41 +115,28 @@ func AuditJob(ctx context.Context, st slotstore.Store, job string, from, to, now
 
 // audit fills a, whose job's catalog entry is en.
 func audit(ctx context.Context, st slotstore.Store, a Audit, en slotstore.CatalogEntry, now time.Time) (Audit, error) {
-	job := a.Job
 	periods, err := specPeriods(en)
 	if err != nil {
 		return a, err
 	}
-	if h, err := time.ParseDuration(periods[0].body.History); err == nil && !periods[0].body.Retired {
-		a.HistoryFrom = now.Add(-h).UTC().Truncate(time.Second)
+	a.HistoryFrom = historyFrom(periods[0], now)
+	slices.Reverse(periods) // oldest first, as the slots are listed
+	a.Listed = a.From
+	if countSlots(periods, a.From, a.To, MaxAuditSlots+1) > MaxAuditSlots {
+		a.Truncated, a.Listed = true, newestStart(periods, a.From, a.To)
 	}
-	markers, err := markersFrom(ctx, st, job, a.From, a.To)
+	markers, err := markersFrom(ctx, st, a.Job, a.Listed, a.To)
 	if err != nil {
 		return a, err
 	}
 	nominal := make(map[int64]bool)
-	for i, p := range periods {
-		lo, hi := a.From, a.To // the period's part of the window, hi included
-		if i < len(periods)-1 && p.rec.Since.After(lo) {
-			lo = p.rec.Since // the oldest spec known stands for the time before too
-		}
-		if !p.rec.Until.IsZero() && !p.rec.Until.After(hi) {
-			hi = p.rec.Until.Add(-time.Nanosecond)
-		}
-		if p.body.Retired {
-			continue // removed: no slot was the job's
-		}
-		for s := p.sched.Next(lo.Add(-time.Second)); !s.IsZero() && !s.After(hi); s = p.sched.Next(s) {
-			if len(nominal) == MaxAuditSlots {
-				a.Truncated = true
-				break
-			}
-			nominal[s.Unix()] = true
-			a.Slots = append(a.Slots, auditSlot(s, p, markers, a.HistoryFrom, now))
-		}
-	}
+	eachSlot(periods, a.Listed, a.To, func(s time.Time, p *specPeriod) bool {
+		nominal[s.Unix()] = true
+		a.Slots = append(a.Slots, auditSlot(s, *p, markers, historyFrom(*p, now), now))
+		return true
+	})
 	for k, m := range markers {
-		if !nominal[k] && !a.Truncated {
+		if !nominal[k] {
 			m := m
 			a.Slots = append(a.Slots, AuditSlot{Slot: m.Slot, Fate: string(m.State), Marker: &m})
 		}
@@ -149,6 +146,74 @@ func audit(ctx context.Context, st slotstore.Store, a Audit, en slotstore.Catalo
 		a.Counts[s.Fate]++
 	}
 	return a, nil
+}
+
+// historyFrom is how far back, at now, markers are kept under spec period
+// p: its own history, less clockMargin as catch-up counts it; zero for a
+// retired spec, which keeps none.
+func historyFrom(p specPeriod, now time.Time) time.Time {
+	h, err := time.ParseDuration(p.body.History)
+	if err != nil || p.body.Retired {
+		return time.Time{}
+	}
+	return now.Add(-h + clockMargin).UTC().Truncate(time.Second)
+}
+
+// eachSlot calls fn with each nominal slot in [lo, hi], oldest first, with
+// the spec period (of periods, oldest first) in force at it, until fn
+// returns false. A period's slots start at its first whole second: Since
+// is in milliseconds, and the slot of a second it began within is its
+// predecessor's.
+func eachSlot(periods []specPeriod, lo, hi time.Time, fn func(time.Time, *specPeriod) bool) {
+	for i := range periods {
+		p := &periods[i]
+		from, to := lo, hi
+		if !p.oldest && p.rec.Since.After(from) { // the oldest spec known stands for the time before it too
+			from = p.rec.Since.Truncate(time.Second)
+			if from.Before(p.rec.Since) {
+				from = from.Add(time.Second)
+			}
+		}
+		if !p.rec.Until.IsZero() && !p.rec.Until.After(to) {
+			to = p.rec.Until.Add(-time.Nanosecond)
+		}
+		if p.body.Retired || to.Before(from) {
+			continue // removed: no slot was the job's
+		}
+		for s := p.sched.Next(from.Add(-time.Second)); !s.IsZero() && !s.After(to); s = p.sched.Next(s) {
+			if !fn(s, p) {
+				return
+			}
+		}
+	}
+}
+
+// countSlots counts the nominal slots in [lo, hi], up to limit.
+func countSlots(periods []specPeriod, lo, hi time.Time, limit int) int {
+	n := 0
+	eachSlot(periods, lo, hi, func(time.Time, *specPeriod) bool {
+		n++
+		return n < limit
+	})
+	return n
+}
+
+// newestStart returns the latest whole second t of [lo, hi] from which
+// [t, hi] holds no more than MaxAuditSlots slots (given that [lo, hi] holds
+// more): a binary search, each step counting at most MaxAuditSlots+1
+// slots, so a window of any length costs a few hundred thousand steps of
+// the schedule at most.
+func newestStart(periods []specPeriod, lo, hi time.Time) time.Time {
+	bad, good := lo, hi.Add(time.Second) // [bad, hi] holds too many; [good, hi] does not
+	for good.Sub(bad) > time.Second {
+		mid := bad.Add(good.Sub(bad) / 2).Truncate(time.Second)
+		if countSlots(periods, mid, hi, MaxAuditSlots+1) > MaxAuditSlots {
+			bad = mid
+		} else {
+			good = mid
+		}
+	}
+	return good
 }
 
 // auditSlot is the fate of slot s of spec period p.
