@@ -103,7 +103,7 @@ func parse(name string, written []byte) (*Config, ConfigErrors) {
 	if root == nil {
 		return nil, errs
 	}
-	src := &source{file: name, root: root}
+	src := &source{file: name, root: root, paramsWritten: paramsWritten(root, refs)}
 	errs = append(errs, src.fillEnv(refs)...)
 	cfg := &Config{src: src}
 	if len(root.Content) == 0 {
@@ -332,6 +332,9 @@ func sortErrors(errs ConfigErrors) {
 type source struct {
 	file string
 	root *yaml.Node
+	// paramsWritten holds each job's params as the file wrote them, ${VAR}
+	// references unexpanded (engine.JobSpec.ParamsWritten).
+	paramsWritten map[string][]byte
 
 	mu sync.Mutex
 	// keys indexes the big mappings line has searched: key → the index in
@@ -430,6 +433,15 @@ func (s *source) keyAt(line int, msg string) string {
 	return key
 }
 
+// written returns job's params as the file wrote them; nil for none, or
+// for a configuration not read from a file.
+func (s *source) written(job string) []byte {
+	if s == nil {
+		return nil
+	}
+	return s.paramsWritten[job]
+}
+
 func (s *source) fileName() string {
 	if s == nil {
 		return ""
@@ -440,6 +452,40 @@ func (s *source) fileName() string {
 // errAt builds a ConfigError positioned at the key path.
 func (c *Config) errAt(msg string, path ...string) *ConfigError {
 	return &ConfigError{File: c.src.fileName(), Line: c.src.line(path...), Key: strings.Join(path, "."), Msg: msg}
+}
+
+// paramsWritten returns each job's params of the document root, read
+// before fillEnv, re-encoded with its ${VAR} references as written.
+func paramsWritten(root *yaml.Node, refs envValues) map[string][]byte {
+	out := map[string][]byte{}
+	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return out
+	}
+	value := func(ph string) string { return refs[ph].value }
+	written := func(ph string) string { return refs[ph].text }
+	top := root.Content[0].Content
+	for i := 0; i+1 < len(top); i += 2 {
+		if top[i].Value != "jobs" || top[i+1].Kind != yaml.MappingNode {
+			continue
+		}
+		jobs := top[i+1].Content
+		for j := 0; j+1 < len(jobs); j += 2 {
+			if jobs[j+1].Kind != yaml.MappingNode {
+				continue
+			}
+			name := placeholderRE.ReplaceAllStringFunc(jobs[j].Value, value)
+			fields := jobs[j+1].Content
+			for k := 0; k+1 < len(fields); k += 2 {
+				if fields[k].Value != "params" {
+					continue
+				}
+				if text, err := paramsYAML(fields[k+1]); err == nil && text != nil {
+					out[name] = []byte(placeholderRE.ReplaceAllStringFunc(string(text), written))
+				}
+			}
+		}
+	}
+	return out
 }
 
 // paramsYAML re-encodes a job's params node for jobs.Run.Params.

@@ -48,21 +48,27 @@ type Config struct {
 // JobSpec is one job as the configuration resolved it: every duration
 // defaulted and checked.
 type JobSpec struct {
-	Name         string
-	Fn           jobs.Func
-	Schedule     *schedule.Schedule
-	Params       []byte // the job's YAML params, re-encoded; nil when none
-	Lease        time.Duration
-	Timeout      time.Duration
-	OnCrash      policy.OnCrash
-	MaxAttempts  int
-	Deadline     time.Duration // the starting deadline
-	CatchUp      policy.CatchUp
-	CatchUpLimit int
-	History      time.Duration
-	Jitter       time.Duration // this job's fixed delay after each slot
-	Overlap      policy.Overlap
-	Retries      Retries
+	Name     string
+	Fn       jobs.Func
+	Schedule *schedule.Schedule
+	Params   []byte // the job's YAML params, re-encoded; nil when none
+	// ParamsWritten is the params as the configuration file wrote them,
+	// ${VAR} references unexpanded: what the catalog's spec hashes when
+	// set, so a secret in a variable never reaches the store (as an
+	// unsalted hash, a guess of it could be checked) and rotating it is no
+	// change of spec. Nil: Params is hashed.
+	ParamsWritten []byte
+	Lease         time.Duration
+	Timeout       time.Duration
+	OnCrash       policy.OnCrash
+	MaxAttempts   int
+	Deadline      time.Duration // the starting deadline
+	CatchUp       policy.CatchUp
+	CatchUpLimit  int
+	History       time.Duration
+	Jitter        time.Duration // this job's fixed delay after each slot
+	Overlap       policy.Overlap
+	Retries       Retries
 	// PauseAfterFailures pauses the job after this many failed slots in a
 	// row (see autopause.go); 0 never does.
 	PauseAfterFailures int

@@ -40,8 +40,9 @@ type SpecBody struct {
 	RetryBackoff       string `json:"retry_backoff"`
 	RetryMaxBackoff    string `json:"retry_max_backoff"`
 	PauseAfterFailures int    `json:"pause_after_failures"`
-	// Params is the SHA-256 of the job's params as the configuration
-	// re-encoded them; empty with none.
+	// Params is the SHA-256 of the job's params as the configuration file
+	// wrote them, ${VAR} references unexpanded (JobSpec.ParamsWritten),
+	// else as re-encoded; empty with none.
 	Params string `json:"params_sha256,omitempty"`
 }
 
@@ -58,8 +59,12 @@ func BodyOf(j JobSpec) SpecBody {
 		b.Schedule, b.Zone = j.Schedule.String(), j.Schedule.Location().String()
 		b.ZoneRules = schedule.ZoneRules(j.Schedule.Location())
 	}
-	if j.Params != nil {
-		sum := sha256.Sum256(j.Params)
+	params := j.ParamsWritten
+	if params == nil {
+		params = j.Params
+	}
+	if params != nil {
+		sum := sha256.Sum256(params)
 		b.Params = hex.EncodeToString(sum[:])
 	}
 	return b

@@ -1,0 +1,58 @@
+package scheduler
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"testing"
+
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
+)
+
+// specParams returns the params hash of job ledger's spec in doc, and the
+// params its runs get.
+func specParams(t *testing.T, doc string) (hash, params string) {
+	t.Helper()
+	cfg, err := Parse("slotcron.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _, err := cfg.resolve(demoRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range js {
+		if j.Name == "ledger" {
+			b, _ := engine.ParseBody(engine.SpecOf(j, 0).Body)
+			return b.Params, string(j.Params)
+		}
+	}
+	t.Fatal("no job ledger")
+	return "", ""
+}
+
+// The catalog's spec hashes a job's params as the file wrote them: a secret
+// in a ${VAR} never reaches the store, even hashed (a guess of it could be
+// checked against an unsalted hash), and rotating it changes no spec; the
+// job's runs get the value. A change of the written params changes the
+// spec.
+func TestSpecHashesParamsAsWritten(t *testing.T) {
+	const doc = "jobs:\n  ledger: {run: hello, schedule: \"@every 10s\", params: {dsn: \"${LEDGER_DSN}\", batch: 5}}\n"
+	t.Setenv("LEDGER_DSN", "postgres://app:hunter2@db/ledger")
+	hash, params := specParams(t, doc)
+	if !strings.Contains(params, "hunter2") {
+		t.Errorf("the job's params %q lack the variable's value", params)
+	}
+	for _, text := range []string{params, "{dsn: \"postgres://app:hunter2@db/ledger\", batch: 5}\n"} {
+		if sum := sha256.Sum256([]byte(text)); hex.EncodeToString(sum[:]) == hash {
+			t.Errorf("the spec's params hash is the hash of %q", text)
+		}
+	}
+	t.Setenv("LEDGER_DSN", "postgres://app:rotated@db/ledger")
+	if again, _ := specParams(t, doc); again != hash {
+		t.Errorf("rotating the secret changed the spec's params hash: %s, then %s", hash, again)
+	}
+	if other, _ := specParams(t, strings.Replace(doc, "batch: 5", "batch: 6", 1)); other == hash || other == "" {
+		t.Errorf("a change of the written params left the hash %s", other)
+	}
+}
