@@ -155,36 +155,47 @@ func unsetMessage(vars []string) string {
 	return fmt.Sprintf("empty because %s not set in the environment (set %s, or write ${%s:-} if empty is meant)", what, it, vars[0])
 }
 
-// paramsWritten returns each job's params of the document root, read
-// before fillEnv, re-encoded with its ${VAR} references as written.
-func paramsWritten(root *yaml.Node, refs envValues) map[string][]byte {
-	out := map[string][]byte{}
-	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+// writtenParams is a job's params as the file wrote them, ${VAR}
+// references unexpanded, and as the file's job got them, expanded.
+type writtenParams struct{ written, expanded []byte }
+
+// paramsWritten returns each job's params of the document root as written,
+// read from a copy of root decoded before fillEnv (so merge keys and
+// aliases resolve as for the job's own params); none when the document has
+// no ${VAR}, whose params are as written already. parse fills expanded.
+func paramsWritten(root *yaml.Node, refs envValues) map[string]writtenParams {
+	out := map[string]writtenParams{}
+	if len(refs) == 0 || len(root.Content) == 0 {
+		return out
+	}
+	var raw Config
+	if _, err := decodeConfig(copyNode(root.Content[0], map[*yaml.Node]*yaml.Node{}), &raw); err != nil {
 		return out
 	}
 	value := func(ph string) string { return refs[ph].value }
 	written := func(ph string) string { return refs[ph].text }
-	top := root.Content[0].Content
-	for i := 0; i+1 < len(top); i += 2 {
-		if top[i].Value != "jobs" || top[i+1].Kind != yaml.MappingNode {
-			continue
-		}
-		jobs := top[i+1].Content
-		for j := 0; j+1 < len(jobs); j += 2 {
-			if jobs[j+1].Kind != yaml.MappingNode {
-				continue
-			}
-			name := placeholderRE.ReplaceAllStringFunc(jobs[j].Value, value)
-			fields := jobs[j+1].Content
-			for k := 0; k+1 < len(fields); k += 2 {
-				if fields[k].Value != "params" {
-					continue
-				}
-				if text, err := paramsYAML(fields[k+1]); err == nil && text != nil {
-					out[name] = []byte(placeholderRE.ReplaceAllStringFunc(string(text), written))
-				}
-			}
+	for name, jc := range raw.Jobs {
+		if text, err := paramsYAML(&jc.Params); err == nil && text != nil {
+			out[placeholderRE.ReplaceAllStringFunc(name, value)] = writtenParams{
+				written: []byte(placeholderRE.ReplaceAllStringFunc(string(text), written))}
 		}
 	}
 	return out
+}
+
+// copyNode copies the tree under n, its aliases pointing into the copy.
+func copyNode(n *yaml.Node, seen map[*yaml.Node]*yaml.Node) *yaml.Node {
+	if c, ok := seen[n]; ok {
+		return c
+	}
+	c := *n
+	seen[n] = &c
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, k := range n.Content {
+		c.Content[i] = copyNode(k, seen)
+	}
+	if n.Alias != nil {
+		c.Alias = copyNode(n.Alias, seen)
+	}
+	return &c
 }

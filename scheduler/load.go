@@ -117,6 +117,11 @@ func parse(name string, written []byte) (*Config, ConfigErrors) {
 	for _, msg := range msgs {
 		errs = append(errs, src.typeError(msg))
 	}
+	for name, w := range src.paramsWritten {
+		jc := cfg.Jobs[name]
+		w.expanded, _ = paramsYAML(&jc.Params)
+		src.paramsWritten[name] = w
+	}
 	sortErrors(errs)
 	return cfg, errs
 }
@@ -192,7 +197,7 @@ type source struct {
 	root *yaml.Node
 	// paramsWritten holds each job's params as the file wrote them, ${VAR}
 	// references unexpanded (engine.JobSpec.ParamsWritten).
-	paramsWritten map[string][]byte
+	paramsWritten map[string]writtenParams
 
 	mu sync.Mutex
 	// keys indexes the big mappings line has searched: key → the index in
@@ -291,13 +296,19 @@ func (s *source) keyAt(line int, msg string) string {
 	return key
 }
 
-// written returns job's params as the file wrote them; nil for none, or
-// for a configuration not read from a file.
-func (s *source) written(job string) []byte {
+// written returns job's params as the file wrote them, given params, the
+// job's params now; nil for none, for a configuration not read from a
+// file, or for params changed since it was read (by a program, through
+// Config.Jobs).
+func (s *source) written(job string, params []byte) []byte {
 	if s == nil {
 		return nil
 	}
-	return s.paramsWritten[job]
+	w, ok := s.paramsWritten[job]
+	if !ok || !bytes.Equal(w.expanded, params) {
+		return nil
+	}
+	return w.written
 }
 
 func (s *source) fileName() string {
@@ -312,11 +323,14 @@ func (c *Config) errAt(msg string, path ...string) *ConfigError {
 	return &ConfigError{File: c.src.fileName(), Line: c.src.line(path...), Key: strings.Join(path, "."), Msg: msg}
 }
 
-// paramsYAML re-encodes a job's params node for jobs.Run.Params.
+// paramsYAML re-encodes a job's params node for jobs.Run.Params, its
+// aliases replaced by what they stand for (encoded alone, an alias would be
+// the text *name).
 func paramsYAML(n *yaml.Node) ([]byte, error) {
 	if n.Kind == 0 {
 		return nil, nil
 	}
+	n = unalias(n, 0)
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	if err := enc.Encode(n); err != nil {
@@ -326,4 +340,33 @@ func paramsYAML(n *yaml.Node) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// unalias returns n, or a copy of it whose aliases are replaced by copies
+// of their anchors' nodes (without the anchor), to a depth of 100.
+func unalias(n *yaml.Node, depth int) *yaml.Node {
+	if depth > 100 {
+		return n
+	}
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		c := *n.Alias
+		c.Anchor = ""
+		n = &c
+	}
+	var kids []*yaml.Node
+	for i, k := range n.Content {
+		u := unalias(k, depth+1)
+		if u != k && kids == nil {
+			kids = append([]*yaml.Node(nil), n.Content...)
+		}
+		if kids != nil {
+			kids[i] = u
+		}
+	}
+	if kids == nil {
+		return n
+	}
+	c := *n
+	c.Content = kids
+	return &c
 }

@@ -182,7 +182,7 @@ func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, sp
 		return engine.JobSpec{}, false
 	}
 	return engine.JobSpec{
-		Name: name, Fn: fn, Schedule: sched, Params: params, ParamsWritten: c.src.written(name),
+		Name: name, Fn: fn, Schedule: sched, Params: params, ParamsWritten: c.src.written(name, params),
 		Lease: pol.Lease.D(), Timeout: pol.Timeout.D(),
 		OnCrash: pol.OnCrash, MaxAttempts: pol.MaxAttempts,
 		Deadline: pol.StartingDeadline.D(), CatchUp: pol.CatchUp, CatchUpLimit: pol.CatchUpLimit,

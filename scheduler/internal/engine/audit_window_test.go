@@ -254,3 +254,30 @@ func TestAuditExtremeWindows(t *testing.T) {
 		t.Errorf("29 February from 1970 to 2099: %v, truncated %v, %d slots, want %d", err, a.Truncated, len(a.Slots), leaps)
 	}
 }
+
+// BenchmarkAuditLongWindow audits an every-second job over a day (86,400
+// slots: the newest 10,000 listed, found by the binary search) against
+// one over 10,000 seconds (no search), on an empty memstore.
+func BenchmarkAuditLongWindow(b *testing.B) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	st := memstore.New(memstore.Options{Clock: func() time.Time { return now.Add(-48 * time.Hour) }})
+	ctx := context.Background()
+	body, _ := json.Marshal(SpecBody{Schedule: "* * * * * *", Zone: "UTC", Jitter: "0s", StartingDeadline: "1m0s", History: "720h0m0s"})
+	if _, err := st.Enroll(ctx, slotstore.EnrollParams{Jobs: []string{"j"}, Replica: "a",
+		Specs: []slotstore.Spec{{Fingerprint: "fp", Body: body}}}); err != nil {
+		b.Fatal(err)
+	}
+	for _, w := range []struct {
+		name string
+		span time.Duration
+	}{{"10000s", MaxAuditSlots * time.Second}, {"day", 24 * time.Hour}} {
+		b.Run(w.name, func(b *testing.B) {
+			for b.Loop() {
+				a, err := AuditJob(ctx, st, "j", now.Add(-w.span), now, now)
+				if err != nil || len(a.Slots) > MaxAuditSlots {
+					b.Fatal(err, len(a.Slots))
+				}
+			}
+		})
+	}
+}
