@@ -70,7 +70,7 @@ function auditPart(path) {
     last = a;
     const fates = Object.entries(a.counts).sort((x, y) => y[1] - x[1]);
     sum.replaceChildren();
-    add(sum, a.slots.length + ' slots from ' + utc(a.from) + ' to ' + utc(a.to) + (fates.length ? ': ' : '.'),
+    add(sum, a.slots.length + ' slots from ' + utc(a.truncated ? a.listed_from : a.from) + ' to ' + utc(a.to) + (fates.length ? ': ' : '.'),
       fates.map(([f, n], i) => [i ? ' · ' : '', h('span', { class: FATE_CLASS[f] || '', text: n + ' ' + f })]),
       a.truncated ? h('span', { class: 'warn', text: ' · too many slots: only those from ' + utc(a.listed_from) + ' are listed and counted' }) : '');
     const from = Date.parse(a.from), hf = Date.parse(a.history_from);

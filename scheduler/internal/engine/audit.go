@@ -56,8 +56,10 @@ type Audit struct {
 	Slots    []AuditSlot // oldest first
 	// Counts counts Slots by fate.
 	Counts map[string]int
-	// HistoryFrom is how far back markers are kept under the spec in force
-	// (its history): a slot older than it with no marker is FateBeyondHistory.
+	// HistoryFrom is how far back markers are kept under the newest spec
+	// that keeps them (the one in force, unless the job is retired): a
+	// slot of that spec older than it with no marker is FateBeyondHistory.
+	// A slot of an older spec is judged by that spec's own history.
 	HistoryFrom time.Time
 	// Listed is where the listing starts: From, or, when the window held
 	// more than MaxAuditSlots slots (Truncated), the first of the newest
@@ -119,7 +121,11 @@ func audit(ctx context.Context, st slotstore.Store, a Audit, en slotstore.Catalo
 	if err != nil {
 		return a, err
 	}
-	a.HistoryFrom = historyFrom(periods[0], now)
+	for _, p := range periods { // the newest spec that keeps markers: a retired one keeps none
+		if a.HistoryFrom = historyFrom(p, now); !a.HistoryFrom.IsZero() {
+			break
+		}
+	}
 	slices.Reverse(periods) // oldest first, as the slots are listed
 	a.Listed = a.From
 	if countSlots(periods, a.From, a.To, MaxAuditSlots+1) > MaxAuditSlots {
