@@ -125,7 +125,7 @@ func testPrune(t *testing.T, s slotstore.Store) {
 	for i := range 6 {
 		sl = append(sl, first.Add(time.Duration(i)*time.Second))
 	}
-	recent := slots(1)[0]
+	recent := first.Add(time.Hour) // not slots(1)[0]: near the top of an hour that is one of sl
 	kept := sl[5].Add(time.Second) // every short retention has ended
 	short := func(slot time.Time, lease time.Duration) slotstore.ClaimRequest {
 		r := req("p", slot, lease)
