@@ -129,7 +129,8 @@ func TestSpecConflictTwoSchedules(t *testing.T) {
 }
 
 // TestSpecRollbackTakesForce: an old replica restarting during a rollout
-// does not switch the job back; once the new replica is gone (a rollback
+// does not switch the job back (it says at start-up that its job is in
+// conflict); once the new replica is gone (a rollback
 // that replaced it), the old spec takes force again and its slots run.
 func TestSpecRollbackTakesForce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -144,6 +145,9 @@ func TestSpecRollbackTakesForce(t *testing.T) {
 		time.Sleep(7 * time.Second)
 		if g := back.conflicted(); g != 1 {
 			t.Fatalf("a restarted old replica: slotcron_job_spec_conflict = %v, want 1", g)
+		}
+		if l := back.logs.Logged(t, "jobs enrolled"); len(l) != 1 || l[0]["jobs"] != float64(1) || l[0]["in_conflict"] != float64(1) {
+			t.Errorf("the restarted old replica's enrolment lines: %v, want one saying 1 job, 1 in conflict", l)
 		}
 		for _, s := range slotsAfter(t, st, time.Now().Add(-6*time.Second)) {
 			if s.Second()%3 != 0 {

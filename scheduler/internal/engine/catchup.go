@@ -96,9 +96,16 @@ func (l *loop) scheduleAll(ctx context.Context) bool {
 	if !ok {
 		return false
 	}
+	conflicts := 0
 	for _, p := range plans {
 		l.noteNew(p)
+		if p.inConflict() {
+			conflicts++
+		}
 	}
+	// The store's catalog has every job's spec from here on: what a tool
+	// waiting for this replica to count in the catalog waits for.
+	l.s.log.Info("jobs enrolled", "jobs", len(plans), "in_conflict", conflicts, "revision", l.s.jobs().revision)
 	now := l.s.now()
 	var skips []slotstore.SkipRequest
 	for i, p := range plans {
