@@ -73,15 +73,20 @@ func (e *Engine) Run(ctx context.Context, rp RunParams) error {
 			duties.Go(func() { e.lead(ctx, rp.Elector, d) })
 		}
 	}
+	// Live before the API serves, so that no request it answers finds the
+	// Run not started.
+	e.live.set(l)
 	if rp.Serve != nil {
 		wait, err := rp.Serve(ctx)
 		if err != nil {
+			e.live.set(nil)
+			stopRuns(err) // a run triggered meanwhile through the Go API
+			runs.Wait()
 			return err
 		}
 		bg.Go(wait)
 	}
 	running = true
-	e.live.set(l)
 	l.run(ctx)
 	e.live.set(nil) // no trigger starts a run from now on
 	bg.Wait()
