@@ -159,43 +159,41 @@ func unsetMessage(vars []string) string {
 // references unexpanded, and as the file's job got them, expanded.
 type writtenParams struct{ written, expanded []byte }
 
-// paramsWritten returns each job's params of the document root as written,
-// read from a copy of root decoded before fillEnv (so merge keys and
-// aliases resolve as for the job's own params); none when the document has
-// no ${VAR}, whose params are as written already. parse fills expanded.
+// paramsWritten returns the params of each job of the document root that
+// hold a ${VAR}, as written: read before fillEnv expands them, decoded as
+// the jobs are (so merge keys and aliases resolve as for the job's own
+// params) and encoded before fillEnv changes the nodes they share. A job
+// whose params hold none is left out: its params are as written already.
+// parse fills expanded.
 func paramsWritten(root *yaml.Node, refs envValues) map[string]writtenParams {
 	out := map[string]writtenParams{}
-	if len(refs) == 0 || len(root.Content) == 0 {
+	if len(refs) == 0 || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
 		return out
 	}
-	var raw Config
-	if _, err := decodeConfig(copyNode(root.Content[0], map[*yaml.Node]*yaml.Node{}), &raw); err != nil {
-		return out
+	top := root.Content[0].Content
+	raw := map[string]struct {
+		Params yaml.Node `yaml:"params"`
+	}{}
+	for i := 0; i+1 < len(top); i += 2 {
+		if v := top[i+1]; top[i].Value == "jobs" && v.Kind == yaml.MappingNode {
+			// In slices, as decodeConfig does: go-yaml's check for
+			// duplicate keys is quadratic in a mapping's size.
+			decode := func() error { _, err := decodeEntries(v, &raw); return err }
+			if hasMergeKey(v) {
+				decode = func() error { return v.Decode(&raw) }
+			}
+			if decode() != nil {
+				return out
+			}
+		}
 	}
 	value := func(ph string) string { return refs[ph].value }
 	written := func(ph string) string { return refs[ph].text }
-	for name, jc := range raw.Jobs {
-		if text, err := paramsYAML(&jc.Params); err == nil && text != nil {
+	for name, jc := range raw {
+		if text, err := paramsYAML(&jc.Params); err == nil && placeholderRE.Match(text) {
 			out[placeholderRE.ReplaceAllStringFunc(name, value)] = writtenParams{
 				written: []byte(placeholderRE.ReplaceAllStringFunc(string(text), written))}
 		}
 	}
 	return out
-}
-
-// copyNode copies the tree under n, its aliases pointing into the copy.
-func copyNode(n *yaml.Node, seen map[*yaml.Node]*yaml.Node) *yaml.Node {
-	if c, ok := seen[n]; ok {
-		return c
-	}
-	c := *n
-	seen[n] = &c
-	c.Content = make([]*yaml.Node, len(n.Content))
-	for i, k := range n.Content {
-		c.Content[i] = copyNode(k, seen)
-	}
-	if n.Alias != nil {
-		c.Alias = copyNode(n.Alias, seen)
-	}
-	return &c
 }
