@@ -53,7 +53,7 @@ func (r *runLease) keep(sent time.Time) *lease.Keeper {
 // it did: the process was not running then (kill -STOP, a long GC pause, a
 // suspended VM), so nothing the job did or ignored explains the loss.
 func (r *runLease) frozen() bool {
-	until := r.sent.Add(r.p.lease)
+	until := r.sent.Add(r.p.lease - lease.DefaultMargin(r.p.lease)) // the keeper's first trust window
 	if k := r.keeper.Load(); k != nil {
 		until = k.TrustedUntil()
 	} else if r.sent.IsZero() {
