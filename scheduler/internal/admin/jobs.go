@@ -157,7 +157,8 @@ func (a *api) job(w http.ResponseWriter, r *http.Request) {
 }
 
 // jobViews describes js with their pauses, catalog entries and status,
-// read from st: the catalog in one read, the running slots in one read (of only that job when one is given, and of
+// read from st: the catalog (and the replicas) in one read each, the
+// running slots in one read (of only that job when one is given, and of
 // each job when more run than one read takes), each job's history with at
 // most readers reads at a time, all within readTimeout.
 func (a *api) jobViews(ctx context.Context, st *boundedStore, js []engine.JobSpec, one string) ([]jobView, error) {

@@ -26,7 +26,8 @@ type reader interface {
 }
 
 // boundedStore is the store as the API's requests read it: each History,
-// Pauses, Replicas, Catalog or Audit call waits for one of the api's shared places first.
+// Pauses, Replicas, Catalog or Audit call waits for one of the api's
+// shared places first.
 // The pause switch (SetPause) goes straight to the engine's records.
 type boundedStore struct {
 	r engine.Records
