@@ -13,6 +13,7 @@ import (
 
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
+	"github.com/slotcron/slotcron/slotstore"
 )
 
 // cmdAudit lists every nominal slot of a window with its fate. Exit 0 when
@@ -56,7 +57,11 @@ counts the newest 10000. Exit 0 when no slot is unaccounted, 1 when some are,
 	if t1.Before(time.Unix(0, 0)) {
 		return usageError{msg: fmt.Sprintf("audit: --from %s is before 1970-01-01", stamp(t1))}
 	}
-	v, err := openCatalog(ctx, *path, reg, stderr)
+	var only []string // the whole catalog, or --job's entry alone
+	if *job != "" {
+		only = []string{*job}
+	}
+	v, err := openCatalog(ctx, *path, reg, stderr, only...)
 	if err != nil {
 		return err
 	}
@@ -147,7 +152,11 @@ func (v *catalogView) audit(ctx context.Context, job string, from, to, now time.
 		}
 	}
 	for _, name := range names {
-		a, err := engine.AuditJob(ctx, v.st, name, from, to, now)
+		en, ok := v.byJob[name]
+		if !ok {
+			en = slotstore.CatalogEntry{Job: name}
+		}
+		a, err := engine.AuditEntry(ctx, v.st, en, from, to, now)
 		if errors.Is(err, engine.ErrNotInCatalog) {
 			return r, usageError{msg: fmt.Sprintf("audit: --job %q: %v", name, v.notInCatalog(name))}
 		}

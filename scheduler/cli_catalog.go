@@ -49,8 +49,9 @@ type catalogView struct {
 }
 
 // openCatalog loads and validates the configuration at path, opens its
-// store and reads the whole catalog. The caller closes v.st.
-func openCatalog(ctx context.Context, path string, reg *jobs.Registry, stderr io.Writer) (*catalogView, error) {
+// store and reads the catalog's entries of only, or with none the whole
+// catalog. The caller closes v.st.
+func openCatalog(ctx context.Context, path string, reg *jobs.Registry, stderr io.Writer, only ...string) (*catalogView, error) {
 	cfg, err := loadConfig(ctx, path, reg)
 	if err != nil {
 		return nil, err
@@ -68,7 +69,7 @@ func openCatalog(ctx context.Context, path string, reg *jobs.Registry, stderr io
 	if v.st, err = backend.OpenLogged(ctx, cfg.backendConfig(), newLogger(cfg.Log, stderr)); err != nil {
 		return nil, fmt.Errorf("open the store of %s: %w", path, err)
 	}
-	if v.entries, err = readCatalog(ctx, v.st); err != nil {
+	if v.entries, err = readCatalog(ctx, v.st, only); err != nil {
 		v.st.Close()
 		return nil, err
 	}
@@ -81,8 +82,16 @@ func openCatalog(ctx context.Context, path string, reg *jobs.Registry, stderr io
 // catalogPage is how many entries readCatalog asks for at a time.
 const catalogPage = 1000
 
-// readCatalog reads every entry of st's catalog, sorted by job.
-func readCatalog(ctx context.Context, st slotstore.Store) ([]slotstore.CatalogEntry, error) {
+// readCatalog reads the entries of st's catalog of jobs, or with none every
+// entry, sorted by job.
+func readCatalog(ctx context.Context, st slotstore.Store, jobs []string) ([]slotstore.CatalogEntry, error) {
+	if len(jobs) > 0 {
+		es, err := st.Catalog(ctx, slotstore.CatalogParams{Jobs: jobs})
+		if err != nil {
+			return nil, fmt.Errorf("read the catalog: %w", err)
+		}
+		return es, nil
+	}
 	var out []slotstore.CatalogEntry
 	after := ""
 	for {

@@ -98,6 +98,36 @@ type specPeriod struct {
 
 // AuditJob audits job over [from, to] at now (this process's clock) on st.
 func AuditJob(ctx context.Context, st slotstore.Store, job string, from, to, now time.Time) (Audit, error) {
+	if _, err := newAudit(job, from, to); err != nil {
+		return Audit{Job: job}, err
+	}
+	es, err := st.Catalog(ctx, slotstore.CatalogParams{Jobs: []string{job}})
+	if err != nil {
+		return Audit{Job: job}, fmt.Errorf("audit %s: read the catalog: %w", job, err)
+	}
+	en := slotstore.CatalogEntry{Job: job}
+	if len(es) > 0 {
+		en = es[0]
+	}
+	return AuditEntry(ctx, st, en, from, to, now)
+}
+
+// AuditEntry is AuditJob for a job whose catalog entry, en, the caller has
+// read already.
+func AuditEntry(ctx context.Context, st slotstore.Store, en slotstore.CatalogEntry, from, to, now time.Time) (Audit, error) {
+	a, err := newAudit(en.Job, from, to)
+	if err != nil {
+		return a, err
+	}
+	if en.InForce.Fingerprint == "" {
+		return a, fmt.Errorf("%w: %s (no replica has enrolled it with its spec yet)", ErrNotInCatalog, en.Job)
+	}
+	return audit(ctx, st, a, en, now)
+}
+
+// newAudit is the audit of job over [from, to] in whole seconds, or
+// ErrBadWindow.
+func newAudit(job string, from, to time.Time) (Audit, error) {
 	a := Audit{Job: job, From: from.UTC().Truncate(time.Second), To: to.UTC().Truncate(time.Second), Counts: map[string]int{}}
 	if a.From.Before(time.Unix(0, 0)) {
 		return a, fmt.Errorf("%w: audit %s: from %s is before 1970-01-01", ErrBadWindow, job, a.From.Format(time.RFC3339))
@@ -105,14 +135,7 @@ func AuditJob(ctx context.Context, st slotstore.Store, job string, from, to, now
 	if a.To.Before(a.From) {
 		return a, fmt.Errorf("%w: audit %s: to %s is before from %s", ErrBadWindow, job, a.To.Format(time.RFC3339), a.From.Format(time.RFC3339))
 	}
-	es, err := st.Catalog(ctx, slotstore.CatalogParams{Jobs: []string{job}})
-	if err != nil {
-		return a, fmt.Errorf("audit %s: read the catalog: %w", job, err)
-	}
-	if len(es) == 0 || es[0].InForce.Fingerprint == "" {
-		return a, fmt.Errorf("%w: %s (no replica has enrolled it with its spec yet)", ErrNotInCatalog, job)
-	}
-	return audit(ctx, st, a, es[0], now)
+	return a, nil
 }
 
 // audit fills a, whose job's catalog entry is en.

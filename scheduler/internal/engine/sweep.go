@@ -87,8 +87,7 @@ func (e *Engine) sweepOnce(ctx context.Context, st slotstore.Store, after string
 		if paused[en.Job] || !carriedLive(en, live) {
 			continue
 		}
-		a := Audit{Job: en.Job, From: now.Add(-sweepSpan).UTC().Truncate(time.Second), To: now.UTC().Truncate(time.Second), Counts: map[string]int{}}
-		a, err := audit(cctx, st, a, en, now)
+		a, err := AuditEntry(cctx, st, en, now.Add(-sweepSpan), now, now)
 		if err != nil {
 			e.log.Debug("sweep: job not audited", "job", en.Job, "err", err)
 			continue
