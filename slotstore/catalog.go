@@ -50,6 +50,19 @@ type CatalogEntry struct {
 	Carriers map[string]time.Time
 	// Past lists the specs in force before it, newest first: at most 32.
 	Past []SpecRecord
+	// Run is, for a schedule held as data (written by WriteSchedules), the
+	// registered job it runs; empty for a job of the configuration.
+	Run string
+	// Version counts a schedule's writes: 1 for the put that created it,
+	// one more for each put that changed it and for its delete. Zero for
+	// a job of the configuration.
+	Version int64
+	// Seq is the store-wide sequence number of the schedule's last write
+	// (ScheduleChanges); zero for a job of the configuration.
+	Seq int64
+	// Deleted marks a deleted schedule: its spec in force is
+	// DeletedFingerprint's, the one it had is first in Past.
+	Deleted bool
 }
 
 // CatalogParams selects catalog entries, sorted by job.

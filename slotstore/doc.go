@@ -175,6 +175,51 @@
 // new specs without revisions leave the last one applied in force, and with
 // revisions the higher one, in whatever order they come.
 //
+// # Schedules held as data
+//
+// A schedule held as data is a catalog entry a program writes with
+// WriteSchedules rather than one replicas enroll: its ID is the job name
+// its markers, fences, generation, pauses and history are kept under, and
+// it records the registered job it runs (CatalogEntry.Run), a version and
+// the store-wide sequence number of its last write. Its spec in force is
+// the one the last put wrote; enrolments never change it. Each write is one
+// atomic step:
+//
+//   - a put of the ID of a job of the configuration (an entry with a spec
+//     in force and no Run) answers ErrNotSchedule;
+//   - a put whose Run and fingerprint are those of the live schedule
+//     changes nothing, whatever its IfVersion (puts are idempotent: a put
+//     retried after its reply was lost succeeds);
+//   - a write whose IfVersion is not AnyVersion and not the schedule's
+//     version answers ErrVersionMismatch; IfVersion 0 is the version of a
+//     schedule that does not exist or is deleted;
+//   - any other put puts its spec in force as an enrolment that takes force
+//     does (the spec in force before first in Past, with Until; Replica is
+//     the writer, WriteSchedulesParams.By; no carriers), sets Run, clears
+//     Deleted, raises Version by one (1 for a new schedule) and gives the
+//     entry the next sequence number; it begins the job's generation if it
+//     has none, as Enroll does, so the schedule's first slots after the put
+//     are claimed as new;
+//   - a delete of a schedule that does not exist or is deleted answers
+//     ErrNoSchedule; of a job of the configuration, ErrNotSchedule; else
+//     it puts the spec DeletedFingerprint in force (Body empty, Replica the
+//     writer), sets Deleted, raises Version by one and gives the entry the
+//     next sequence number.
+//
+// Sequence numbers grow with every write that changes an entry, across
+// the store, in the order the writes took effect: a reader that has seen every
+// change up to n (ScheduleChanges with After n) never later finds one at
+// or below n. So a claim naming a schedule's spec that a put replaced, or
+// that a delete ended, is Superseded from the moment the write returned,
+// and a replica following the changes learns of it in the same order.
+//
+// An enrolment of a live schedule's ID (a configuration's job named like
+// it) never takes force and adds no carrier: the replica conflicts, as
+// with any spec not in force. An enrolment of a deleted schedule's ID finds
+// no spec in force: the enrolled spec takes force and the entry becomes the
+// configuration's (Run empty, Deleted false; Version and Seq kept, and the
+// entry no longer listed by Schedules).
+//
 // # Misses are judged by the store's clock
 //
 // A replica records a slot missed (Skip with a reason) when its own clock

@@ -57,6 +57,19 @@ type Store interface {
 	// of each job some replica enrolled with a spec, the replicas carrying
 	// it and the specs in force before.
 	Catalog(ctx context.Context, p CatalogParams) ([]CatalogEntry, error)
+	// WriteSchedules applies each write of the batch in its own atomic
+	// step, in order, and returns one result per write, in request order
+	// (see Schedules held as data in the package documentation). A batch
+	// with an invalid write fails with ErrInvalid and changes nothing; a
+	// write whose precondition fails answers it in its result and changes
+	// nothing of its schedule.
+	WriteSchedules(ctx context.Context, p WriteSchedulesParams) ([]ScheduleResult, error)
+	// Schedules lists the live schedules held as data, sorted by ID.
+	Schedules(ctx context.Context, p ScheduleParams) ([]CatalogEntry, error)
+	// ScheduleChanges lists the schedules written after p.After, deleted
+	// ones included, in the order of their last write, and the newest
+	// write's sequence number: the feed replicas follow.
+	ScheduleChanges(ctx context.Context, p ChangesParams) (Changes, error)
 	// SetPause pauses or resumes one job, or the whole cluster when p.Job
 	// is empty. It is idempotent, and durable as the markers are. A pause
 	// records p.By and p.Reason with the store's time (Pauses.Notes); a

@@ -40,6 +40,9 @@ type Store struct {
 	pauses  map[string]slotstore.PauseNote    // job -> its pause; "" is the whole cluster
 	beats   map[string]slotstore.Replica      // replica -> its last beat
 	catalog map[string]slotstore.CatalogEntry // job -> its catalog entry (catalog.go)
+	seq     int64                             // the newest schedule write's sequence number
+	// watchers are the channels of WatchSchedules (schedules.go).
+	watchers map[chan struct{}]struct{}
 }
 
 // Options configures New. The zero value of every field means its
@@ -60,7 +63,7 @@ func New(o Options) *Store {
 		retry: make(map[key]bool), newest: make(map[string]int64),
 		fences: make(map[string]int64), born: make(map[string]time.Time),
 		pauses: make(map[string]slotstore.PauseNote), beats: make(map[string]slotstore.Replica),
-		catalog: make(map[string]slotstore.CatalogEntry),
+		catalog: make(map[string]slotstore.CatalogEntry), watchers: make(map[chan struct{}]struct{}),
 	}
 }
 

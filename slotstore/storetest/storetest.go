@@ -84,6 +84,16 @@ func Run(t *testing.T, newStore func(t *testing.T) slotstore.Store) {
 		{"CatalogPages", testCatalogPages},
 		{"CatalogBounds", testCatalogBounds},
 		{"CatalogConcurrent", testCatalogConcurrent},
+		{"SchedulePut", testSchedulePut},
+		{"ScheduleVersions", testScheduleVersions},
+		{"ScheduleDelete", testScheduleDelete},
+		{"ScheduleClaims", testScheduleClaims},
+		{"ScheduleConfig", testScheduleConfig},
+		{"ScheduleList", testScheduleList},
+		{"ScheduleChanges", testScheduleChanges},
+		{"ScheduleInvalid", testScheduleInvalid},
+		{"ScheduleConcurrent", testScheduleConcurrent},
+		{"ScheduleWatch", testScheduleWatch},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

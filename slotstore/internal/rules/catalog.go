@@ -97,6 +97,14 @@ func NormalizeCatalog(p slotstore.CatalogParams) (slotstore.CatalogParams, error
 // documentation.
 func Offer(cur *slotstore.CatalogEntry, job string, s slotstore.Spec, replica string, now time.Time) (e slotstore.CatalogEntry, took bool) {
 	rec := slotstore.SpecRecord{Fingerprint: s.Fingerprint, Body: s.Body, Revision: s.Revision, Replica: replica, Since: now}
+	if cur != nil && cur.Run != "" {
+		if !cur.Deleted {
+			return *cur, false // a live schedule held as data: enrolments never change it
+		}
+		c := *cur // a deleted schedule: its name is free for the configuration's job
+		c.Run, c.Deleted, c.Carriers = "", false, nil
+		cur = &c
+	}
 	if cur == nil || cur.InForce.Fingerprint == "" {
 		var past []slotstore.SpecRecord
 		if cur != nil {
@@ -206,11 +214,17 @@ type EntryJSON struct {
 	InForce  SpecJSON         `json:"in_force"`
 	Carriers map[string]int64 `json:"carriers,omitempty"`
 	Past     []SpecJSON       `json:"past,omitempty"`
+	// Run, Version, Seq and Deleted are a schedule held as data's.
+	Run     string `json:"run,omitempty"`
+	Version int64  `json:"version,omitempty"`
+	Seq     int64  `json:"seq,omitempty"`
+	Deleted bool   `json:"deleted,omitempty"`
 }
 
 // ToJSON returns e as EntryJSON.
 func ToJSON(e slotstore.CatalogEntry) EntryJSON {
-	out := EntryJSON{InForce: specJSON(e.InForce), Carriers: make(map[string]int64, len(e.Carriers))}
+	out := EntryJSON{InForce: specJSON(e.InForce), Carriers: make(map[string]int64, len(e.Carriers)), Run: e.Run,
+		Version: e.Version, Seq: e.Seq, Deleted: e.Deleted}
 	for r, at := range e.Carriers {
 		out.Carriers[r] = at.UnixMilli()
 	}
@@ -222,7 +236,8 @@ func ToJSON(e slotstore.CatalogEntry) EntryJSON {
 
 // FromJSON returns the entry of job that j records.
 func FromJSON(job string, j EntryJSON) slotstore.CatalogEntry {
-	e := slotstore.CatalogEntry{Job: job, InForce: specRecord(j.InForce), Carriers: make(map[string]time.Time, len(j.Carriers))}
+	e := slotstore.CatalogEntry{Job: job, InForce: specRecord(j.InForce), Carriers: make(map[string]time.Time, len(j.Carriers)),
+		Run: j.Run, Version: j.Version, Seq: j.Seq, Deleted: j.Deleted}
 	for r, at := range j.Carriers {
 		e.Carriers[r] = time.UnixMilli(at).UTC()
 	}
