@@ -13,12 +13,46 @@ type Schedule struct {
 	every time.Duration // > 0 for "@every", else 0
 	f     fields
 	fixed bool // calendar spec whose hour field is fixed numbers
+	// from and until bound the slots (Unix seconds, inclusive) when set
+	// (Within); 0 for no bound.
+	from, until int64
+}
+
+// Within returns s with its slots bounded to [from, until], each bound
+// left out when zero: a schedule held as data's start and end instants.
+func (s *Schedule) Within(from, until time.Time) *Schedule {
+	b := *s
+	b.from, b.until = 0, 0
+	if !from.IsZero() {
+		b.from = from.Unix()
+	}
+	if !until.IsZero() {
+		b.until = until.Unix()
+	}
+	return &b
+}
+
+// Bounds returns the bounds Within set, each zero when not set.
+func (s *Schedule) Bounds() (from, until time.Time) {
+	if s.from != 0 {
+		from = time.Unix(s.from, 0).UTC()
+	}
+	if s.until != 0 {
+		until = time.Unix(s.until, 0).UTC()
+	}
+	return from, until
 }
 
 // Next returns the first slot strictly after t, in UTC, truncated to the
 // second; the zero Time if there is none within 5 years of t.
 func (s *Schedule) Next(t time.Time) time.Time {
 	x := floorSecond(t)
+	if s.until != 0 && x.Unix() >= s.until {
+		return time.Time{}
+	}
+	if s.from != 0 && x.Unix() < s.from {
+		x = time.Unix(s.from-1, 0).UTC()
+	}
 	limit := x.AddDate(horizonYears, 0, 0)
 	var next time.Time
 	switch {
@@ -29,7 +63,7 @@ func (s *Schedule) Next(t time.Time) time.Time {
 	default:
 		next = s.nextElapsed(x, limit)
 	}
-	if next.IsZero() || next.After(limit) {
+	if next.IsZero() || next.After(limit) || s.until != 0 && next.Unix() > s.until {
 		return time.Time{}
 	}
 	return next
@@ -40,6 +74,12 @@ func (s *Schedule) Next(t time.Time) time.Time {
 // at start-up to find slots missed just before the process started.
 func (s *Schedule) Prev(t time.Time) time.Time {
 	x := floorSecond(t)
+	if s.from != 0 && x.Unix() < s.from {
+		return time.Time{}
+	}
+	if s.until != 0 && x.Unix() > s.until {
+		x = time.Unix(s.until, 0).UTC()
+	}
 	limit := x.AddDate(-horizonYears, 0, 0)
 	var prev time.Time
 	switch {
@@ -50,7 +90,7 @@ func (s *Schedule) Prev(t time.Time) time.Time {
 	default:
 		prev = s.prevElapsed(x, limit)
 	}
-	if prev.IsZero() || prev.Before(limit) {
+	if prev.IsZero() || prev.Before(limit) || s.from != 0 && prev.Unix() < s.from {
 		return time.Time{}
 	}
 	return prev

@@ -32,6 +32,10 @@ func (e *Engine) noteSpec(p *plan, f slotstore.SpecRecord) {
 	if p.retired.Load() {
 		return
 	}
+	if p.run != "" {
+		e.noteScheduleSpec(p, f)
+		return
+	}
 	if f.Fingerprint == "" || f.Fingerprint == p.spec.Fingerprint {
 		if old := p.conflict.Swap(nil); old != nil {
 			e.log.Info("job's spec is in force again; claiming its slots", "job", p.name, "spec", p.spec.Fingerprint)
@@ -69,6 +73,10 @@ func (e *Engine) superseded(p *plan) {
 	if p.retired.Load() {
 		return
 	}
+	if p.run != "" {
+		e.noteScheduleSpec(p, slotstore.SpecRecord{Fingerprint: "(being read)"})
+		return
+	}
 	if p.conflict.CompareAndSwap(nil, &slotstore.SpecRecord{Fingerprint: "(being read)"}) {
 		e.metrics.specConflict.WithLabelValues(p.name).Set(1)
 	}
@@ -102,7 +110,7 @@ func (e *Engine) followCatalog(ctx context.Context, st slotstore.Store) {
 func (e *Engine) checkConflicts(ctx context.Context, st slotstore.Store) error {
 	set := e.jobs() // one configuration throughout, whatever a reload does meanwhile
 	var names []string
-	for _, p := range set.plans {
+	for _, p := range set.config() {
 		if p.inConflict() {
 			names = append(names, p.name)
 		}

@@ -131,6 +131,15 @@ func (s *swapStore) Replicas(ctx context.Context) ([]slotstore.Replica, error) {
 func (s *swapStore) Catalog(ctx context.Context, p slotstore.CatalogParams) ([]slotstore.CatalogEntry, error) {
 	return s.st().Catalog(ctx, p)
 }
+func (s *swapStore) WriteSchedules(ctx context.Context, p slotstore.WriteSchedulesParams) ([]slotstore.ScheduleResult, error) {
+	return s.st().WriteSchedules(ctx, p)
+}
+func (s *swapStore) Schedules(ctx context.Context, p slotstore.ScheduleParams) ([]slotstore.CatalogEntry, error) {
+	return s.st().Schedules(ctx, p)
+}
+func (s *swapStore) ScheduleChanges(ctx context.Context, p slotstore.ChangesParams) (slotstore.Changes, error) {
+	return s.st().ScheduleChanges(ctx, p)
+}
 func (s *swapStore) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotstore.Generation, error) {
 	return s.st().Enroll(ctx, p)
 }

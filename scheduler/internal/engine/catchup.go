@@ -287,7 +287,7 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 				// (it woke late, its clock was set) while another ran it
 				// counts nothing.
 				if reason := missedReason(q.Reason); reason != "" {
-					l.s.metrics.missed.WithLabelValues(q.Job, reason).Inc()
+					l.s.metrics.missed.WithLabelValues(p.metricJob(), reason).Inc()
 				}
 				recorded = append(recorded, q)
 				continue

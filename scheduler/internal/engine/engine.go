@@ -43,12 +43,18 @@ type Config struct {
 	// Revision is the configuration's revision, which orders the jobs'
 	// specs in the catalog across a deploy; 0 for none.
 	Revision int64
+	// Lookup finds a registered job by name, for the schedules held as
+	// data, which Run follows when it is set (follow.go).
+	Lookup func(string) (jobs.Func, bool)
 }
 
 // JobSpec is one job as the configuration resolved it: every duration
 // defaulted and checked.
 type JobSpec struct {
-	Name     string
+	Name string
+	// Run is, for a schedule held as data, the registered job it runs
+	// (its metrics' job_name); empty for a job of the configuration.
+	Run      string
 	Fn       jobs.Func
 	Schedule *schedule.Schedule
 	Params   []byte // the job's YAML params, re-encoded; nil when none
@@ -89,7 +95,11 @@ type DutySpec struct {
 
 // plan is a job as the engine keeps it.
 type plan struct {
-	name         string
+	name string
+	// run is, for a schedule held as data, the registered job it runs; seq
+	// the sequence number of the write this plan is of (follow.go).
+	run          string
+	seq          int64
 	fn           jobs.Func
 	sched        *schedule.Schedule
 	params       []byte
@@ -120,9 +130,21 @@ type plan struct {
 	// retired is set once a reload removed the job or changed its spec: its
 	// entries are dropped, its running slots finish (reload.go).
 	retired atomic.Bool
+	// from is, for a schedule held as data, when its write took effect, by
+	// the store's clock: its first slots after a change are those after it.
+	from time.Time
 	// newSince is when the store began to record the job, if its enrolment
 	// began it (enroll), for the loop's memo; zero otherwise.
 	newSince time.Time
+}
+
+// metricJob is the job_name of the job's metrics: its name, or a
+// schedule's run, so that series stay per registered job.
+func (p *plan) metricJob() string {
+	if p.run != "" {
+		return p.run
+	}
+	return p.name
 }
 
 func (p *plan) String() string { return fmt.Sprintf("%s (%s)", p.name, p.sched) }
@@ -157,6 +179,8 @@ type Engine struct {
 	tracer atomic.Pointer[tracer]
 	// live is the loop of a Run in progress, which triggers go through.
 	live liveEngine
+	// follow follows the schedules held as data; nil when not (follow.go).
+	follow *follower
 	// catalogKick wakes the watch of the catalog (catalog.go).
 	catalogKick chan struct{}
 	// reloads hands the loop a reload's jobs; reloading serialises
@@ -174,6 +198,9 @@ func New(c Config) (*Engine, error) {
 		metrics: newMetrics(c.PerJobHistograms), started: c.Now(), build: buildinfo.Read(), catalogKick: make(chan struct{}, 1),
 		reloads: make(chan reloadReq)}
 	e.set.Store(newPlanSet(c.Jobs, c.Revision, nil))
+	if c.Lookup != nil {
+		e.follow = newFollower(c.Lookup)
+	}
 	for _, d := range c.Duties {
 		e.duties = append(e.duties, &dutyPlan{name: d.Name, fn: d.Fn, lease: d.Lease})
 	}
@@ -219,7 +246,7 @@ func (e *Engine) StoreCall(err error) { e.metrics.storeCall(err) }
 // Jobs describes every job, in configuration order, as its JobSpec
 // without Fn and Params.
 func (e *Engine) Jobs() []JobSpec {
-	plans := e.jobs().plans
+	plans := e.jobs().config()
 	out := make([]JobSpec, len(plans))
 	for i, p := range plans {
 		out[i] = JobSpec{Name: p.name, Schedule: p.sched, Lease: p.lease, Timeout: p.timeout, OnCrash: p.onCrash,

@@ -89,11 +89,14 @@ func newLoop(s *Engine, st slotstore.Store, runCtx context.Context, runs *sync.W
 
 // run schedules every job and serves the heap until ctx ends.
 func (l *loop) run(ctx context.Context) {
-	if !l.scheduleAll(ctx) {
+	if !l.s.loadSchedules(ctx, l.st) || !l.scheduleAll(ctx) {
 		return
 	}
 	defer l.bg.Wait()
 	l.bg.Go(func() { l.scanner(ctx) })
+	if l.s.follow != nil {
+		l.bg.Go(func() { l.s.followSchedules(ctx, l.st) })
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for ctx.Err() == nil {
@@ -244,7 +247,7 @@ func (l *loop) wake(ctx context.Context) {
 			delete(l.watched, slotKey{e.p.name, e.slot.Unix()})
 			if !e.until.IsZero() && now.After(e.until) {
 				l.s.log.Warn("retry dropped: its window closed", "job", e.p.name, "slot", e.slot.Format(time.RFC3339), "until", e.until.Format(time.RFC3339))
-				l.s.metrics.missed.WithLabelValues(e.p.name, "retry window closed").Inc()
+				l.s.metrics.missed.WithLabelValues(e.p.metricJob(), "retry window closed").Inc()
 				continue
 			}
 		case lapse:

@@ -180,38 +180,46 @@ func (m *metrics) claim(p *plan, st slotstore.Status) prometheus.Counter {
 	if i < 1 || i > maxStatus {
 		i, result = 0, "error"
 	}
-	return m.of(p).claims[i].get(func() prometheus.Counter { return m.claims.WithLabelValues(p.name, result) })
+	return m.of(p).claims[i].get(func() prometheus.Counter { return m.claims.WithLabelValues(p.metricJob(), result) })
 }
 
 func (m *metrics) run(p *plan, e End) prometheus.Counter {
 	for i, end := range runEnds {
 		if end == e {
-			return m.of(p).runs[i].get(func() prometheus.Counter { return m.runs.WithLabelValues(p.name, string(e)) })
+			return m.of(p).runs[i].get(func() prometheus.Counter { return m.runs.WithLabelValues(p.metricJob(), string(e)) })
 		}
 	}
-	return m.runs.WithLabelValues(p.name, string(e))
+	return m.runs.WithLabelValues(p.metricJob(), string(e))
 }
 
 func (m *metrics) takeover(p *plan) prometheus.Counter {
-	return m.of(p).takeovers.get(func() prometheus.Counter { return m.takeovers.WithLabelValues(p.name) })
+	return m.of(p).takeovers.get(func() prometheus.Counter { return m.takeovers.WithLabelValues(p.metricJob()) })
 }
 
 func (m *metrics) leaseLost(p *plan) prometheus.Counter {
-	return m.of(p).leasesLost.get(func() prometheus.Counter { return m.leasesLost.WithLabelValues(p.name) })
+	return m.of(p).leasesLost.get(func() prometheus.Counter { return m.leasesLost.WithLabelValues(p.metricJob()) })
 }
 
 // autoPause is p's count of pauses on failure; rare, so not kept on p.
-func (m *metrics) autoPause(p *plan) prometheus.Counter { return m.autoPaused.WithLabelValues(p.name) }
+func (m *metrics) autoPause(p *plan) prometheus.Counter {
+	return m.autoPaused.WithLabelValues(p.metricJob())
+}
 
 func (m *metrics) next(p *plan) prometheus.Gauge {
-	return m.of(p).nextRun.get(func() prometheus.Gauge { return m.nextRun.WithLabelValues(p.name) })
+	if p.run != "" {
+		return discard // a gauge per registered job cannot say each schedule's
+	}
+	return m.of(p).nextRun.get(func() prometheus.Gauge { return m.nextRun.WithLabelValues(p.metricJob()) })
 }
 
 // succeeded records that a run of slot of p succeeded: the job's
 // last-success gauge moves to slot unless it shows a newer one already.
 func (m *metrics) succeeded(p *plan, slot time.Time) {
+	if p.run != "" {
+		return // as next: the schedule's page says it
+	}
 	jm := m.of(p)
-	g := jm.lastSuccess.get(func() prometheus.Gauge { return m.lastSuccess.WithLabelValues(p.name) })
+	g := jm.lastSuccess.get(func() prometheus.Gauge { return m.lastSuccess.WithLabelValues(p.metricJob()) })
 	ms := slot.UnixMilli()
 	jm.newestMu.Lock()
 	defer jm.newestMu.Unlock()
@@ -232,10 +240,14 @@ func (m *metrics) succeeded(p *plan, slot time.Time) {
 // joins the jobs whose zeros and interval a scrape reports (zeroed,
 // intervalGauge), a few bytes a job.
 func (m *metrics) scheduled(p *plan, now time.Time) {
-	if p.mark.set(m.intervals.of(p.sched, now)) {
-		m.jobs.add(p)
+	if p.mark.set(m.intervals.of(p.sched, now)) && p.run == "" {
+		m.jobs.add(p) // a schedule held as data adds no series of its own
 	}
 }
+
+// discard is the gauge of what has no series: a schedule held as data's
+// next run. It is registered nowhere.
+var discard = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotcron_discarded"})
 
 func (m *metrics) duration(p *plan) prometheus.Observer {
 	return m.of(p).runDuration.get(func() prometheus.Observer { return m.histogram(m.runDuration, p) })
@@ -253,7 +265,7 @@ func (m *metrics) renewal(p *plan) prometheus.Observer {
 // replica's one.
 func (m *metrics) histogram(h *prometheus.HistogramVec, p *plan) prometheus.Observer {
 	if m.perJob {
-		return h.WithLabelValues(p.name)
+		return h.WithLabelValues(p.metricJob())
 	}
 	return h.WithLabelValues()
 }

@@ -14,34 +14,59 @@ import (
 	"github.com/slotcron/slotcron/slotstore"
 )
 
-// planSet is the jobs of one configuration, in its order and by name.
+// planSet is the jobs of one configuration, in its order, then the
+// schedules held as data this replica runs, and all by name.
 type planSet struct {
 	plans    []*plan
 	byName   map[string]*plan
 	revision int64
+	// nConfig is how many of plans are the configuration's: those after
+	// them are schedules held as data (follow.go).
+	nConfig int
 }
 
 // jobs returns the jobs of the configuration in force.
 func (e *Engine) jobs() *planSet { return e.set.Load() }
 
-// newPlanSet builds the plans of specs under revision. A job of prev whose
-// spec is unchanged keeps its plan, and with it its place in the heap and
-// its state.
+// config returns the configuration's plans.
+func (s *planSet) config() []*plan { return s.plans[:s.nConfig] }
+
+// schedules returns the plans of schedules held as data.
+func (s *planSet) schedules() []*plan { return s.plans[s.nConfig:] }
+
+// newPlanSet builds the plans of specs under revision, followed by prev's
+// schedules held as data but those a job of specs shares a name with. A
+// job of prev whose spec is unchanged keeps its plan, and with it its place
+// in the heap and its state.
 func newPlanSet(specs []JobSpec, revision int64, prev *planSet) *planSet {
-	s := &planSet{plans: make([]*plan, len(specs)), byName: make(map[string]*plan, len(specs)), revision: revision}
+	s := &planSet{plans: make([]*plan, len(specs)), byName: make(map[string]*plan, len(specs)), revision: revision,
+		nConfig: len(specs)}
 	for i, j := range specs {
 		sp := SpecOf(j, revision)
 		p := prev.kept(j.Name, sp)
-		if p == nil {
-			p = &plan{name: j.Name, fn: j.Fn, sched: j.Schedule, params: j.Params, lease: j.Lease, timeout: j.Timeout,
-				onCrash: j.OnCrash, maxAtt: j.MaxAttempts, deadline: j.Deadline, catchUp: j.CatchUp,
-				catchUpLimit: j.CatchUpLimit, history: j.History, jitter: j.Jitter, overlap: j.Overlap, retries: j.Retries,
-				pauseAfter: j.PauseAfterFailures, deciding: make(chan struct{}, 1), spec: sp}
+		if p == nil || p.run != "" {
+			p = newPlan(j, sp)
 		}
 		s.plans[i] = p
 		s.byName[p.name] = p
 	}
+	if prev != nil {
+		for _, p := range prev.schedules() {
+			if s.byName[p.name] == nil {
+				s.plans = append(s.plans, p)
+				s.byName[p.name] = p
+			}
+		}
+	}
 	return s
+}
+
+// newPlan returns the plan of j under spec sp.
+func newPlan(j JobSpec, sp slotstore.Spec) *plan {
+	return &plan{name: j.Name, run: j.Run, fn: j.Fn, sched: j.Schedule, params: j.Params, lease: j.Lease,
+		timeout: j.Timeout, onCrash: j.OnCrash, maxAtt: j.MaxAttempts, deadline: j.Deadline, catchUp: j.CatchUp,
+		catchUpLimit: j.CatchUpLimit, history: j.History, jitter: j.Jitter, overlap: j.Overlap, retries: j.Retries,
+		pauseAfter: j.PauseAfterFailures, deciding: make(chan struct{}, 1), spec: sp}
 }
 
 // kept returns the plan of job in s if its spec is sp, revision and all (the
@@ -72,6 +97,9 @@ type reloadReq struct {
 	set   *planSet
 	fresh []*plan // the plans the set adds or changes, enrolled
 	done  chan struct{}
+	// schedules marks a set that changes schedules held as data alone
+	// (follow.go): their fresh plans take their slots from their write on.
+	schedules bool
 }
 
 // Reload replaces the jobs with specs under revision. The jobs it adds or
@@ -168,7 +196,7 @@ func (l *loop) takeReload(req reloadReq) {
 		if req.set.byName[p.name] != p {
 			p.retired.Store(true)
 			l.s.metrics.jobs.remove(p)
-			if req.set.byName[p.name] == nil {
+			if req.set.byName[p.name] == nil && p.run == "" {
 				l.s.metrics.specConflict.DeleteLabelValues(p.name)
 			}
 		}
@@ -177,18 +205,38 @@ func (l *loop) takeReload(req reloadReq) {
 	now := l.s.now()
 	for _, p := range req.fresh {
 		l.noteNew(p)
-		conflict := 0.0 // the job's gauge, whatever the plan it replaces set
-		if p.inConflict() {
-			conflict = 1
+		if p.run == "" {
+			conflict := 0.0 // the job's gauge, whatever the plan it replaces set
+			if p.inConflict() {
+				conflict = 1
+			}
+			l.s.metrics.specConflict.WithLabelValues(p.name).Set(conflict)
 		}
-		l.s.metrics.specConflict.WithLabelValues(p.name).Set(conflict)
-		if next := p.sched.Next(now.Add(-p.jitter)); !next.IsZero() {
+		if next := p.sched.Next(p.firstFrom(now)); !next.IsZero() {
 			l.h.push(&entry{at: next.Add(p.jitter), p: p, slot: next, kind: fire})
 			l.s.metrics.next(p).Set(seconds(next))
 			l.s.metrics.scheduled(p, now)
 		}
 	}
+	if req.schedules {
+		l.s.log.Debug("schedules changed", "schedules", len(req.set.plans)-req.set.nConfig, "fresh", len(req.fresh))
+		return
+	}
 	l.s.log.Info("configuration reloaded", "jobs", len(req.set.plans), "revision", req.set.revision)
+}
+
+// firstFrom is the instant after which p, a plan a reload or a schedule's
+// write brought, takes its first slot: its next slot whose try is still
+// ahead (no catch-up: the slots before belonged to the spec then), or for
+// a schedule held as data, the first slot after its write that is not past
+// its starting deadline, so that a slot due soon after a put is run even
+// when the change reached this replica after it.
+func (p *plan) firstFrom(now time.Time) time.Time {
+	at := now.Add(-p.jitter)
+	if p.from.IsZero() || !p.from.Before(at) {
+		return at
+	}
+	return maxTime(p.from, now.Add(-p.deadline-p.jitter))
 }
 
 // noteNew notes in the loop's memo when the store began to record p's job,
@@ -199,4 +247,11 @@ func (l *loop) noteNew(p *plan) {
 	} else {
 		delete(l.memo.newJobs, p.name)
 	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -129,7 +129,7 @@ func (l *loop) won(e *entry, r slotstore.ClaimResult, sent time.Time) {
 func (l *loop) skipped(e *entry, m slotstore.Marker, log slotDecisions) {
 	mine := m.Holder == l.s.replica
 	if m.Reason == slotstore.ReasonDataLoss && mine {
-		l.s.metrics.missed.WithLabelValues(e.p.name, "data loss").Inc()
+		l.s.metrics.missed.WithLabelValues(e.p.metricJob(), "data loss").Inc()
 		if !l.memo.dataLoss[e.p.name] {
 			l.memo.dataLoss[e.p.name] = true
 			log.at(slog.LevelWarn, "slot skipped: older than the store's record of the job",
@@ -143,7 +143,7 @@ func (l *loop) skipped(e *entry, m slotstore.Marker, log slotDecisions) {
 	}
 	log.at(level, "slot skipped", "reason", m.Reason, "by", m.Holder)
 	if mine && m.Reason == slotstore.ReasonOverlap {
-		l.s.metrics.missed.WithLabelValues(e.p.name, slotstore.ReasonOverlap).Inc()
+		l.s.metrics.missed.WithLabelValues(e.p.metricJob(), slotstore.ReasonOverlap).Inc()
 	}
 }
 

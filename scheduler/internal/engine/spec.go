@@ -44,6 +44,14 @@ type SpecBody struct {
 	// wrote them, ${VAR} references unexpanded (JobSpec.ParamsWritten),
 	// else as re-encoded; empty with none.
 	Params string `json:"params_sha256,omitempty"`
+	// ParamsJSON is a schedule held as data's params themselves, as JSON:
+	// replicas hand them to its runs (a job of the configuration keeps its
+	// own in the file, and only their hash here).
+	ParamsJSON json.RawMessage `json:"params,omitempty"`
+	// Start and End bound a schedule held as data's slots, RFC 3339, both
+	// inclusive; empty for none.
+	Start string `json:"start,omitempty"`
+	End   string `json:"end,omitempty"`
 }
 
 // BodyOf returns j's spec body.
@@ -58,6 +66,11 @@ func BodyOf(j JobSpec) SpecBody {
 	if j.Schedule != nil { // every job's but some tests'
 		b.Schedule, b.Zone = j.Schedule.String(), j.Schedule.Location().String()
 		b.ZoneRules = schedule.ZoneRules(j.Schedule.Location())
+		from, until := j.Schedule.Bounds()
+		b.Start, b.End = stamp(from), stamp(until)
+	}
+	if j.Run != "" {
+		b.ParamsJSON = j.Params
 	}
 	params := j.ParamsWritten
 	if params == nil {
@@ -123,7 +136,7 @@ func Differences(a, b SpecBody) []string {
 // specFields are SpecBody's JSON names in the order people read them.
 var specFields = []string{"retired", "schedule", "zone", "zone_rules", "jitter", "lease", "timeout", "starting_deadline",
 	"on_crash", "max_attempts", "overlap", "catch_up", "catch_up_limit", "history", "retries", "retry_backoff",
-	"retry_max_backoff", "pause_after_failures", "params_sha256"}
+	"retry_max_backoff", "pause_after_failures", "params_sha256", "params", "start", "end"}
 
 func jsonText(v any) string {
 	if v == nil {

@@ -83,9 +83,14 @@ func (e *Engine) sweepOnce(ctx context.Context, st slotstore.Store, after string
 		live[r.Replica] = r.Live
 	}
 	var skips []slotstore.SkipRequest
+	labels := make(map[string]string, len(es))
 	for _, en := range es {
 		if paused[en.Job] || !carriedLive(en, live) {
 			continue
+		}
+		labels[en.Job] = en.Job
+		if en.Run != "" {
+			labels[en.Job] = en.Run
 		}
 		a, err := AuditEntry(cctx, st, en, now.Add(-sweepSpan), now, now)
 		if err != nil {
@@ -95,7 +100,7 @@ func (e *Engine) sweepOnce(ctx context.Context, st slotstore.Store, after string
 		skips = append(skips, unaccountedSkips(a, en)...)
 	}
 	e.metrics.unaccounted.Set(float64(len(skips)))
-	e.recordUnaccounted(cctx, st, skips)
+	e.recordUnaccounted(cctx, st, skips, labels)
 	return next, nil
 }
 
@@ -134,8 +139,9 @@ func unaccountedSkips(a Audit, en slotstore.CatalogEntry) []slotstore.SkipReques
 }
 
 // recordUnaccounted records skips, counting each slot it recorded in
-// slots_missed_total (reason down), and logs how many once.
-func (e *Engine) recordUnaccounted(ctx context.Context, st slotstore.Store, skips []slotstore.SkipRequest) {
+// slots_missed_total (reason down) under its job's label in labels, and
+// logs how many once.
+func (e *Engine) recordUnaccounted(ctx context.Context, st slotstore.Store, skips []slotstore.SkipRequest, labels map[string]string) {
 	recorded := 0
 	for len(skips) > 0 {
 		n := min(len(skips), maxBatch)
@@ -147,7 +153,7 @@ func (e *Engine) recordUnaccounted(ctx context.Context, st slotstore.Store, skip
 		}
 		for i, r := range res {
 			if r.Status == slotstore.Skipped && r.Marker.Holder == e.replica && r.Marker.Reason == reasonDown {
-				e.metrics.missed.WithLabelValues(skips[i].Job, missedReason(reasonDown)).Inc()
+				e.metrics.missed.WithLabelValues(labels[skips[i].Job], missedReason(reasonDown)).Inc()
 				recorded++
 			}
 		}
@@ -170,13 +176,23 @@ func firstLive(reps []slotstore.Replica, replica string) bool {
 }
 
 // carriedLive reports whether en's spec in force is a job's (not retired)
-// and some live replica carries it. A job no live replica carries is taken
+// and some live replica carries it, or en is a live schedule held as data
+// and some replica is live (each replica whose build registers its job
+// runs it, none enrolls it). A job no live replica carries is taken
 // as removed from every configuration by a deploy, or down with all its
 // replicas: the sweep leaves its slots until a replica that has the job is
 // back (it enrolls, so carries it, and the sweep then covers the outage's
 // last sweepSpan; that replica also records what it missed when it starts).
 func carriedLive(en slotstore.CatalogEntry, live map[string]bool) bool {
-	if b, ok := ParseBody(en.InForce.Body); !ok || b.Retired {
+	if b, ok := ParseBody(en.InForce.Body); !ok || b.Retired || en.Deleted {
+		return false
+	}
+	if en.Run != "" {
+		for _, l := range live {
+			if l {
+				return true
+			}
+		}
 		return false
 	}
 	for r := range en.Carriers {
@@ -200,7 +216,7 @@ func (e *Engine) enrollMissing(ctx context.Context, st slotstore.Store, es []slo
 	}
 	set := e.jobs()
 	p := slotstore.EnrollParams{Replica: e.replica}
-	for _, pl := range set.plans {
+	for _, pl := range set.config() {
 		if have[pl.name] || pl.name <= after || (full && pl.name > es[len(es)-1].Job) || len(p.Jobs) == maxBatch {
 			continue
 		}

@@ -1,0 +1,214 @@
+// Following the schedules held as data: every schedule whose job this
+// binary registers is loaded, in pages, before the loop schedules its jobs;
+// then the store's feed of schedule writes (ScheduleChanges) is read every
+// schedulePoll, at once when the store's watch tells of a write, and when a
+// claim finds a schedule's spec replaced. Each batch of changes becomes one
+// new plan set, handed to the loop as a reload's is: a new schedule takes
+// its slots from its put on, a changed one switches at its next slot, a
+// deleted one takes none, and their running slots finish.
+
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+const (
+	// schedulePoll is how often a replica reads the feed of schedule writes
+	// when no notice comes: the delay of a change on a store with no watch,
+	// or one whose notice was lost.
+	schedulePoll = 2 * time.Second
+	// schedulePage is the page of Schedules and ScheduleChanges reads.
+	schedulePage = 10000
+	// maxApply bounds the changes one plan set takes in.
+	maxApply = 100000
+)
+
+// follower is the state of the schedules' following; the follower's
+// goroutine alone uses cursor.
+type follower struct {
+	lookup func(string) (jobs.Func, bool)
+	cursor int64 // the newest write taken in
+	kick   chan struct{}
+	mu     sync.Mutex
+	stale  map[string]bool // schedules whose claims found another spec in force
+	warned map[string]bool // schedules whose body or job was reported unusable
+}
+
+func newFollower(lookup func(string) (jobs.Func, bool)) *follower {
+	return &follower{lookup: lookup, kick: make(chan struct{}, 1), stale: make(map[string]bool), warned: make(map[string]bool)}
+}
+
+// noteScheduleSpec acts on f, the spec in force of p, a schedule's plan:
+// p claims nothing while f is another spec, and the follower reads the
+// schedule at once.
+func (e *Engine) noteScheduleSpec(p *plan, f slotstore.SpecRecord) {
+	if f.Fingerprint == "" || f.Fingerprint == p.spec.Fingerprint {
+		p.conflict.Store(nil)
+		return
+	}
+	p.conflict.Store(&f)
+	if e.follow == nil {
+		return
+	}
+	e.follow.mu.Lock()
+	e.follow.stale[p.name] = true
+	e.follow.mu.Unlock()
+	select {
+	case e.follow.kick <- struct{}{}:
+	default:
+	}
+}
+
+// loadSchedules reads every live schedule and puts those this binary can
+// run in the plan set, before the loop schedules the jobs. It retries until
+// the store answers or ctx ends, and reports which.
+func (e *Engine) loadSchedules(ctx context.Context, st slotstore.Store) bool {
+	if e.follow == nil {
+		return true
+	}
+	for tries := 1; ; tries++ {
+		err := e.loadAll(ctx, st)
+		e.metrics.storeCall(err)
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		e.log.Warn("reading the schedules failed; retrying", "err", err, "try", tries)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff(tries)):
+		}
+	}
+}
+
+// loadAll reads every schedule and makes the plan set the configuration's
+// plans and theirs, before the loop runs.
+func (e *Engine) loadAll(ctx context.Context, st slotstore.Store) error {
+	head, all, err := readAll(ctx, st)
+	if err != nil {
+		return err
+	}
+	e.reloading.Lock()
+	defer e.reloading.Unlock()
+	prev := e.jobs()
+	next := &planSet{plans: make([]*plan, 0, prev.nConfig+len(all)), byName: make(map[string]*plan, prev.nConfig+len(all)),
+		revision: prev.revision, nConfig: prev.nConfig}
+	for _, p := range prev.config() {
+		next.plans = append(next.plans, p)
+		next.byName[p.name] = p
+	}
+	for _, en := range all {
+		if p := e.planOf(next, en); p != nil {
+			next.plans = append(next.plans, p)
+			next.byName[p.name] = p
+		}
+	}
+	e.set.Store(next)
+	e.follow.cursor = head
+	e.log.Info("schedules loaded", "schedules", len(next.plans)-next.nConfig, "stored", len(all), "seq", head)
+	return nil
+}
+
+// readAll reads the head of the feed of schedule writes, then every live
+// schedule, in pages: a write after the head is read again from the feed.
+func readAll(ctx context.Context, st slotstore.Store) (int64, []slotstore.CatalogEntry, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	head, err := st.ScheduleChanges(ctx, slotstore.ChangesParams{After: 1<<63 - 1, Limit: 1})
+	if err != nil {
+		return 0, nil, fmt.Errorf("schedules: read the head of their writes: %w", err)
+	}
+	var all []slotstore.CatalogEntry
+	for after := ""; ; {
+		page, err := st.Schedules(ctx, slotstore.ScheduleParams{After: after, Limit: schedulePage})
+		if err != nil {
+			return 0, nil, fmt.Errorf("schedules: read a page after %q: %w", after, err)
+		}
+		all = append(all, page...)
+		if len(page) < schedulePage {
+			return head.Head, all, nil
+		}
+		after = page[len(page)-1].Job
+	}
+}
+
+// planOf returns the plan of en, a schedule's entry, or nil when this
+// replica does not run it: deleted, named like a job of the configuration,
+// of a job this binary does not register, or with a spec this build cannot
+// read. The last two are logged once a schedule.
+func (e *Engine) planOf(set *planSet, en slotstore.CatalogEntry) *plan {
+	if en.Deleted || en.Run == "" {
+		return nil
+	}
+	if p := set.byName[en.Job]; p != nil && p.run == "" {
+		e.warnOnce(en.Job, "schedule shares its name with a job of the configuration; not run here", "run", en.Run)
+		return nil
+	}
+	fn, ok := e.follow.lookup(en.Run)
+	if !ok {
+		e.warnOnce(en.Job, "schedule's job is not registered in this binary; not run here", "run", en.Run)
+		return nil
+	}
+	j, err := JobOf(en, fn)
+	if err != nil {
+		e.warnOnce(en.Job, "schedule cannot be read by this build; not run here", "err", err)
+		return nil
+	}
+	p := newPlan(j, slotstore.Spec{Fingerprint: en.InForce.Fingerprint, Body: en.InForce.Body})
+	p.seq, p.from = en.Seq, en.InForce.Since
+	return p
+}
+
+// warnOnce logs msg at WARN for schedule id, once while this Run lasts.
+func (e *Engine) warnOnce(id, msg string, args ...any) {
+	e.follow.mu.Lock()
+	seen := e.follow.warned[id]
+	e.follow.warned[id] = true
+	e.follow.mu.Unlock()
+	if !seen {
+		e.log.Warn(msg, append([]any{"schedule", id}, args...)...)
+	}
+}
+
+// followSchedules reads the feed of schedule writes until ctx ends.
+func (e *Engine) followSchedules(ctx context.Context, st slotstore.Store) {
+	var notices <-chan struct{}
+	if w, ok := st.(slotstore.ScheduleWatcher); ok {
+		notices = w.WatchSchedules(ctx)
+	}
+	t := time.NewTicker(schedulePoll)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-e.follow.kick:
+		case _, ok := <-notices:
+			if !ok {
+				notices = nil
+			}
+		}
+		err := e.readChanges(ctx, st)
+		e.metrics.storeCall(err)
+		switch {
+		case err != nil && ctx.Err() == nil && !failing:
+			e.log.Warn("reading the schedules' changes failed; retrying", "err", err)
+			failing = true
+		case err == nil && failing:
+			e.log.Info("reading the schedules' changes works again")
+			failing = false
+		}
+	}
+}

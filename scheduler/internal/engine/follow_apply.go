@@ -1,0 +1,181 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// readChanges reads the feed from the cursor, and the entries of the
+// schedules found stale, and takes them in as one plan set. A feed whose
+// head is behind the cursor is a store that lost its schedules: every
+// schedule is read again.
+func (e *Engine) readChanges(ctx context.Context, st slotstore.Store) error {
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var got []slotstore.CatalogEntry
+	cursor := e.follow.cursor
+	for len(got) < maxApply {
+		c, err := st.ScheduleChanges(cctx, slotstore.ChangesParams{After: cursor, Limit: schedulePage})
+		if err != nil {
+			return fmt.Errorf("schedules: read the writes after %d: %w", cursor, err)
+		}
+		if c.Head < cursor {
+			e.log.Warn("the store's schedule writes went back: it lost them; reading every schedule again",
+				"cursor", cursor, "head", c.Head)
+			return e.reloadSchedules(ctx, st)
+		}
+		got = append(got, c.Entries...)
+		if len(c.Entries) > 0 {
+			cursor = c.Entries[len(c.Entries)-1].Seq
+		}
+		if len(c.Entries) < schedulePage {
+			break
+		}
+	}
+	stale, err := e.readStale(cctx, st)
+	if err != nil {
+		return err
+	}
+	if err := e.applySchedules(ctx, append(got, stale...), nil); err != nil {
+		return err
+	}
+	e.follow.cursor = cursor
+	return nil
+}
+
+// readStale reads the entries of the schedules whose claims found another
+// spec in force; one the store no longer has is answered deleted.
+func (e *Engine) readStale(ctx context.Context, st slotstore.Store) ([]slotstore.CatalogEntry, error) {
+	e.follow.mu.Lock()
+	var ids []string
+	for id := range e.follow.stale {
+		ids = append(ids, id)
+	}
+	clear(e.follow.stale)
+	e.follow.mu.Unlock()
+	var out []slotstore.CatalogEntry
+	for len(ids) > 0 {
+		n := min(len(ids), maxBatch)
+		es, err := st.Catalog(ctx, slotstore.CatalogParams{Jobs: ids[:n], Limit: n})
+		if err != nil {
+			return nil, fmt.Errorf("schedules: read %d found stale: %w", n, err)
+		}
+		found := make(map[string]bool, len(es))
+		for _, en := range es {
+			found[en.Job] = true
+			out = append(out, en)
+		}
+		for _, id := range ids[:n] {
+			if !found[id] {
+				out = append(out, slotstore.CatalogEntry{Job: id, Run: "-", Deleted: true})
+			}
+		}
+		ids = ids[n:]
+	}
+	return out, nil
+}
+
+// reloadSchedules reads every schedule again and takes them in, dropping
+// the plans of schedules the store no longer has.
+func (e *Engine) reloadSchedules(ctx context.Context, st slotstore.Store) error {
+	head, all, err := readAll(ctx, st)
+	if err != nil {
+		return err
+	}
+	listed := make(map[string]bool, len(all))
+	for _, en := range all {
+		listed[en.Job] = true
+	}
+	if err := e.applySchedules(ctx, all, listed); err != nil {
+		return err
+	}
+	e.follow.cursor = head
+	return nil
+}
+
+// applySchedules takes in got, schedules' entries as the store has them
+// now: a schedule whose job and spec a plan has keeps its plan, any other
+// gets a new one, and a deleted or unusable one loses its plan. With
+// listed (a reading of every schedule), the plans of schedules not in it
+// go too. The new set is handed to the loop of the Run in progress.
+func (e *Engine) applySchedules(ctx context.Context, got []slotstore.CatalogEntry, listed map[string]bool) error {
+	e.reloading.Lock()
+	defer e.reloading.Unlock()
+	prev := e.jobs()
+	repl := make(map[string]*plan) // a new plan, or nil for none
+	for _, en := range got {
+		cur := prev.byName[en.Job]
+		p := e.planOf(prev, en)
+		switch {
+		case p == nil:
+			if cur != nil && cur.run != "" {
+				repl[en.Job] = nil
+			}
+		case cur != nil && cur.run == p.run && cur.spec.Fingerprint == p.spec.Fingerprint:
+			cur.seq = en.Seq
+			cur.conflict.Store(nil)
+			delete(repl, en.Job)
+		default:
+			repl[en.Job] = p
+		}
+	}
+	if listed != nil {
+		for _, p := range prev.schedules() {
+			if !listed[p.name] {
+				repl[p.name] = nil
+			}
+		}
+	}
+	if len(repl) == 0 {
+		return nil
+	}
+	next, fresh := prev.withSchedules(repl)
+	if e.live.cur.Load() == nil {
+		e.set.Store(next)
+		return nil
+	}
+	req := reloadReq{set: next, fresh: fresh, done: make(chan struct{}), schedules: true}
+	select {
+	case e.reloads <- req:
+	case <-ctx.Done():
+		return fmt.Errorf("schedules: %w", ctx.Err())
+	}
+	<-req.done
+	return nil
+}
+
+// withSchedules returns s with the schedule plans of repl in place of its
+// own (nil: none), and the new plans.
+func (s *planSet) withSchedules(repl map[string]*plan) (*planSet, []*plan) {
+	next := &planSet{plans: make([]*plan, 0, len(s.plans)+len(repl)), byName: make(map[string]*plan, len(s.byName)+len(repl)),
+		revision: s.revision, nConfig: s.nConfig}
+	var fresh []*plan
+	add := func(p *plan) {
+		next.plans = append(next.plans, p)
+		next.byName[p.name] = p
+	}
+	for _, p := range s.config() {
+		add(p)
+	}
+	for _, p := range s.schedules() {
+		r, ok := repl[p.name]
+		switch {
+		case !ok:
+			add(p)
+		case r != nil:
+			add(r)
+			fresh = append(fresh, r)
+		}
+		delete(repl, p.name)
+	}
+	for _, r := range repl {
+		if r != nil {
+			add(r)
+			fresh = append(fresh, r)
+		}
+	}
+	return next, fresh
+}

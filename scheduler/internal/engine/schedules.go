@@ -1,0 +1,93 @@
+// Schedules held as data, as the engine reads them: a schedule's spec body
+// is the SpecBody of its resolved JobSpec, params and bounds included, so
+// every replica runs it alike from what the store holds (slotstore's
+// package documentation, Schedules held as data).
+
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/slotcron/slotcron/internal/schedule"
+	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/policy"
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// ScheduleSpec returns the spec a schedule held as data is written with:
+// the body of j (Run set, Params JSON or nil) and the body's fingerprint.
+func ScheduleSpec(j JobSpec) slotstore.Spec { return specOfBody(BodyOf(j)) }
+
+// JobOf returns the job of e, a live schedule's catalog entry, as its spec
+// body says, running fn. An error says which field this build cannot read.
+func JobOf(e slotstore.CatalogEntry, fn jobs.Func) (JobSpec, error) {
+	b, ok := ParseBody(e.InForce.Body)
+	if !ok {
+		return JobSpec{}, fmt.Errorf("schedule %s: spec %s: not a spec body this build reads", e.Job, e.InForce.Fingerprint)
+	}
+	j := JobSpec{Name: e.Job, Run: e.Run, Fn: fn, OnCrash: policy.OnCrash(b.OnCrash), MaxAttempts: b.MaxAttempts,
+		CatchUp: policy.CatchUp(b.CatchUp), CatchUpLimit: b.CatchUpLimit, Overlap: policy.Overlap(b.Overlap),
+		Retries: Retries{Max: b.Retries}, PauseAfterFailures: b.PauseAfterFailures}
+	if len(b.ParamsJSON) > 0 {
+		j.Params = b.ParamsJSON
+	}
+	var errs []error
+	dur := func(field, v string, to *time.Duration) {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", field, v, err))
+		}
+		*to = d
+	}
+	dur("lease", b.Lease, &j.Lease)
+	dur("timeout", b.Timeout, &j.Timeout)
+	dur("starting_deadline", b.StartingDeadline, &j.Deadline)
+	dur("history", b.History, &j.History)
+	dur("jitter", b.Jitter, &j.Jitter)
+	dur("retry_backoff", b.RetryBackoff, &j.Retries.Backoff)
+	dur("retry_max_backoff", b.RetryMaxBackoff, &j.Retries.MaxBackoff)
+	sched, err := schedule.Parse(b.Schedule, b.Zone)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	from, err1 := unstamp(b.Start)
+	until, err2 := unstamp(b.End)
+	for _, err := range []error{err1, err2} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if !j.OnCrash.Valid() || !j.CatchUp.Valid() || !j.Overlap.Valid() {
+		errs = append(errs, fmt.Errorf("policy on_crash %q, catch_up %q, overlap %q", b.OnCrash, b.CatchUp, b.Overlap))
+	}
+	if len(errs) > 0 {
+		return JobSpec{}, fmt.Errorf("schedule %s: spec %s: %w", e.Job, e.InForce.Fingerprint, errs[0])
+	}
+	j.Schedule = sched.Within(from, until)
+	return j, nil
+}
+
+// stamp is t in RFC 3339, UTC, or "" for the zero time.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// unstamp reads a stamp back.
+func unstamp(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("bound %q: %w", s, err)
+	}
+	return t, nil
+}
+
+// validJSON reports whether b is nil or one JSON value.
+func validJSON(b []byte) bool { return b == nil || json.Valid(b) }
