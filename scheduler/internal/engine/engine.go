@@ -73,8 +73,11 @@ type JobSpec struct {
 	CatchUpLimit  int
 	History       time.Duration
 	Jitter        time.Duration // this job's fixed delay after each slot
-	Overlap       policy.Overlap
-	Retries       Retries
+	// JitterWindow is, for a schedule held as data, the jitter it was
+	// written with, of which Jitter is its fixed share; 0 otherwise.
+	JitterWindow time.Duration
+	Overlap      policy.Overlap
+	Retries      Retries
 	// PauseAfterFailures pauses the job after this many failed slots in a
 	// row (see autopause.go); 0 never does.
 	PauseAfterFailures int

@@ -6,7 +6,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -48,6 +47,9 @@ func JobOf(e slotstore.CatalogEntry, fn jobs.Func) (JobSpec, error) {
 	dur("jitter", b.Jitter, &j.Jitter)
 	dur("retry_backoff", b.RetryBackoff, &j.Retries.Backoff)
 	dur("retry_max_backoff", b.RetryMaxBackoff, &j.Retries.MaxBackoff)
+	if b.JitterWindow != "" {
+		dur("jitter_window", b.JitterWindow, &j.JitterWindow)
+	}
 	sched, err := schedule.Parse(b.Schedule, b.Zone)
 	if err != nil {
 		errs = append(errs, err)
@@ -88,6 +90,3 @@ func unstamp(s string) (time.Time, error) {
 	}
 	return t, nil
 }
-
-// validJSON reports whether b is nil or one JSON value.
-func validJSON(b []byte) bool { return b == nil || json.Valid(b) }

@@ -52,6 +52,9 @@ type SpecBody struct {
 	// inclusive; empty for none.
 	Start string `json:"start,omitempty"`
 	End   string `json:"end,omitempty"`
+	// JitterWindow is a schedule held as data's jitter as written, of
+	// which Jitter is its share; empty for none.
+	JitterWindow string `json:"jitter_window,omitempty"`
 }
 
 // BodyOf returns j's spec body.
@@ -71,6 +74,9 @@ func BodyOf(j JobSpec) SpecBody {
 	}
 	if j.Run != "" {
 		b.ParamsJSON = j.Params
+		if j.JitterWindow > 0 {
+			b.JitterWindow = j.JitterWindow.String()
+		}
 	}
 	params := j.ParamsWritten
 	if params == nil {
@@ -136,7 +142,7 @@ func Differences(a, b SpecBody) []string {
 // specFields are SpecBody's JSON names in the order people read them.
 var specFields = []string{"retired", "schedule", "zone", "zone_rules", "jitter", "lease", "timeout", "starting_deadline",
 	"on_crash", "max_attempts", "overlap", "catch_up", "catch_up_limit", "history", "retries", "retry_backoff",
-	"retry_max_backoff", "pause_after_failures", "params_sha256", "params", "start", "end"}
+	"retry_max_backoff", "pause_after_failures", "params_sha256", "params", "start", "end", "jitter_window"}
 
 func jsonText(v any) string {
 	if v == nil {
