@@ -13,11 +13,12 @@ import (
 )
 
 // The catalog table (schema version 5) keeps a row per job enrolled with a
-// spec: the spec in force in columns, its carriers and past specs as JSON.
+// spec or written as a schedule (schedules.go, columns of version 6): the
+// spec in force in columns, its carriers and past specs as JSON.
 // An enrolment applies rules.Offer to the row in its batch's transaction;
 // a claim or skip naming a spec reads the row's fingerprint in its own.
 const (
-	catalogColumns = `job, fingerprint, body, revision, replica, since, carriers, past`
+	catalogColumns = `job, fingerprint, body, revision, replica, since, carriers, past, run, version, seq, deleted`
 	// selectSpec reads the fingerprint of a job's spec in force alone: the
 	// check of a claim or skip that names a spec.
 	selectSpec = `SELECT fingerprint FROM catalog WHERE job = ?`
@@ -25,7 +26,7 @@ const (
 	// specs, which answers it but needs neither carriers nor past specs.
 	selectInForce = `SELECT fingerprint, body, revision, replica, since FROM catalog WHERE job = ?`
 	selectEntry   = `SELECT ` + catalogColumns + ` FROM catalog WHERE job = ?`
-	putEntry      = `INSERT OR REPLACE INTO catalog (` + catalogColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	putEntry      = `INSERT OR REPLACE INTO catalog (` + catalogColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// catalogPage walks the primary key from the job after which the page
 	// begins.
 	catalogPage = `SELECT ` + catalogColumns + ` FROM catalog WHERE job > ?1 ORDER BY job LIMIT ?2`
@@ -42,32 +43,53 @@ func (st *stmts) offer(ctx context.Context, job string, sp *slotstore.Spec, repl
 	if sp == nil {
 		return st.inForceOf(ctx, job)
 	}
-	stmt, err := st.prepared(ctx, &st.entry, selectEntry)
+	cur, err := st.entryOf(ctx, job)
 	if err != nil {
 		return slotstore.SpecRecord{}, err
 	}
-	var cur *slotstore.CatalogEntry
-	switch e, err := scanEntry(stmt.QueryRowContext(ctx, job)); {
-	case err == nil:
-		cur = &e
-	case !errors.Is(err, sql.ErrNoRows):
-		return slotstore.SpecRecord{}, fmt.Errorf("read the catalog entry of %s: %w", job, err)
-	}
 	e, took := rules.Offer(cur, job, *sp, replica, now)
+	if cur != nil && cur.Run != "" && !cur.Deleted {
+		return e.InForce, nil // a live schedule held as data: rules.Offer left it as it was
+	}
 	if !took && e.InForce.Fingerprint != sp.Fingerprint && (cur == nil || len(e.Carriers) == len(cur.Carriers)) {
 		return e.InForce, nil // refused, the enroller no carrier of it: the entry stays as it was
 	}
-	if stmt, err = st.prepared(ctx, &st.putEntry, putEntry); err != nil {
+	if err := st.putEntryOf(ctx, e); err != nil {
 		return slotstore.SpecRecord{}, err
+	}
+	return e.InForce, nil
+}
+
+// entryOf returns job's catalog entry, nil when it has none.
+func (st *stmts) entryOf(ctx context.Context, job string) (*slotstore.CatalogEntry, error) {
+	stmt, err := st.prepared(ctx, &st.entry, selectEntry)
+	if err != nil {
+		return nil, err
+	}
+	switch e, err := scanEntry(stmt.QueryRowContext(ctx, job)); {
+	case err == nil:
+		return &e, nil
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("read the catalog entry of %s: %w", job, err)
+	}
+}
+
+// putEntryOf writes e as its job's catalog row.
+func (st *stmts) putEntryOf(ctx context.Context, e slotstore.CatalogEntry) error {
+	stmt, err := st.prepared(ctx, &st.putEntry, putEntry)
+	if err != nil {
+		return err
 	}
 	args, err := entryArgs(e)
 	if err != nil {
-		return slotstore.SpecRecord{}, fmt.Errorf("write the catalog entry of %s: %w", job, err)
+		return fmt.Errorf("write the catalog entry of %s: %w", e.Job, err)
 	}
 	if _, err := stmt.ExecContext(ctx, args...); err != nil {
-		return slotstore.SpecRecord{}, fmt.Errorf("write the catalog entry of %s: %w", job, err)
+		return fmt.Errorf("write the catalog entry of %s: %w", e.Job, err)
 	}
-	return e.InForce, nil
+	return nil
 }
 
 // inForceOf returns job's spec in force, the zero record when it has none.
@@ -159,16 +181,8 @@ func (s *Store) Catalog(ctx context.Context, p slotstore.CatalogParams) ([]slots
 	if err != nil {
 		return nil, s.fail("catalog", err)
 	}
-	defer rows.Close()
-	out := []slotstore.CatalogEntry{}
-	for rows.Next() {
-		e, err := scanEntry(rows)
-		if err != nil {
-			return nil, s.fail("catalog", err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanEntries(rows)
+	if err != nil {
 		return nil, s.fail("catalog", err)
 	}
 	return out, nil
@@ -182,7 +196,9 @@ func scanEntry(r scanner) (slotstore.CatalogEntry, error) {
 		carriers, past []byte
 	)
 	f := &j.InForce
-	if err := r.Scan(&job, &f.Fingerprint, &f.Body, &f.Revision, &f.Replica, &f.Since, &carriers, &past); err != nil {
+	err := r.Scan(&job, &f.Fingerprint, &f.Body, &f.Revision, &f.Replica, &f.Since, &carriers, &past,
+		&j.Run, &j.Version, &j.Seq, &j.Deleted)
+	if err != nil {
 		return slotstore.CatalogEntry{}, err
 	}
 	if err := json.Unmarshal(carriers, &j.Carriers); err != nil {
@@ -210,5 +226,6 @@ func entryArgs(e slotstore.CatalogEntry) ([]any, error) {
 		body = []byte{} // the column is NOT NULL
 	}
 	f := j.InForce
-	return []any{e.Job, f.Fingerprint, body, f.Revision, f.Replica, f.Since, string(carriers), string(past)}, nil
+	return []any{e.Job, f.Fingerprint, body, f.Revision, f.Replica, f.Since, string(carriers), string(past),
+		e.Run, e.Version, e.Seq, e.Deleted}, nil
 }

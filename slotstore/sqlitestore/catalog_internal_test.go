@@ -74,7 +74,8 @@ func TestSupersededCostsNothing(t *testing.T) {
 	}
 	// The catalog row of a job the file has no generation of stands for
 	// a job enrolled in a file whose generations were reset by hand.
-	if _, err := s.conn().Exec(`INSERT INTO catalog SELECT 'fresh', fingerprint, body, revision, replica, since, carriers, past
+	if _, err := s.conn().Exec(`INSERT INTO catalog (job, fingerprint, body, revision, replica, since, carriers, past)
+		SELECT 'fresh', fingerprint, body, revision, replica, since, carriers, past
 		FROM catalog WHERE job = 'j'`); err != nil {
 		t.Fatal(err)
 	}

@@ -165,11 +165,12 @@ func (s *Store) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotsto
 type stmts struct {
 	sel, ins, next, running, born *sql.Stmt
 	// Prepared by their first use (prepared): the statements only Enroll
-	// runs, and spec, which only a request naming a spec does.
-	newest, inForce, entry, putEntry, spec *sql.Stmt
-	tx                                     *sql.Tx              // the batch's transaction
-	borns                                  map[string]time.Time // the batch's generations, read on first use
-	specs                                  map[string]string    // the batch's specs in force, read on first use
+	// and WriteSchedules run, and spec, which only a request naming a spec
+	// does.
+	newest, inForce, entry, putEntry, spec, seq *sql.Stmt
+	tx                                          *sql.Tx              // the batch's transaction
+	borns                                       map[string]time.Time // the batch's generations, read on first use
+	specs                                       map[string]string    // the batch's specs in force, read on first use
 }
 
 func prepare(ctx context.Context, tx *sql.Tx) (*stmts, error) {
@@ -189,7 +190,7 @@ func prepare(ctx context.Context, tx *sql.Tx) (*stmts, error) {
 }
 
 func (st *stmts) close() {
-	for _, stmt := range []*sql.Stmt{st.sel, st.ins, st.next, st.running, st.born, st.newest, st.inForce, st.entry, st.putEntry, st.spec} {
+	for _, stmt := range []*sql.Stmt{st.sel, st.ins, st.next, st.running, st.born, st.newest, st.inForce, st.entry, st.putEntry, st.spec, st.seq} {
 		if stmt != nil {
 			stmt.Close()
 		}

@@ -48,6 +48,7 @@
 // History does. A Store that moves to a new file at its path (the old one
 // deleted or replaced) finds the catalog that file holds, empty for a new
 // one: until replicas enroll their specs in it again, no claim is checked.
+// WriteSchedules is one transaction too (see Schedules held as data below).
 // Beat replaces the replica's row of the beats table and deletes the rows
 // past their TTL and slotstore.BeatKeep in one transaction; Replicas reads
 // without the write lock, and takes it only to delete such rows.
@@ -60,11 +61,17 @@
 //
 // PRAGMA user_version holds the schema version; Open applies the migrations
 // a file lacks in one transaction and refuses a file newer than it knows.
-// Version 5 (version 2 added generations and markers' incarnation, version
+// Version 6 (version 2 added generations and markers' incarnation, version
 // 3 pause notes and beats, version 4 markers' backfill mark, version 5 the
-// catalog table and beats' revision; a build of version 4 refuses a file of version 5, while
-// one that opened it before the migration goes on claiming in it, as it
-// never reads the catalog):
+// catalog table and beats' revision, version 6 the catalog's columns of
+// schedules held as data and schedule_seq). A build refuses a file newer
+// than its own. One that opened a file before it was migrated goes on in
+// it: a build of version 4 claims as before, as it never reads the
+// catalog; a build of version 5 knows no schedule held as data and takes
+// one for a job of the configuration, so an enrolment of a schedule's ID by
+// such a build would put its own spec in force and clear the schedule's
+// run: write schedules once every replica sharing the file runs a build of
+// version 6.
 //
 //	markers (job, slot)        one row per slot; PRIMARY KEY (job, slot DESC)
 //	  slot                       Unix seconds, UTC
@@ -97,10 +104,68 @@
 //	  past                       JSON array of the specs in force before,
 //	                             newest first (rules.SpecJSON: times in Unix
 //	                             milliseconds, body base64)
+//	  run, version, seq,         a schedule held as data's (slotstore.CatalogEntry);
+//	  deleted                    '' and 0 for a job of the configuration
+//	  index catalog_by_run (run, job) WHERE run <> '' AND deleted = 0
+//	                                                Schedules by run
+//	  index catalog_schedules (job) WHERE run <> '' AND deleted = 0
+//	                                                Schedules
+//	  index catalog_by_seq (seq)                    ScheduleChanges
+//	schedule_seq (id = 0)      seq: the newest schedule write's sequence
+//	                           number; no row before the first write
 //
 // History of one job walks the primary key; Prune is one DELETE of the
 // markers whose retention has ended and that are neither running under a
 // live lease nor retrying before their retry is due.
+//
+// # Schedules held as data
+//
+// A schedule is a catalog row whose run is set. WriteSchedules runs its
+// batch in one BEGIN IMMEDIATE transaction, as Claim does: per write it
+// reads the row (the primary key), applies rules.ApplyWrite in Go and, when
+// the row changes, takes the next sequence number from schedule_seq,
+// writes the row back and begins the job's generation if it has none (the
+// statement Enroll uses), all in the transaction; one commit, one sync, per
+// batch. An enrolment runs rules.Offer on the same row, so the rule for the
+// ID of a live or deleted schedule is the one memstore keeps.
+//
+// Sequence numbers come from a one-row counter, not MAX(seq): either would
+// be right, as SQLite lets one writer at a time hold the file and it
+// commits before the next begins, so numbers are taken in the order the
+// writes take effect and none commits below a number a reader has seen;
+// the counter also never goes back when the row holding the newest number
+// is rewritten by an enrolment, and reading it costs one row.
+//
+// Schedules reads without the write lock, in one SELECT over a partial
+// index of the live schedules: catalog_by_run (run, job) when the call
+// names a Run, catalog_schedules (job) when it does not. After and Prefix
+// are the bounds of the index's range (a prefix ends before the string
+// that follows every string with it), so a page reads the index entries and
+// rows it returns and no others: O(log n + Limit) with a million schedules,
+// whatever the deleted schedules and the configuration's jobs. IDs look
+// each ID up in the primary key.
+//
+// ScheduleChanges reads without the write lock in two statements: the head
+// (one row of schedule_seq by its key), then, only when the head is past
+// After, the rows of catalog_by_seq in (After, head], at most Limit. When
+// nothing changed, the poll replicas make every second or two is that one
+// row (and the stat of the file every read makes). The head read first
+// bounds the page, so a reader may move its cursor to the head of a page
+// shorter than Limit without skipping a write that committed between the
+// two statements.
+//
+// The store implements no slotstore.ScheduleWatcher: SQLite has no way to
+// tell another process that the file changed, and the poll costs one
+// indexed row, so replicas poll ScheduleChanges.
+//
+// The sequence lives in the file. A Store that moves to a new file at its
+// path (the old one deleted or replaced, see Several processes, one file)
+// finds that file's counter, lower than the one readers followed when the
+// file is new or an older copy: a reader whose cursor is past the head
+// reads every schedule again, as slotstore's Changes says, but one that
+// polls only after writes to the new file carried its head past its
+// cursor misses them. Replacing the file under running replicas loses
+// schedules as it loses markers.
 //
 // # Several processes, one file
 //

@@ -83,6 +83,26 @@ var migrations = []string{
 		past        TEXT    NOT NULL  -- JSON array of rules.SpecJSON, newest first
 	);
 	ALTER TABLE beats ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;`,
+	// 6: schedules held as data (schedules.go): the catalog row of a
+	// schedule records the job it runs, its version, the sequence number
+	// of its last write and whether it is deleted; the rows of version 5
+	// are the configuration's jobs (run '', version and seq 0). The two
+	// partial indexes hold the live schedules alone, by run and by ID, so
+	// a page of Schedules never reads a configuration's job or a deleted
+	// schedule; catalog_by_seq serves ScheduleChanges. schedule_seq is the
+	// store-wide counter of schedule writes: one row, absent before the
+	// first write.
+	`ALTER TABLE catalog ADD COLUMN run TEXT NOT NULL DEFAULT '';
+	ALTER TABLE catalog ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE catalog ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE catalog ADD COLUMN deleted INTEGER NOT NULL DEFAULT 0; -- 0 or 1
+	CREATE INDEX catalog_by_run ON catalog (run, job) WHERE run <> '' AND deleted = 0;
+	CREATE INDEX catalog_schedules ON catalog (job) WHERE run <> '' AND deleted = 0;
+	CREATE INDEX catalog_by_seq ON catalog (seq);
+	CREATE TABLE schedule_seq (
+		id  INTEGER NOT NULL PRIMARY KEY CHECK (id = 0),
+		seq INTEGER NOT NULL -- the sequence number of the newest schedule write
+	);`,
 }
 
 // migrate brings the file's schema to the newest version in one
