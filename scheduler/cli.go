@@ -29,8 +29,9 @@ const (
 )
 
 // Main gives a binary the slotcron CLI (run, validate, next, history,
-// trigger, backfill, diff, jobs, audit, pause, resume, version, help) over
-// the jobs registered in reg, and exits with the command's exit code.
+// trigger, backfill, diff, jobs, audit, schedules, pause, resume, version,
+// help) over the jobs registered in reg, and exits with the command's exit
+// code.
 //
 // SIGTERM or SIGINT stops the command: run shuts down gracefully (exit 0)
 // once the scheduler has started, and every command stops at once, with
@@ -61,6 +62,7 @@ commands:
   diff      compare the file's jobs with the catalog in force (exit 1 on a change)
   jobs      list the store's catalog: each job's spec in force, its source, conflicts
   audit     list a window's slots with their fates (exit 1 if any is unaccounted)
+  schedules put, get, list, delete, pause or resume schedules held as data (per tenant)
   pause     pause a job, or with no job the whole cluster, on every replica (--reason)
   resume    resume a job, or with no job the whole cluster (--reason)
   version   print slotcron's version, the binary's revision and Go's version
@@ -119,6 +121,8 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer, reg *
 		err = cmdPause(ctx, "pause", true, rest, stdout, stderr, reg)
 	case "resume":
 		err = cmdPause(ctx, "resume", false, rest, stdout, stderr, reg)
+	case "schedules":
+		err = cmdSchedules(ctx, rest, stdout, stderr, reg)
 	case "help", "-h", "--help":
 		fmt.Fprintf(stdout, usage, prog)
 		return ExitOK

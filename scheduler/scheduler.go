@@ -114,7 +114,7 @@ func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
 	}
 	s.eng, err = engine.New(engine.Config{Replica: s.replica, Incarnation: newIncarnation(), Log: s.baseLog, Now: s.now,
 		Grace: grace, Jobs: plans, Duties: duties, PerJobHistograms: cfg.Metrics.PerJobHistograms,
-		Registry: s.registry, Runtime: private, Revision: rev})
+		Registry: s.registry, Runtime: private, Revision: rev, Lookup: reg.Lookup})
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
@@ -178,7 +178,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	if h := s.cfg.HTTP; h.Listen != "" {
 		rp.Serve = func(ctx context.Context) (func(), error) {
-			return admin.Serve(ctx, s.eng, admin.Options{Listen: h.Listen, Token: h.Token, Gatherer: s.registry, StoreKind: kind})
+			return admin.Serve(ctx, s.eng, admin.Options{Listen: h.Listen, Token: h.Token, Gatherer: s.registry, StoreKind: kind,
+				Schedules: scheduleAPI{NewSchedules(st, s.cfg, s.reg).By("http")}})
 		}
 	}
 	s.log.Info("scheduler started", "jobs", s.jobs, "store", kind)

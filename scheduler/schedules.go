@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -120,15 +119,9 @@ func (s *Schedules) By(who string) *Schedules {
 // Close closes the store OpenSchedules opened; nothing for NewSchedules'.
 func (s *Schedules) Close() error { return s.close() }
 
-// defaultWriter names the process that writes: user@host.
-func defaultWriter() string {
-	host, _ := os.Hostname()
-	user := os.Getenv("USER")
-	if user == "" {
-		user = "unknown"
-	}
-	return "go " + user + "@" + host
-}
+// defaultWriter names the process that writes through the Go API: "go",
+// the OS user and host.
+func defaultWriter() string { return "go" + strings.TrimPrefix(defaultBy(), "cli") }
 
 // Put creates sc or replaces the schedule of its ID with it, and returns it
 // as stored. A put that changes nothing returns the schedule as it was. A

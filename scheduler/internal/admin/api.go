@@ -24,10 +24,12 @@ type api struct {
 	storeKind string
 	// reads holds a token for each store read in flight, at most maxReads.
 	reads chan struct{}
+	// schedules reads and writes the schedules held as data; nil for none.
+	schedules Schedules
 }
 
 func newAPI(e Engine, o Options) *api {
-	return &api{e: e, token: o.Token, storeKind: o.StoreKind, reads: make(chan struct{}, maxReads)}
+	return &api{e: e, token: o.Token, storeKind: o.StoreKind, reads: make(chan struct{}, maxReads), schedules: o.Schedules}
 }
 
 // store returns the store of the Run in progress, its reads bounded by the
@@ -53,6 +55,7 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/jobs/{job}/backfill", a.authed(a.backfill))
 	mux.HandleFunc("POST /api/pause", a.authed(a.pause(true)))
 	mux.HandleFunc("POST /api/resume", a.authed(a.pause(false)))
+	a.scheduleRoutes(mux)
 	mux.HandleFunc("GET /{$}", dashboard)
 }
 

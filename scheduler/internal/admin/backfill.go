@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
@@ -128,12 +127,11 @@ func (a *api) backfill(w http.ResponseWriter, r *http.Request) {
 // plannedTo returns the last slot of plan when the plan stops before to:
 // the job's schedule has a slot after it that is not after to.
 func (a *api) plannedTo(job string, plan engine.BackfillResult, to time.Time) (time.Time, bool) {
-	js := a.e.Jobs()
-	i := slices.IndexFunc(js, func(j engine.JobSpec) bool { return j.Name == job })
-	if i < 0 || len(plan.Slots) == 0 {
+	j, found := a.e.Job(job)
+	if !found || len(plan.Slots) == 0 {
 		return time.Time{}, false
 	}
 	last := plan.Slots[len(plan.Slots)-1].Slot
-	next := js[i].Schedule.Next(last)
+	next := j.Schedule.Next(last)
 	return last, !next.IsZero() && !next.After(to)
 }

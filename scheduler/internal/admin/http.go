@@ -41,8 +41,11 @@ type Engine interface {
 	Replica() string
 	Now() time.Time
 	Log() *slog.Logger
-	// Jobs describes every job; HasJob says whether one exists.
+	// Jobs describes every job of the configuration; Job one job or
+	// schedule held as data this replica runs; HasJob says whether it runs
+	// one of that name.
 	Jobs() []engine.JobSpec
+	Job(name string) (engine.JobSpec, bool)
 	HasJob(job string) bool
 	// Records is the store of the Run in progress, false when none: the
 	// API reads and changes the store only through it.
@@ -72,6 +75,8 @@ type Options struct {
 	// StoreKind names the store for the cluster view ("sqlite", "redis"...);
 	// empty means the name of the store's Go package.
 	StoreKind string
+	// Schedules serves /api/schedules; nil answers 503 there.
+	Schedules Schedules
 }
 
 // Serve listens on o.Listen and serves until ctx ends; wait returns once

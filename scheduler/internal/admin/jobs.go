@@ -139,8 +139,8 @@ func (a *api) jobs(w http.ResponseWriter, r *http.Request) {
 // job answers GET /api/jobs/{job}: the job as GET /api/jobs shows it.
 func (a *api) job(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("job")
-	i := slices.IndexFunc(a.e.Jobs(), func(j engine.JobSpec) bool { return j.Name == name })
-	if i < 0 {
+	j, found := a.e.Job(name)
+	if !found {
 		httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", name))
 		return
 	}
@@ -148,7 +148,7 @@ func (a *api) job(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	views, err := a.jobViews(r.Context(), st, a.e.Jobs()[i:i+1], name)
+	views, err := a.jobViews(r.Context(), st, []engine.JobSpec{j}, name)
 	if err != nil {
 		httpError(w, http.StatusServiceUnavailable, codeStore, err.Error())
 		return

@@ -246,18 +246,33 @@ func (e *Engine) Log() *slog.Logger { return e.log }
 // StoreCall records whether a call to the store succeeded, for store_up.
 func (e *Engine) StoreCall(err error) { e.metrics.storeCall(err) }
 
-// Jobs describes every job, in configuration order, as its JobSpec
-// without Fn and Params.
+// Jobs describes every job of the configuration, in its order, as its
+// JobSpec without Fn and Params.
 func (e *Engine) Jobs() []JobSpec {
 	plans := e.jobs().config()
 	out := make([]JobSpec, len(plans))
 	for i, p := range plans {
-		out[i] = JobSpec{Name: p.name, Schedule: p.sched, Lease: p.lease, Timeout: p.timeout, OnCrash: p.onCrash,
-			MaxAttempts: p.maxAtt, Deadline: p.deadline, CatchUp: p.catchUp, CatchUpLimit: p.catchUpLimit,
-			History: p.history, Jitter: p.jitter, Overlap: p.overlap, Retries: p.retries,
-			PauseAfterFailures: p.pauseAfter}
+		out[i] = p.describe()
 	}
 	return out
+}
+
+// Job describes the job or schedule held as data name that this replica
+// runs, as Jobs does; false when it runs none of that name.
+func (e *Engine) Job(name string) (JobSpec, bool) {
+	p := e.jobs().byName[name]
+	if p == nil {
+		return JobSpec{}, false
+	}
+	return p.describe(), true
+}
+
+// describe is p as its JobSpec without Fn and Params.
+func (p *plan) describe() JobSpec {
+	return JobSpec{Name: p.name, Run: p.run, Schedule: p.sched, Lease: p.lease, Timeout: p.timeout, OnCrash: p.onCrash,
+		MaxAttempts: p.maxAtt, Deadline: p.deadline, CatchUp: p.catchUp, CatchUpLimit: p.catchUpLimit,
+		History: p.history, Jitter: p.jitter, Overlap: p.overlap, Retries: p.retries,
+		PauseAfterFailures: p.pauseAfter}
 }
 
 // HasJob reports whether the configuration has job.

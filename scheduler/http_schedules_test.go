@@ -1,0 +1,127 @@
+package scheduler
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotcron/slotcron/internal/poll"
+	"github.com/slotcron/slotcron/internal/testserver"
+	"github.com/slotcron/slotcron/slotstore/memstore"
+)
+
+// send makes one request with a JSON body and headers, and returns the
+// status and body.
+func send(t *testing.T, method, url, body string, headers ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// paramsOf is the n of a digest run's params.
+func paramsOf(t *testing.T, e event) int {
+	var p struct{ N int }
+	if err := e.run.Params(&p); err != nil {
+		t.Errorf("params of %s: %v", e.run.Key(), err)
+	}
+	return p.N
+}
+
+// TestHTTPSchedules: a schedule created, changed, paused, resumed and
+// deleted through the HTTP API while the replica runs: the first slot after
+// each change follows it, and the API's errors carry their stable codes.
+func TestHTTPSchedules(t *testing.T) {
+	if testing.Short() {
+		t.Skip("listens on a port and waits for real slots")
+	}
+	t.Parallel()
+	addr := fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))
+	base, auth := "http://"+addr+"/api/schedules", []string{"Authorization", "Bearer s3cret"}
+	_, rec, reg := rig(&recorder{}, "digest")
+	s := replica(t, memstore.New(memstore.Options{}), "a", "http: {listen: \""+addr+"\", token: s3cret}", reg)
+	stop := start(t, s)
+	defer stop()
+	poll.Until(t, 10*time.Second, "the API", func() error {
+		_, err := http.Get(base)
+		return err
+	})
+	if code, body := send(t, "POST", base, `{"id":"t1","job":"digest","schedule":"* * * * * *"}`); code != http.StatusUnauthorized {
+		t.Fatalf("a create without the token: %d %s", code, body)
+	}
+	code, body := send(t, "POST", base, `{"id":"t1","job":"digest","schedule":"61 * * * *"}`, auth...)
+	if code != http.StatusBadRequest || !strings.Contains(body, `"code":"invalid_schedule"`) || !strings.Contains(body, `"field":"schedule"`) {
+		t.Fatalf("a create with a bad spec: %d %s", code, body)
+	}
+	if code, body = send(t, "POST", base, `{"id":"t1","job":"digest","schedule":"* * * * * *","params":{"n":1}}`, auth...); code != http.StatusCreated {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	waitRun(t, rec, "t1", 1, time.Time{})
+	if code, body = send(t, "PUT", base+"/t1", `{"job":"digest","schedule":"* * * * * *","params":{"n":2}}`, append(auth, "If-Match", `"7"`)...); code != http.StatusConflict || !strings.Contains(body, "version_mismatch") {
+		t.Fatalf("a put at a stale version: %d %s", code, body)
+	}
+	code, body = send(t, "PUT", base+"/t1", `{"job":"digest","schedule":"*/2 * * * * *","params":{"n":2}}`, append(auth, "If-Match", `"1"`)...)
+	changed := time.Now()
+	if code != http.StatusOK || !strings.Contains(body, `"version":2`) {
+		t.Fatalf("put: %d %s", code, body)
+	}
+	waitRun(t, rec, "t1", 2, changed)
+	for _, e := range rec.snapshot() {
+		if n := paramsOf(t, e); e.run.Job == "t1" && e.run.Slot.After(changed) && (n != 2 || e.run.Slot.Second()%2 != 0) {
+			t.Errorf("slot %s after the change ran with params %d", e.run.Slot, n)
+		}
+	}
+	if code, body = send(t, "POST", base+"/t1/pause", `{"reason":"tenant on hold"}`, auth...); code != http.StatusOK {
+		t.Fatalf("pause: %d %s", code, body)
+	}
+	if code, body = send(t, "GET", base+"/t1", ""); code != http.StatusOK || !strings.Contains(body, `"paused":true`) {
+		t.Fatalf("get: %d %s", code, body)
+	}
+	if code, body = send(t, "POST", base+"/t1/resume", "", auth...); code != http.StatusOK {
+		t.Fatalf("resume: %d %s", code, body)
+	}
+	if code, body = send(t, "DELETE", base+"/t1", "", auth...); code != http.StatusOK {
+		t.Fatalf("delete: %d %s", code, body)
+	}
+	deleted := time.Now()
+	if code, body = send(t, "GET", base+"/t1", ""); code != http.StatusNotFound || !strings.Contains(body, "no_such_schedule") {
+		t.Fatalf("get of a deleted schedule: %d %s", code, body)
+	}
+	time.Sleep(3 * time.Second)
+	for _, e := range rec.snapshot() {
+		if e.run.Job == "t1" && e.run.Slot.After(deleted) {
+			t.Errorf("slot %s ran after the delete returned", e.run.Slot)
+		}
+	}
+	if code, body = send(t, "GET", base+"?job=digest", ""); code != http.StatusOK || !strings.Contains(body, `"schedules":[]`) {
+		t.Fatalf("list: %d %s", code, body)
+	}
+}
+
+// waitRun waits for a run of schedule id with params n of a slot after
+// after.
+func waitRun(t *testing.T, rec *recorder, id string, n int, after time.Time) {
+	t.Helper()
+	poll.Until(t, 20*time.Second, fmt.Sprintf("a run of %s with params %d", id, n), func() error {
+		for _, e := range rec.snapshot() {
+			if e.run.Job == id && e.run.Slot.After(after) && paramsOf(t, e) == n {
+				return nil
+			}
+		}
+		return fmt.Errorf("%d runs, none of them", len(rec.snapshot()))
+	})
+}
