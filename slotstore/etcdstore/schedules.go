@@ -43,9 +43,9 @@ const schedFence = "\x00schedule write"
 // order in Go by rules.ApplyWrite, batched as Enroll's are: one read of the
 // catalog, spec and generation keys of up to MaxTxnOps writes' schedules,
 // then a transaction per write that changes a schedule (its revision is
-// the schedule's Seq), which also carries the writes before it that
-// change nothing; its compares cover every key the decisions read, and a
-// transaction whose compares fail learns the keys from its Else and the
+// the schedule's Seq), which the writes around it that change nothing
+// share; its compares cover every key the decisions read, and a
+// transaction whose compares fail learns the keys from its Else and its
 // writes are decided again.
 func (s *Store) WriteSchedules(ctx context.Context, p slotstore.WriteSchedulesParams) ([]slotstore.ScheduleResult, error) {
 	if err := rules.NormalizeWrites(p); err != nil {
