@@ -238,3 +238,24 @@ func TestWatchSchedulesCompacted(t *testing.T) {
 	}
 	waitNotice(t, out, time.Second, "a compacted watch")
 }
+
+// A quiet watch of schedules, whose member answers its progress
+// requests, is not taken for a lost one: it runs until its context ends,
+// and says nothing.
+func TestWatchSchedulesQuiet(t *testing.T) {
+	s := open(t)
+	out := make(chan struct{}, 1)
+	const d = 5 * time.Second // beyond the silence after which a watch starts again
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	defer cancel()
+	start := time.Now()
+	s.FollowSchedules(ctx, 0, out)
+	if took := time.Since(start); took < d-100*time.Millisecond {
+		t.Fatalf("a quiet watch ended after %v, before its context (%v)", took, d)
+	}
+	select {
+	case <-out:
+		t.Fatal("a quiet watch sent a notice")
+	default:
+	}
+}
