@@ -310,8 +310,10 @@
 // reads at any number. A ScheduleChanges call that finds changes costs
 // etcd a read of every sched/ key (every schedule ever written, deleted
 // ones included; they are small and empty), to filter and sort them by
-// ModRevision: about a millisecond per thousand schedules, so fine for
-// tens of thousands, while the poll that finds none stays one key. A
+// ModRevision: under a millisecond per thousand schedules on a local
+// cluster (3.4 ms with 5,000, against 0.4 ms for the poll that finds
+// none, which stays one key at any number), so fine for tens of
+// thousands, not for millions. A
 // WriteSchedules batch is a transaction per changed schedule: 1,000 new
 // schedules take about 1,000 round trips.
 package etcdstore
