@@ -44,8 +44,10 @@ func (st *step) offer(job string, sp *slotstore.Spec, replica string) slotstore.
 	now := time.UnixMilli(st.now.UnixMilli()).UTC()
 	e, took := rules.Offer(cur, job, *sp, replica, now)
 	// Written when the spec took force or was in force (the carrier's
-	// time), or when the enroller stopped carrying the spec in force.
-	if took || e.InForce.Fingerprint == sp.Fingerprint || (cur != nil && len(e.Carriers) != len(cur.Carriers)) {
+	// time), or when the enroller stopped carrying the spec in force; never
+	// for a live schedule held as data, which enrolments leave as it is.
+	live := cur != nil && cur.Run != "" && !cur.Deleted
+	if !live && (took || e.InForce.Fingerprint == sp.Fingerprint || (cur != nil && len(e.Carriers) != len(cur.Carriers))) {
 		v, err := json.Marshal(rules.ToJSON(e))
 		if err != nil {
 			st.fail(fmt.Errorf("etcdstore: encoding the catalog entry of %s: %w", job, err))
@@ -67,7 +69,7 @@ func (st *step) entry(job string) (*slotstore.CatalogEntry, bool) {
 	if !e.present {
 		return nil, true
 	}
-	ce, err := decodeEntry(job, e.value)
+	ce, err := decodeEntry(job, e.value, e.mod)
 	if err != nil {
 		st.fail(fmt.Errorf("%w (key %q)", err, key))
 		return nil, false
@@ -92,13 +94,23 @@ func (st *step) specAllows(job, spec string) bool {
 	return spec == "" || rules.SpecAllows(st.inForce(st.b.s.k.spec(job)), spec)
 }
 
-// decodeEntry reads the catalog entry of job from its key's value.
-func decodeEntry(job string, v []byte) (slotstore.CatalogEntry, error) {
+// decodeEntry reads the catalog entry of job from its key's value, the
+// key's ModRevision being mod (pendingFence for a value not yet
+// committed). A schedule's entry (a version) without a seq is one its
+// last schedule write put: its Seq is the key's ModRevision, the revision
+// of that write (a value cannot hold the revision it is written at), and
+// any later write of the key (an enrolment of a deleted schedule's ID)
+// writes the Seq out, as ToJSON does.
+func decodeEntry(job string, v []byte, mod int64) (slotstore.CatalogEntry, error) {
 	var j rules.EntryJSON
 	if err := json.Unmarshal(v, &j); err != nil {
 		return slotstore.CatalogEntry{}, fmt.Errorf("etcdstore: catalog entry of %s: %w", job, err)
 	}
-	return rules.FromJSON(job, j), nil
+	e := rules.FromJSON(job, j)
+	if e.Version > 0 && e.Seq == 0 {
+		e.Seq = mod
+	}
+	return e, nil
 }
 
 // Catalog implements slotstore.Store. Without p.Jobs it first lists the
@@ -138,7 +150,7 @@ func (s *Store) Catalog(ctx context.Context, p slotstore.CatalogParams) ([]slots
 			if len(kvs) == 0 {
 				continue
 			}
-			e, err := decodeEntry(j, kvs[0].Value)
+			e, err := decodeEntry(j, kvs[0].Value, kvs[0].ModRevision)
 			if err != nil {
 				return nil, s.failRead("catalog", err)
 			}

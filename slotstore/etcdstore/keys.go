@@ -22,6 +22,13 @@ const (
 	dirBeats    = "beat/"      // beat/<replica>: a replica's last beat
 	dirCatalog  = "cat/"       // cat/<job>: the job's catalog entry (catalog.go)
 	dirSpec     = "spec/"      // spec/<job>: the fingerprint of the job's spec in force
+	// The indexes of schedules held as data (schedules.go). They hold a
+	// schedule's ID as it is, not escaped (IDs are printable ASCII), so
+	// they sort as the IDs do; a run is escaped, so it holds no '/'.
+	dirSchedules = "sched/"      // sched/<id>: every schedule ever written; ModRevision is its Seq
+	dirLive      = "sched-live/" // sched-live/<id>: each live schedule
+	dirByRun     = "sched-run/"  // sched-run/<run>/<id>: each live schedule, by the job it runs
+	keySchedHead = "sched-head"  // written by every schedule write: its ModRevision is the head
 )
 
 // slotLayout formats a slot in its keys: fixed width for the years 0001 to
@@ -42,6 +49,11 @@ func (k keys) pauses() string            { return k.prefix + dirPauses }
 func (k keys) beats() string             { return k.prefix + dirBeats }
 func (k keys) catalog(job string) string { return k.prefix + dirCatalog + escape(job) }
 func (k keys) spec(job string) string    { return k.prefix + dirSpec + escape(job) }
+func (k keys) schedules() string         { return k.prefix + dirSchedules }
+func (k keys) schedule(id string) string { return k.prefix + dirSchedules + id }
+func (k keys) live() string              { return k.prefix + dirLive }
+func (k keys) byRun(run string) string   { return k.prefix + dirByRun + escape(run) + "/" }
+func (k keys) schedHead() string         { return k.prefix + keySchedHead }
 func (k keys) beat(replica string) string {
 	return k.prefix + dirBeats + escape(replica)
 }

@@ -13,13 +13,19 @@ import (
 // round trip. A member that cannot answer is left for another by the
 // client, which retries reads.
 func (s *Store) read(ctx context.Context, op string, ops ...clientv3.Op) (*clientv3.TxnResponse, error) {
+	return s.readIf(ctx, op, nil, ops, nil)
+}
+
+// readIf is read of a transaction with compares: then when they hold,
+// else els; all of them only read.
+func (s *Store) readIf(ctx context.Context, op string, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, s.failRead(op, err)
 		}
 		rctx, cancel := s.rpc(ctx)
 		c, done := s.via(ctx)
-		resp, err := c.Txn(rctx).Then(ops...).Commit()
+		resp, err := c.Txn(rctx).If(cmps...).Then(then...).Else(els...).Commit()
 		cancel()
 		done(err)
 		if err == nil {
