@@ -1,0 +1,93 @@
+package redisstore
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/slotcron/slotcron/internal/testserver"
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// TestScheduleIndexedOnRetryCluster: in a Cluster, a writer that stops
+// after its entries were written and before the indexes recorded them (a
+// lost connection, a crash) leaves schedules the indexes do not show; the
+// same batch retried changes no entry but indexes them, with new sequence
+// numbers stamped into the entries.
+func TestScheduleIndexedOnRetryCluster(t *testing.T) {
+	c := testserver.StartRedisCluster(t, 3)
+	ctx := t.Context()
+	s, err := Open(ctx, Options{Addrs: c.Addrs(), Prefix: "retry:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before := slotstore.ScheduleWrite{ID: "before", Run: "j", Spec: slotstore.Spec{Fingerprint: "a"}, IfVersion: slotstore.AnyVersion}
+	if _, err := s.WriteSchedules(ctx, slotstore.WriteSchedulesParams{By: "api", Writes: []slotstore.ScheduleWrite{before}}); err != nil {
+		t.Fatal(err)
+	}
+	p := slotstore.WriteSchedulesParams{By: "api"}
+	for _, id := range []string{"x", "y", "z"} {
+		p.Writes = append(p.Writes, slotstore.ScheduleWrite{ID: id, Run: "j", Spec: slotstore.Spec{Fingerprint: "a"}, IfVersion: 0})
+	}
+	p.Writes = append(p.Writes, slotstore.ScheduleWrite{ID: "before", Delete: true, IfVersion: 1})
+	ids := []string{"x", "y", "z", "before"}
+	// The first round alone, as WriteSchedules sends it.
+	_, calls := s.jobCalls(schedWriteScript, ids, func(k jobKeys) string { return k.spec },
+		func(idx []int) []any { return s.writeArgs(p, idx) })
+	for _, cmd := range s.runAll(ctx, calls) {
+		if err := cmd.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func() []string {
+		got, err := s.Schedules(ctx, slotstore.ScheduleParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range got {
+			out = append(out, e.Job)
+		}
+		return out
+	}
+	if got := list(); len(got) != 0 {
+		t.Fatalf("schedules before the indexes recorded the writes: %q", got)
+	}
+	head := func() slotstore.Changes {
+		c, err := s.ScheduleChanges(ctx, slotstore.ChangesParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	was := head()
+
+	res, err := s.WriteSchedules(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res[:3] {
+		if r.Err != nil || r.Entry.Version != 1 || r.Entry.Seq <= was.Head {
+			t.Errorf("retried put %d: %+v, %v", i, r.Entry, r.Err)
+		}
+	}
+	if r := res[3]; r.Err == nil || !r.Entry.Deleted || r.Entry.Seq <= was.Head {
+		t.Errorf("retried delete (at a version its first try raised): %+v, %v", r.Entry, r.Err)
+	}
+	if got := list(); !slices.Equal(got, []string{"x", "y", "z"}) {
+		t.Fatalf("schedules after the retry: %q", got)
+	}
+	now := head()
+	if len(now.Entries) != 4 || now.Head != was.Head+4 || now.Entries[3].Seq != now.Head {
+		t.Fatalf("changes after the retry: %+v (head before %d)", now, was.Head)
+	}
+	entries, err := s.entries(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range entries {
+		if e.Seq != res[i].Entry.Seq {
+			t.Errorf("entry %s: seq %d, the write answered %d", e.Job, e.Seq, res[i].Entry.Seq)
+		}
+	}
+}
