@@ -88,7 +88,9 @@ func listed(out, got []slotstore.CatalogEntry, p slotstore.ScheduleParams) []slo
 // with nothing new pays one round trip and reads nothing else; a page of
 // changes costs one pipeline of catalog.lua calls more. Each entry is
 // answered with the sequence number the index gives it (the same as its
-// own on a single server; in a Cluster its own may lag, doc.go).
+// own on a single server; in a Cluster its own may lag, doc.go). An ID
+// whose entry is gone (a Cluster master that lost its data) is left out
+// and the page read on, so a short page still means the end of the feed.
 func (s *Store) ScheduleChanges(ctx context.Context, p slotstore.ChangesParams) (slotstore.Changes, error) {
 	p, err := rules.NormalizeChanges(p)
 	if err != nil {
@@ -97,40 +99,58 @@ func (s *Store) ScheduleChanges(ctx context.Context, p slotstore.ChangesParams) 
 	if err := s.begin(ctx, "schedule changes"); err != nil {
 		return slotstore.Changes{}, err
 	}
+	var out slotstore.Changes
+	for after := p.After; len(out.Entries) < p.Limit; {
+		want := p.Limit - len(out.Entries)
+		zs, head, err := s.changed(ctx, after, want)
+		if err != nil {
+			return slotstore.Changes{}, err
+		}
+		out.Head = head
+		if len(zs) == 0 {
+			break
+		}
+		ids := make([]string, len(zs))
+		seq := make(map[string]int64, len(zs))
+		for i, z := range zs {
+			ids[i], _ = z.Member.(string)
+			seq[ids[i]] = int64(z.Score)
+		}
+		got, err := s.entries(ctx, ids)
+		if err != nil {
+			return slotstore.Changes{}, err
+		}
+		for _, e := range got {
+			e.Seq = seq[e.Job]
+			out.Entries = append(out.Entries, e)
+		}
+		if len(zs) < want {
+			break
+		}
+		after = int64(zs[len(zs)-1].Score)
+	}
+	return out, nil
+}
+
+// changed reads, in one MULTI/EXEC, up to limit IDs of the sequence index
+// with a number above after, in ascending order, and the counter.
+func (s *Store) changed(ctx context.Context, after int64, limit int) ([]redis.Z, int64, error) {
 	var rows *redis.ZSliceCmd
 	var head *redis.StringCmd
-	_, err = s.client.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+	_, err := s.client.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 		rows = pipe.ZRangeByScoreWithScores(ctx, s.schedKey("seq"), &redis.ZRangeBy{
-			Min: "(" + strconv.FormatInt(p.After, 10), Max: "+inf", Count: int64(p.Limit)})
+			Min: "(" + strconv.FormatInt(after, 10), Max: "+inf", Count: int64(limit)})
 		head = pipe.Get(ctx, s.schedKey("head"))
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return slotstore.Changes{}, s.failRead("schedule changes: read the index", err)
+		return nil, 0, s.failRead("schedule changes: read the index", err)
 	}
-	var out slotstore.Changes
+	var n int64
 	if h, err := head.Result(); err == nil {
-		if out.Head, err = strconv.ParseInt(h, 10, 64); err != nil {
-			return slotstore.Changes{}, s.failRead("schedule changes: read the counter", err)
+		if n, err = strconv.ParseInt(h, 10, 64); err != nil {
+			return nil, 0, s.failRead("schedule changes: read the counter", err)
 		}
 	}
-	zs := rows.Val()
-	if len(zs) == 0 {
-		return out, nil
-	}
-	ids := make([]string, len(zs))
-	seq := make(map[string]int64, len(zs))
-	for i, z := range zs {
-		ids[i], _ = z.Member.(string)
-		seq[ids[i]] = int64(z.Score)
-	}
-	got, err := s.entries(ctx, ids)
-	if err != nil {
-		return slotstore.Changes{}, err
-	}
-	for _, e := range got {
-		e.Seq = seq[e.Job]
-		out.Entries = append(out.Entries, e)
-	}
-	return out, nil
+	return rows.Val(), n, nil
 }

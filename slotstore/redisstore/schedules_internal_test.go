@@ -91,3 +91,40 @@ func TestScheduleIndexedOnRetryCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduleChangesSkipGoneEntries: an ID the sequence index names whose
+// entry is gone (its master lost it) is left out, and the page read on, so
+// a page is short only at the end of the feed.
+func TestScheduleChangesSkipGoneEntries(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, Options{Addrs: []string{testserver.StartRedis(t).Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p := slotstore.WriteSchedulesParams{By: "api"}
+	for _, id := range []string{"a", "b", "c", "d"} {
+		p.Writes = append(p.Writes, slotstore.ScheduleWrite{ID: id, Run: "j", Spec: slotstore.Spec{Fingerprint: "f"}, IfVersion: 0})
+	}
+	if _, err := s.WriteSchedules(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.client.Del(ctx, keysOf(s.prefix, "b").spec).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.ScheduleChanges(ctx, slotstore.ChangesParams{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range c.Entries {
+		got = append(got, e.Job)
+	}
+	if !slices.Equal(got, []string{"a", "c"}) || c.Head != 4 {
+		t.Fatalf("changes, limit 2, with b gone: %q, head %d; want a and c, head 4", got, c.Head)
+	}
+	list, err := s.Schedules(ctx, slotstore.ScheduleParams{Limit: 2})
+	if err != nil || len(list) != 2 || list[1].Job != "c" {
+		t.Fatalf("schedules, limit 2, with b gone: %+v, %v", list, err)
+	}
+}
