@@ -10,7 +10,7 @@
 local ixp, ixt, channel = ARGV[1], ARGV[2], ARGV[3]
 local out, wrote = {}, false
 for a = 4, #ARGV, 3 do
-  local seq, fresh = index(ixp, ixt, ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2])
+  local seq, fresh = index(ixp, ixt, ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], false)
   out[#out + 1] = seq
   wrote = wrote or fresh
 end

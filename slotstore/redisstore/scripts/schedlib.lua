@@ -12,11 +12,12 @@ local function escapeName(s)
 end
 
 -- index records in the indexes whose keys are ixp .. name .. ixt that
--- schedule id is at version ver and runs run ('' once deleted). A version
--- the indexes already hold, or an older one, changes nothing (a write
--- indexed again, or late in a Cluster). It returns the schedule's sequence
--- number and whether it is a new one.
-local function index(ixp, ixt, id, ver, run)
+-- schedule id is at version ver and runs run ('' once deleted). Unless
+-- force (a single server, where the write and its indexing are one step),
+-- a version the indexes already hold, or an older one, changes nothing (a
+-- write indexed again, or late, in a Cluster). It returns the schedule's
+-- sequence number and whether it is a new one.
+local function index(ixp, ixt, id, ver, run, force)
   local verKey, seqKey, liveKey = ixp .. 'ver' .. ixt, ixp .. 'seq' .. ixt, ixp .. 'live' .. ixt
   local rec = redis.call('HGET', verKey, id)
   local old, oldRun = 0, ''
@@ -24,7 +25,7 @@ local function index(ixp, ixt, id, ver, run)
     local v, r = string.match(rec, '^(%d+) (.*)$')
     old, oldRun = tonumber(v), r
   end
-  if old >= ver then
+  if old >= ver and not force then
     return tonumber(redis.call('ZSCORE', seqKey, id) or '0'), false
   end
   local seq = redis.call('INCR', ixp .. 'head' .. ixt)

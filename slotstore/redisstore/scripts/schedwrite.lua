@@ -84,7 +84,7 @@ for i, spec in ipairs(KEYS) do
       if w.delete then
         run = ''
       end
-      local seq = index(ixp, ixt, w.id, ver, run)
+      local seq = index(ixp, ixt, w.id, ver, run, true)
       redis.call('HSET', spec, 'seq', int(seq))
       redis.call('ZADD', catalog, 0, w.id)
       wrote = true
