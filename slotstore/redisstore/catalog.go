@@ -109,10 +109,11 @@ func (s *Store) entries(ctx context.Context, jobs []string) ([]slotstore.Catalog
 	return out, nil
 }
 
-// entry reads job's catalog entry from catalog.lua's reply: nil when the
-// job has no spec in force.
+// entry reads job's catalog entry as the prelude's entry lists it: nil
+// when the job has no spec in force.
 func (r *reply) entry(job string) *slotstore.CatalogEntry {
 	e := slotstore.CatalogEntry{Job: job, InForce: r.spec(), Carriers: map[string]time.Time{}}
+	e.Run, e.Version, e.Seq, e.Deleted = r.str(), r.int(), r.int(), r.str() == "1"
 	for n := r.int(); n > 0 && r.err == nil; n-- {
 		name := r.str()
 		e.Carriers[name] = r.millis()

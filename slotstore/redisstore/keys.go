@@ -17,7 +17,9 @@ import (
 //	<prefix>{<job>}:running     zset    slot -> slot, of the running markers
 //	<prefix>{<job>}:pruned      string  markers History found gone, for Prune
 //	<prefix>{<job>}:spec        hash    the spec in force: fp, body, rev,
-//	                                    replica, since (Unix ms) (catalog.go)
+//	                                    replica, since (Unix ms) (catalog.go);
+//	                                    for a schedule held as data also run,
+//	                                    ver, seq and del (schedules.go)
 //	<prefix>{<job>}:carriers    hash    replica -> its last enrolment of the
 //	                                    spec in force (Unix ms)
 //	<prefix>{<job>}:past        list    the specs in force before, newest
@@ -33,6 +35,23 @@ import (
 //	                            hash    job -> its pause's note; the pauses
 //	                                    key is its hash tag (pause.go)
 //	<prefix>beats               hash    replica -> its last beat (beat.go)
+//
+// The indexes of schedules held as data share the hash tag
+// {<prefix>sched}, so in a Cluster they live together, apart from the
+// jobs (schedules.go):
+//
+//	<prefix>sched:live{<prefix>sched}       zset    IDs of the live schedules,
+//	                                                score 0, by name
+//	<prefix>sched:run:<job>{<prefix>sched}  zset    the same, of those that run
+//	                                                job (escaped as below)
+//	<prefix>sched:seq{<prefix>sched}        zset    every schedule's ID -> the
+//	                                                sequence number of its
+//	                                                last write
+//	<prefix>sched:head{<prefix>sched}       string  the last sequence number
+//	<prefix>sched:ver{<prefix>sched}        hash    ID -> "<version> <run job>"
+//	                                                as the indexes recorded it
+//
+// Schedule writes are published on the channel <prefix>schedules.
 //
 // The job name is escaped so that it holds no brace (which would end or
 // empty the hash tag) and no two names share keys.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -80,3 +81,17 @@ type redisError string
 
 func (e redisError) Error() string { return string(e) }
 func (redisError) RedisError()     {}
+
+func TestScheduleKeysShareTheirTag(t *testing.T) {
+	s := &Store{prefix: "p:"}
+	for _, key := range []string{s.schedKey("live"), s.schedKey("head"), s.runKey("a"), s.runKey("}x{y}"), s.runKey("%7B")} {
+		open := strings.IndexByte(key, '{')
+		end := strings.IndexByte(key[open:], '}')
+		if open < 0 || end < 0 || key[open:open+end+1] != "{p:sched}" {
+			t.Errorf("key %q: its hash tag is not {p:sched}", key)
+		}
+	}
+	if s.runKey("a{") == s.runKey("a%7B") {
+		t.Error("two run jobs share an index")
+	}
+}

@@ -19,7 +19,7 @@ var scriptFiles embed.FS
 // script is a Lua script of this package, run by its SHA-1 digest.
 type script struct {
 	name string
-	src  string // the prelude and the script's own text
+	src  string // the prelude, its libraries and the script's own text
 	sha  string
 }
 
@@ -34,24 +34,32 @@ var (
 	catalogScript = load("catalog")
 	liveScript    = load("live")
 
+	schedWriteScript = load("schedwrite", "schedlib")
+	schedIndexScript = load("schedindex", "schedlib")
+	schedStampScript = load("schedstamp")
+
 	pauseScript    = load("pause")
 	beatScript     = load("beat")
 	replicasScript = load("replicas")
 
 	allScripts = []*script{claimScript, renewScript, finishScript, releaseScript, historyScript, pruneScript, enrollScript, catalogScript,
-		liveScript, pauseScript, beatScript, replicasScript}
+		liveScript, pauseScript, beatScript, replicasScript, schedWriteScript, schedIndexScript, schedStampScript}
 )
 
-func load(name string) *script {
-	prelude, err := scriptFiles.ReadFile("scripts/prelude.lua")
-	if err != nil {
-		panic(err)
+// load makes the script of scripts/<name>.lua: the prelude, the libraries
+// libs (scripts/<lib>.lua) in order, then the script's own text.
+func load(name string, libs ...string) *script {
+	var src string
+	for _, f := range append(append([]string{"prelude"}, libs...), name) {
+		text, err := scriptFiles.ReadFile("scripts/" + f + ".lua")
+		if err != nil {
+			panic(err)
+		}
+		if src != "" {
+			src += "\n"
+		}
+		src += string(text)
 	}
-	body, err := scriptFiles.ReadFile("scripts/" + name + ".lua")
-	if err != nil {
-		panic(err)
-	}
-	src := string(prelude) + "\n" + string(body)
 	sum := sha1.Sum([]byte(src))
 	return &script{name: name, src: src, sha: hex.EncodeToString(sum[:])}
 }

@@ -75,10 +75,20 @@ local function carry(tag)
 end
 
 -- offer applies the enrolment of spec s by replica to the job whose keys
--- begin with tag: the rule of rules.Offer.
+-- begin with tag: the rule of rules.Offer. A live schedule held as data
+-- (run set, not deleted) is left as it is, carriers and all; a deleted one
+-- becomes the configuration's (run and deleted cleared, version and
+-- sequence number kept) and, having no carrier, takes the enrolled spec.
 local function offer(tag, s)
   local spec = tag .. 'spec'
-  local cur = redis.call('HMGET', spec, 'fp', 'rev', 'replica', 'since', 'body')
+  local cur = redis.call('HMGET', spec, 'fp', 'rev', 'replica', 'since', 'body', 'run', 'del')
+  if cur[6] and cur[6] ~= '' then
+    if cur[7] ~= '1' then
+      return
+    end
+    redis.call('HDEL', spec, 'run', 'del')
+    redis.call('DEL', tag .. 'carriers')
+  end
   local f = cur[1]
   if f == s.fp then
     if greater(s.rev, cur[2] or '0') then

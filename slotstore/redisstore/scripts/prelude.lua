@@ -49,3 +49,26 @@ local function forget(tag, slot, live)
     redis.call('ZREM', live, liveMember(tag .. 'm:' .. slot, slot))
   end
 end
+
+-- entry appends to out the catalog entry of the job whose keys begin with
+-- tag (catalog.go reads it): the fields of its spec in force (fingerprint,
+-- '' for none, body, revision, replica, since), those of a schedule held as
+-- data (run, version, sequence number, deleted '1' or ''), the number of
+-- its carriers and, for each, name and time, then the number of its past
+-- specs and each past spec's record.
+local function entry(tag, out)
+  local f = redis.call('HMGET', tag .. 'spec', 'fp', 'body', 'rev', 'replica', 'since', 'run', 'ver', 'seq', 'del')
+  for j = 1, 9 do
+    out[#out + 1] = f[j] or ''
+  end
+  local carriers = redis.call('HGETALL', tag .. 'carriers')
+  out[#out + 1] = #carriers / 2
+  for _, v in ipairs(carriers) do
+    out[#out + 1] = v
+  end
+  local past = redis.call('LRANGE', tag .. 'past', 0, -1)
+  out[#out + 1] = #past
+  for _, v in ipairs(past) do
+    out[#out + 1] = v
+  end
+end
