@@ -15,17 +15,22 @@ const writeSchedulesSQL = `SELECT c.ord, c.outcome, ` + entryColumns + `
 
 // The live schedules (run set, not deleted) after $1 whose IDs are in the
 // range [$2, $3), at most $4, in ID order. The condition of the partial
-// indexes is repeated so that a generic plan may use them: all walks
-// catalog_schedules (job), byRun catalog_schedules_by_run (run, job) from
-// the later of $1 and $2, and both stop at $3 or after $4 rows; byIDs
-// probes the primary key for each ID of $5.
+// indexes is repeated so that a generic plan may use them. All walks
+// catalog_schedules (job) from the later of $1 and $2 and stops at $3 or
+// after $4 rows. ByRun, those that run $5, walks catalog_schedules_by_run
+// (run, job) alike: its bounds are on (run, job), which no other index
+// can serve, so that no plan walks the IDs of every job and filters them.
+// ByIDs probes the primary key for each ID of $5 (and those that run $6,
+// unless it is empty).
 const (
-	schedulesSQL = `SELECT ` + entryColumns + ` FROM {schema}.catalog c
-	WHERE c.run <> '' AND NOT c.deleted AND c.job > $1 AND c.job >= $2 AND c.job < $3`
-	schedulesAllSQL   = schedulesSQL + ` ORDER BY c.job LIMIT $4`
-	schedulesByRunSQL = schedulesSQL + ` AND c.run = $5 ORDER BY c.job LIMIT $4`
-	schedulesByIDsSQL = schedulesSQL + ` AND c.job = ANY ($5::text[]) AND ($6 = '' OR c.run = $6)
+	schedulesSQL = `SELECT ` + entryColumns + ` FROM {schema}.catalog c WHERE c.run <> '' AND NOT c.deleted`
+	schedulesAllSQL = schedulesSQL + ` AND c.job > $1 AND c.job >= $2 AND c.job < $3
 	ORDER BY c.job LIMIT $4`
+	schedulesByRunSQL = schedulesSQL + ` AND c.run = $5
+	AND (c.run, c.job) > ($5, $1) AND (c.run, c.job) >= ($5, $2) AND (c.run, c.job) < ($5, $3)
+	ORDER BY c.run, c.job LIMIT $4`
+	schedulesByIDsSQL = schedulesSQL + ` AND c.job > $1 AND c.job >= $2 AND c.job < $3
+	AND c.job = ANY ($5::text[]) AND ($6 = '' OR c.run = $6) ORDER BY c.job LIMIT $4`
 )
 
 // changesSQL reads the head (schedule_head) and the entries written after
