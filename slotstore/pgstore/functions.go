@@ -33,7 +33,7 @@ var functionFiles embed.FS
 // functionOrder is the order in which the files are applied: a file after
 // those whose functions it calls (a LANGUAGE sql function is checked
 // against them when it is created).
-var functionOrder = []string{"enroll", "renew", "claim", "claim_compat"}
+var functionOrder = []string{"enroll", "schedules", "renew", "claim", "claim_compat"}
 
 // function is the text of one function file.
 type function struct {

@@ -16,18 +16,19 @@ import (
 )
 
 // oldMigrations are the migration files as the builds up to commit 8e30ad2
-// shipped them, each claim text written out whole, and the schema the
-// build of version 9 (commit 90428df) left: its migration, then its
-// function files with their records. So they are the schema those builds
-// left, at every version, for the upgrade tests. They are fixtures, named
-// .sql.txt so that nothing takes them for the product's SQL.
+// shipped them, each claim text written out whole, and the schemas the
+// builds of version 9 (commit 90428df) and 10 (commit b65f0d0) left: each
+// one's migration, then its function files with their records. So they
+// are the schema those builds left, at every version, for the upgrade
+// tests. They are fixtures, named .sql.txt so that nothing takes them for
+// the product's SQL.
 //
 //go:embed testdata/schema8e30ad2/*.sql.txt
 var oldMigrations embed.FS
 
 // oldVersions is the newest version the fixtures hold: the previous
-// build's. Version 10, the catalog, is this build's own.
-const oldVersions = 9
+// build's. Version 11, schedules held as data, is this build's own.
+const oldVersions = 10
 
 // buildOldSchema creates schema at version as a build of that version
 // left it: the old migration files 1 to version, applied in order in one

@@ -48,6 +48,10 @@ type queries struct {
 	pause, resume, pauses                             string
 	beat, dropBeats, replicas                         string
 	catalog                                           string
+	writeSchedules, changes                           string
+	schedulesAll, schedulesByRun, schedulesByIDs      string
+	// channel is the schema's channel of schedule writes (watch.go).
+	channel string
 }
 
 func newQueries(schema string) queries {
@@ -63,6 +67,14 @@ func newQueries(schema string) queries {
 			g.fingerprint, g.body, g.revision, g.replica, g.since
 			FROM {schema}.enroll($1, clock_timestamp(), $2, $3, $4, $5, $6) g`),
 		catalog: in(catalogSQL),
+
+		writeSchedules: in(writeSchedulesSQL),
+		changes:        in(changesSQL),
+		schedulesAll:   in(schedulesAllSQL),
+		schedulesByRun: in(schedulesByRunSQL),
+		schedulesByIDs: in(schedulesByIDsSQL),
+		channel:        channelOf(schema),
+
 		pause:   in(pauseSQL),
 		resume:  in(resumeSQL),
 		pauses:  in(pausesSQL),

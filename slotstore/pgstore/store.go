@@ -35,6 +35,7 @@ type Store struct {
 	q       queries
 	secrets []string // passwords of the DSN, scrubbed from errors
 	closed  atomic.Bool
+	stop    chan struct{} // closed by Close: ends the watches (watch.go)
 }
 
 // Open connects to the database opts.DSN names, creates or migrates the
@@ -115,7 +116,7 @@ func open(ctx context.Context, pool *pgxpool.Pool, schema string, secrets []stri
 	if err := checkSchema(schema); err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, schema: schema, q: newQueries(quote(schema)), secrets: secrets}
+	s := &Store{pool: pool, schema: schema, q: newQueries(quote(schema)), secrets: secrets, stop: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		return nil, scrub(err, secrets)
 	}
@@ -158,6 +159,9 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
+	}
+	if s.stop != nil {
+		close(s.stop)
 	}
 	if s.owned {
 		s.pool.Close()

@@ -1,4 +1,4 @@
--- version 4 (raise it with every change of this file; see ../functions.go)
+-- version 5 (raise it with every change of this file; see ../functions.go)
 --
 -- enroll begins, at p_now, the generation of every job of p_jobs that has
 -- none, or whose row this cluster's own transactions did not write (a
@@ -35,7 +35,9 @@ $$;
 -- locks the job's catalog row (claim reads it FOR SHARE after the fence
 -- rows and before the generations: catalog rows come before generation
 -- rows in every text), applies the rule of slotstore's package
--- documentation (The catalog), as rules.Offer does, at the database's
+-- documentation (The catalog, and Schedules held as data for the row of a
+-- schedule: a live one is left as it is, a deleted one becomes the
+-- configuration's), as rules.Offer does, at the database's
 -- clock once the row is locked, and keeps what each request left in
 -- force. Then it enrolls the jobs as the function above does, and returns
 -- one row a request (ord from 1): the job's generation and the spec in
@@ -86,6 +88,21 @@ BEGIN
                 v_ans[i] := v_cur;
                 CONTINUE;
             END IF;
+        END IF;
+        IF v_cur.run <> '' THEN
+            IF NOT v_cur.deleted THEN
+                -- A live schedule held as data (write_schedules): no
+                -- enrolment takes force or carries it.
+                v_ans[i] := v_cur;
+                CONTINUE;
+            END IF;
+            -- A deleted schedule: its name is free for the configuration's
+            -- job. The entry becomes the configuration's (version and seq
+            -- kept), with no carrier, so the spec takes force below.
+            v_cur.run := '';
+            v_cur.deleted := false;
+            v_cur.carriers := '{}';
+            UPDATE {schema}.catalog c SET run = '', deleted = false, carriers = '{}' WHERE c.job = p_jobs[i];
         END IF;
         IF v_cur.fingerprint = p_fp[i] THEN
             -- The spec in force: the replica carries it now, its revision
