@@ -57,6 +57,15 @@ func (a *amnesiac) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slot
 func (a *amnesiac) Catalog(ctx context.Context, p slotstore.CatalogParams) ([]slotstore.CatalogEntry, error) {
 	return a.store().Catalog(ctx, p)
 }
+func (a *amnesiac) WriteSchedules(ctx context.Context, p slotstore.WriteSchedulesParams) ([]slotstore.ScheduleResult, error) {
+	return a.store().WriteSchedules(ctx, p)
+}
+func (a *amnesiac) Schedules(ctx context.Context, p slotstore.ScheduleParams) ([]slotstore.CatalogEntry, error) {
+	return a.store().Schedules(ctx, p)
+}
+func (a *amnesiac) ScheduleChanges(ctx context.Context, p slotstore.ChangesParams) (slotstore.Changes, error) {
+	return a.store().ScheduleChanges(ctx, p)
+}
 func (a *amnesiac) SetPause(ctx context.Context, p slotstore.PauseParams) error {
 	return a.store().SetPause(ctx, p)
 }

@@ -57,7 +57,10 @@ func TestHTTPSchedules(t *testing.T) {
 	stop := start(t, s)
 	defer stop()
 	poll.Until(t, 10*time.Second, "the API", func() error {
-		_, err := http.Get(base)
+		resp, err := http.Get(base)
+		if err == nil {
+			resp.Body.Close()
+		}
 		return err
 	})
 	if code, body := send(t, "POST", base, `{"id":"t1","job":"digest","schedule":"* * * * * *"}`); code != http.StatusUnauthorized {

@@ -85,19 +85,24 @@ func TestSchedulesRoundTrip(t *testing.T) {
 	s, _ := scheduleRig(t)
 	ctx := t.Context()
 	sc := Schedule{ID: "tenant/1", Job: "digest", Schedule: "30 9 * * *", Params: json.RawMessage(`{"email":"a@example.com"}`),
-		Policy: Policy{Timezone: "Europe/Berlin", Jitter: Duration(time.Minute)}, End: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+		Policy: Policy{Timezone: "Europe/Berlin", Jitter: Duration(30 * time.Second)}, End: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	got, err := s.Create(ctx, sc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := got.Policy
 	if got.Version != 1 || got.UpdatedBy != "test" || p.Overlap != policy.OverlapForbid || p.Lease.D() != 20*time.Second ||
-		p.Timezone != "Europe/Berlin" || p.Jitter.D() != time.Minute || string(got.Params) != string(sc.Params) ||
+		p.Timezone != "Europe/Berlin" || p.Jitter.D() != 30*time.Second || string(got.Params) != string(sc.Params) ||
 		!got.End.Equal(sc.End) || got.Schedule != sc.Schedule {
 		t.Fatalf("created %+v", got)
 	}
-	if _, err := s.Create(ctx, sc); !errors.Is(err, ErrVersionMismatch) {
-		t.Fatalf("a second create: %v", err)
+	if again, err := s.Create(ctx, sc); err != nil || again.Version != 1 {
+		t.Fatalf("the same create again (a retry whose reply was lost): %+v %v", again, err)
+	}
+	other := sc
+	other.Schedule = "0 10 * * *"
+	if _, err := s.Create(ctx, other); !errors.Is(err, ErrVersionMismatch) {
+		t.Fatalf("a create of another spec under an existing ID: %v", err)
 	}
 	again, err := s.Put(ctx, got) // as read back: nothing changes
 	if err != nil || again.Version != 1 {

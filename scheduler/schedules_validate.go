@@ -78,7 +78,10 @@ func (c *Config) resolveSchedule(sc Schedule, reg *jobs.Registry) (engine.JobSpe
 	if len(errs) == 0 || sc.Job != "" {
 		sub := &Config{Jobs: map[string]JobConfig{sc.ID: {Schedule: sc.Schedule, Run: sc.Job, Policy: sc.Policy}}}
 		resolved, ok := sub.resolveJob(sc.ID, reg, defaults, map[specKey]parsedSpec{}, func(e *ConfigError) {
-			if field := fieldOf(e.Key, sc.ID); field != "id" || !strings.Contains(e.Msg, "job name") {
+			switch field := fieldOf(e.Key, sc.ID); {
+			case field == "id" && e.Msg == "schedule is required":
+				fail("schedule", "a cron spec or @every is required")
+			case field != "id" || !strings.Contains(e.Msg, "job name"): // the ID's own checks are checkScheduleID's
 				fail(field, e.Msg)
 			}
 		})
