@@ -146,11 +146,17 @@ func specConflict(w http.ResponseWriter, job, own, inForce string) {
 		engine.ErrSpecConflict, job, own, inForce))
 }
 
+// hasJob reports whether this replica runs a job or schedule named job.
+func (a *api) hasJob(job string) bool {
+	_, ok := a.e.Job(job)
+	return ok
+}
+
 // pathJob is the job the request's path names, or answers 404 when the
 // configuration has no such job.
 func (a *api) pathJob(w http.ResponseWriter, r *http.Request) (string, bool) {
 	job := r.PathValue("job")
-	if !a.e.HasJob(job) {
+	if !a.hasJob(job) {
 		httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", job))
 		return job, false
 	}

@@ -162,7 +162,7 @@ func (a *api) cluster(w http.ResponseWriter, r *http.Request) {
 		// Slots of the configured jobs only: a store may keep other
 		// leases as running markers (a duty's term, on a store without an
 		// elector of its own).
-		if a.e.HasJob(m.Job) {
+		if a.hasJob(m.Job) {
 			held[m.Holder]++
 			v.Running++
 		}

@@ -42,11 +42,10 @@ type Engine interface {
 	Now() time.Time
 	Log() *slog.Logger
 	// Jobs describes every job of the configuration; Job one job or
-	// schedule held as data this replica runs; HasJob says whether it runs
-	// one of that name.
+	// schedule held as data this replica runs, false when it runs none of
+	// that name.
 	Jobs() []engine.JobSpec
 	Job(name string) (engine.JobSpec, bool)
-	HasJob(job string) bool
 	// Records is the store of the Run in progress, false when none: the
 	// API reads and changes the store only through it.
 	Records() (engine.Records, bool)

@@ -58,7 +58,7 @@ func (a *api) pause(paused bool) http.HandlerFunc {
 		if by == "" {
 			by = "http " + r.RemoteAddr
 		}
-		if job != "" && !a.e.HasJob(job) {
+		if job != "" && !a.hasJob(job) {
 			httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", job))
 			return
 		}
