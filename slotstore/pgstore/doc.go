@@ -180,6 +180,68 @@
 // another in a cycle. Catalog is one SELECT walking the table's primary
 // key.
 //
+// # Schedules held as data
+//
+// A schedule held as data (slotstore's package documentation) is a row of
+// the catalog table with run set (the job it runs), its version, the
+// sequence number of its last write (seq) and whether it is deleted; a
+// job of the configuration has an empty run.
+//
+// WriteSchedules validates the batch in Go, then is one call of the
+// write_schedules function: one round trip and one transaction for up to
+// slotstore.MaxScheduleWrites writes, each decided as rules.ApplyWrite
+// does. The function first locks the one row of schedule_head, the newest
+// sequence number handed out (SELECT ... FOR UPDATE), and holds it until
+// the batch commits; then, in job order, it locks the job's catalog row (a
+// primary key probe; a new schedule's row is inserted once its writes are
+// decided, and decided again on the row an enrolment inserted first),
+// applies the job's writes in request order at the database's clock and
+// writes the row once; last it raises schedule_head, begins the
+// generations of the jobs it changed that have none (the two-argument
+// enroll, as Enroll does) and notifies the schema's channel. A batch's
+// changes take consecutive sequence numbers, in job order (request order
+// for one job), and become visible together at its commit.
+//
+// Why a row: a Postgres sequence hands numbers out in call order, not
+// commit order, so a reader could pass a number that commits later and
+// never see it. Holding the schedule_head row from a batch's start to its
+// commit (a transaction-scoped advisory lock would do as well; the row
+// also holds the head ScheduleChanges reads) means no number commits after
+// a larger one. The cost: all schedule writes of the store take turns,
+// batch by batch, some 20,000 new schedules a second in batches of 1,000
+// on a test server (BenchmarkWriteSchedules), fewer in small batches, each
+// of which pays a commit. Claims and enrolments never take the row; a
+// write waits for them only on its own jobs' catalog and generation rows,
+// and takes its locks in the order every text does (schedule_head, catalog
+// rows, generation rows), so none waits for another in a cycle.
+//
+// An enrolment leaves a live schedule's row as it is (no spec takes force,
+// no carrier); one of a deleted schedule's job makes the row the
+// configuration's (run empty, deleted false, version and seq kept, no
+// carrier), so its spec takes force. A delete puts the spec "deleted" in
+// force: the claim function's catalog check supersedes the former spec.
+//
+// Schedules is one SELECT: with no job named it walks the partial index
+// catalog_schedules (job) of the live schedules; with Run,
+// catalog_schedules_by_run (run, job), its bounds written on (run, job) so
+// that no plan walks every ID and filters; with IDs, one primary key probe
+// an ID. A prefix is a range, job >= prefix AND job < the prefix with its
+// last byte raised by one, which job's "C" collation orders bytewise (IDs
+// are printable ASCII: a prefix with another byte lists nothing, without a
+// query). A page costs the index descent and its Limit rows, whatever the
+// number of schedules. ScheduleChanges is one SELECT of schedule_head's
+// row (Head) and of the unique partial index catalog_by_seq after After:
+// with nothing changed, one row and one index probe.
+//
+// WatchSchedules listens on the schema's channel (slotcron_schedules_ and
+// a hash of the schema's name) on a connection of its own, made from the
+// pool's config and hooks, never taken from the pool, and closed when the
+// watch's context ends or the store closes. write_schedules notifies it
+// once per batch that changed a schedule, delivered at commit. A cut
+// connection is made again after a wait growing from 100 milliseconds to
+// 5 seconds, and the watch then sends a notice, for writes may have come
+// meanwhile; a connection silent for 30 seconds is pinged.
+//
 // # Transactional completion
 //
 // A job whose effect lives in the same database can make the effect and
@@ -275,7 +337,8 @@
 // the build once as the owner, then as that role (TestRestrictedRole). A
 // grant ON ALL TABLES covers the tables that exist when it is made: after
 // an upgrade whose migrations add a table, grant again (or set ALTER
-// DEFAULT PRIVILEGES for the owner): version 10 added catalog. Version 10:
+// DEFAULT PRIVILEGES for the owner): version 10 added catalog, version 11
+// schedule_head. Version 11:
 //
 //	schema_migrations (version)  one row per applied migration
 //	fences (job)                 the last fence issued per job
@@ -300,16 +363,25 @@
 //	  incarnation, version,        as slotstore.Beat; started null for none;
 //	  started, duties, ttl_ns      duties jsonb
 //	  seen, keep_until             database clock; seen + TTL + slotstore.BeatKeep
-//	catalog (job)                the spec in force of each job enrolled with one (The catalog)
+//	catalog (job)                the spec in force of each job enrolled with one (The catalog),
+//	                             or of each schedule held as data
 //	  fingerprint, body,           as slotstore.SpecRecord; since, database clock
 //	  revision, replica, since
 //	  carriers                     jsonb {"replica": microseconds since the epoch}, the 32 most recent
 //	  past                         jsonb array, newest first, at most 32: fp, body (base64),
 //	                               rev, replica, since_us, until_us
+//	  run, version, seq, deleted   a schedule held as data's (run '' and seq 0 for none)
+//	  index catalog_schedules (job) WHERE run <> '' AND NOT deleted
+//	                                                  Schedules
+//	  index catalog_schedules_by_run (run, job) WHERE run <> '' AND NOT deleted
+//	                                                  Schedules with Run
+//	  unique index catalog_by_seq (seq) WHERE seq > 0 ScheduleChanges
+//	schedule_head (one)          one row: seq, the newest sequence number handed out
 //	claim(...)                   the claim function (claims and skips); claim_result its rows
 //	claim(... less p_spec)       the claim of the builds of versions 8 and 9: the one above, no spec
 //	claim(... less p_backfill,   the claim of the builds of versions 3 to 6: the one above,
 //	      p_spec)                  backfill false, no spec
+//	write_schedules(by, writes...) a batch of schedule writes (Schedules held as data)
 //	enroll(jobs, now)            begins and returns generations
 //	enroll(jobs, now, replica,   offers specs to the catalog, then enrolls; returns generations
 //	       specs...)               and specs in force
@@ -324,7 +396,8 @@
 //
 // Every function of the schema is written out once, in one file of
 // functions/ (claim.sql; claim_compat.sql, the claim signatures older
-// builds call; enroll.sql, both enroll signatures; renew.sql), and applied from there, CREATE OR
+// builds call; enroll.sql, both enroll signatures; schedules.sql,
+// write_schedules; renew.sql), and applied from there, CREATE OR
 // REPLACE, whenever the schema lacks the file's text: migrations never
 // hold a function's text. Each file begins with its version, "-- version
 // N", raised with every change of its text. The comment of each function
@@ -364,7 +437,8 @@
 //   - take its locks in the order every text takes them (a claim: the
 //     fence rows of its batch's jobs, in job order, then their catalog
 //     rows and generation rows, before any marker; an enroll: catalog
-//     rows, then generation rows), so calls of the old and the new text
+//     rows, then generation rows; a write of schedules: schedule_head,
+//     then catalog rows, then generation rows), so calls of the old and the new text
 //     take turns per job and fences still grow; a generation row this cluster wrote is read without a
 //     lock only because no text ever rewrites one;
 //   - need no table or column the schema lacks: a text that needs one
@@ -396,7 +470,12 @@
 // and the claim's rows with it); 10 the catalog (the catalog table, the
 // enroll that offers specs, a claim with one argument more, p_spec, whose
 // rows say superseded; the previous build's claim, of one argument less,
-// is now a call of it that names no spec, in claim_compat.sql). Versions
+// is now a call of it that names no spec, in claim_compat.sql); 11
+// schedules held as data (the catalog's run, version, seq and deleted, their
+// indexes, schedule_head, the write_schedules function, and an enroll that
+// leaves a live schedule's row alone: a replica of version 10's build still
+// running enrolls through it, and sees a schedule's spec in force as any
+// spec it does not carry). Versions
 // 4, 5, 6 and 8 changed functions alone: their
 // migrations now change nothing, and today's texts stand in functions/.
 //

@@ -23,7 +23,7 @@ const writeSchedulesSQL = `SELECT c.ord, c.outcome, ` + entryColumns + `
 // ByIDs probes the primary key for each ID of $5 (and those that run $6,
 // unless it is empty).
 const (
-	schedulesSQL = `SELECT ` + entryColumns + ` FROM {schema}.catalog c WHERE c.run <> '' AND NOT c.deleted`
+	schedulesSQL    = `SELECT ` + entryColumns + ` FROM {schema}.catalog c WHERE c.run <> '' AND NOT c.deleted`
 	schedulesAllSQL = schedulesSQL + ` AND c.job > $1 AND c.job >= $2 AND c.job < $3
 	ORDER BY c.job LIMIT $4`
 	schedulesByRunSQL = schedulesSQL + ` AND c.run = $5
