@@ -66,6 +66,13 @@ func startReplica(t *testing.T, name, config string) *proc {
 	cmd := exec.Command(os.Args[0], "run", "--config", config)
 	cmd.Dir = filepath.Dir(config) // where a relative store path is
 	cmd.Env = append(os.Environ(), childEnv+"=1", "SLOTCRON_REPLICA="+name)
+	return startProc(t, name, cmd)
+}
+
+// startProc starts cmd, a replica process named name whose JSON log the
+// test reads, and kills it when the test ends.
+func startProc(t *testing.T, name string, cmd *exec.Cmd) *proc {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
