@@ -165,7 +165,10 @@ func schedulesQuery(p slotstore.ScheduleParams) (string, []any) {
 // with prefix, in SQLite's BINARY order (bytes, as Go compares strings);
 // false when there is none (an empty prefix, or one of 0xff bytes alone).
 func prefixEnd(prefix string) (string, bool) {
-	b := []byte(strings.TrimRight(prefix, "\xff"))
+	b := []byte(prefix)
+	for len(b) > 0 && b[len(b)-1] == 0xff {
+		b = b[:len(b)-1]
+	}
 	if len(b) == 0 {
 		return "", false
 	}
