@@ -13,15 +13,16 @@ function kick() {
 }
 function route() {
   const hash = location.hash || '#/';
-  const m = /^#\/jobs\/(.+)$/.exec(hash);
-  let name = null;
-  if (m) { try { name = decodeURIComponent(m[1]); } catch (e) { name = null; } }
-  view = name !== null ? jobView(name) : hash === '#/cluster' ? clusterView() : jobsView();
+  const decode = (re) => { const m = re.exec(hash); try { return m ? decodeURIComponent(m[1]) : null; } catch (e) { return null; } };
+  const name = decode(/^#\/jobs\/(.+)$/), sched = decode(/^#\/schedules\/(.+)$/);
+  view = name !== null ? jobView(name) : sched !== null ? scheduleView(sched) : hash === '#/cluster' ? clusterView()
+    : hash === '#/schedules' ? schedulesView() : jobsView();
   $('#main').replaceChildren(view.root);
-  for (const [id, on] of [['#nav-jobs', view.name !== 'cluster'], ['#nav-cluster', view.name === 'cluster']]) {
+  const schedules = view.name === 'schedules' || view.name === 'schedule';
+  for (const [id, on] of [['#nav-jobs', view.name === 'jobs' || view.name === 'job'], ['#nav-schedules', schedules], ['#nav-cluster', view.name === 'cluster']]) {
     if (on) $(id).setAttribute('aria-current', 'page'); else $(id).removeAttribute('aria-current');
   }
-  if (view.name !== 'job') document.title = 'slotcron';
+  if (view.name !== 'job' && view.name !== 'schedule') document.title = 'slotcron';
   window.scrollTo(0, 0);
   kick();
 }

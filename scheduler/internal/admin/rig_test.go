@@ -48,6 +48,9 @@ type rigConfig struct {
 	opts   Options
 	// revision is the configuration's revision.
 	revision int64
+	// lookup, when set, has the engine run the schedules held as data of
+	// the jobs it finds, and the API serve /api/schedules on the store.
+	lookup func(string) (jobs.Func, bool)
 }
 
 // spec is a job that does nothing, on spec (in zone tz).
@@ -68,7 +71,7 @@ func newRig(t *testing.T, c rigConfig) *rig {
 	r.st = memstore.New(memstore.Options{Clock: func() time.Time { return time.Now().Add(-time.Duration(r.lag.Load())) }})
 	log := slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e, err := engine.New(engine.Config{Replica: "a", Incarnation: "test", Log: log, Now: time.Now, Grace: time.Second,
-		Jobs: c.jobs, Duties: c.duties, Revision: c.revision})
+		Jobs: c.jobs, Duties: c.duties, Revision: c.revision, Lookup: c.lookup})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +107,9 @@ func newRig(t *testing.T, c rigConfig) *rig {
 	})
 	if c.opts.Token == "" {
 		c.opts.Token = "s3cret"
+	}
+	if c.lookup != nil {
+		c.opts.Schedules = storeSchedules{st: r.st}
 	}
 	r.api = Handler(e, c.opts)
 	return r

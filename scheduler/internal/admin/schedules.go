@@ -124,36 +124,6 @@ func (a *api) withSchedules(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// listSchedules answers GET /api/schedules?job=&prefix=&after=&limit=:
-// {"schedules": [...], "next": the after of the next page, "" at the end}.
-func (a *api) listSchedules(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	p := ScheduleQuery{Job: q.Get("job"), Prefix: q.Get("prefix"), After: q.Get("after"), Limit: 100}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 1000 {
-			httpError(w, http.StatusBadRequest, codeBadRequest, fmt.Sprintf("limit %q: a number from 1 to 1000", l))
-			return
-		}
-		p.Limit = n
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	defer cancel()
-	list, err := a.schedules.List(ctx, p)
-	if err != nil {
-		a.scheduleError(w, err)
-		return
-	}
-	next := ""
-	if len(list) == p.Limit {
-		next = list[len(list)-1].ID
-	}
-	if list == nil {
-		list = []ScheduleJSON{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"schedules": list, "next": next})
-}
-
 func (a *api) getSchedule(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
