@@ -47,7 +47,9 @@ type ScheduleWrite struct {
 	Run string
 	// Spec is the schedule's spec: Fingerprint and Body as with Enroll
 	// (the fingerprint not DeletedFingerprint), Revision and Supersedes
-	// zero. Required with a put.
+	// zero. Required with a put. Claims name the fingerprint alone, so it
+	// must cover Run: a put that changes Run and keeps the fingerprint
+	// leaves claims under the old Run standing.
 	Spec Spec
 	// IfVersion is the write's precondition: AnyVersion for none, 0 for a
 	// schedule that does not exist or is deleted (a create), else the
@@ -90,7 +92,10 @@ type ChangesParams struct {
 // Changes is a page of the schedules written after a sequence number.
 type Changes struct {
 	// Entries are the schedules whose last write came after
-	// ChangesParams.After, deleted ones included, in ascending Seq.
+	// ChangesParams.After, deleted ones included, in ascending Seq, each
+	// as it is now. An entry with no Run and not deleted is a deleted
+	// schedule's name a job of the configuration has taken since: no
+	// schedule any more.
 	Entries []CatalogEntry
 	// Head is the Seq of the store's newest schedule write, 0 for none. A
 	// reader whose cursor is beyond it is reading a store that lost what

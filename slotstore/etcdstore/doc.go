@@ -214,6 +214,12 @@
 // whose revision was compacted meanwhile sends a notice (writes may have
 // been missed) and starts again from the newest revision.
 //
+// During a rolling upgrade, replicas of the previous build enroll by the
+// previous rules, which know nothing of schedules held as data: one that
+// enrolls a job of its configuration named like a live schedule would put
+// its spec in force over it and drop the schedule's fields. Write
+// schedules once every replica runs this version.
+//
 // Pauses are keys kept in a local copy by a watch, so a pause set by any
 // replica is seen by the others within milliseconds and Pauses costs no
 // round trip; a store's own SetPause is seen by its next Pauses (it reads

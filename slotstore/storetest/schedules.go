@@ -67,7 +67,7 @@ func testSchedulePut(t *testing.T, s slotstore.Store) {
 		v2.Past[0].Fingerprint != "p1" || v2.Past[0].Until.IsZero() {
 		t.Fatalf("changed schedule: %+v", v2)
 	}
-	v3 := putOK(t, s, sched("tenant-1", "other-job", "p2")) // another job, same spec: a change
+	v3 := putOK(t, s, sched("tenant-1", "other-job", "p3")) // another job: a change (its spec covers it)
 	if v3.Version != 3 || v3.Run != "other-job" || v3.Seq <= v2.Seq {
 		t.Fatalf("schedule moved to another job: %+v", v3)
 	}

@@ -2,7 +2,8 @@
 // binary registers is loaded, in pages, before the loop schedules its jobs;
 // then the store's feed of schedule writes (ScheduleChanges) is read every
 // schedulePoll, at once when the store's watch tells of a write, and when a
-// claim finds a schedule's spec replaced. Each batch of changes becomes one
+// claim finds a schedule's spec replaced; every schedule is read again every
+// fullReadEvery. Each batch of changes becomes one
 // new plan set, handed to the loop as a reload's is: a new schedule takes
 // its slots from its put on, a changed one switches at its next slot, a
 // deleted one takes none, and their running slots finish.
@@ -28,6 +29,10 @@ const (
 	schedulePage = 10000
 	// maxApply bounds the changes one plan set takes in.
 	maxApply = 100000
+	// fullReadEvery is how often a replica reads every schedule again, and
+	// takes in what the feed did not bring: a write a Redis Cluster indexed
+	// late, numbers a store that lost its last writes handed out again.
+	fullReadEvery = 10 * time.Minute
 )
 
 // follower is the state of the schedules' following; the follower's
@@ -188,19 +193,24 @@ func (e *Engine) followSchedules(ctx context.Context, st slotstore.Store) {
 	}
 	t := time.NewTicker(schedulePoll)
 	defer t.Stop()
+	full := time.NewTicker(fullReadEvery)
+	defer full.Stop()
 	failing := false
 	for {
+		read := e.readChanges
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-full.C:
+			read = e.reloadSchedules
 		case <-e.follow.kick:
 		case _, ok := <-notices:
 			if !ok {
 				notices = nil
 			}
 		}
-		err := e.readChanges(ctx, st)
+		err := read(ctx, st)
 		e.metrics.storeCall(err)
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:

@@ -108,18 +108,17 @@ func (e *Engine) applySchedules(ctx context.Context, got []slotstore.CatalogEntr
 	repl := make(map[string]*plan) // a new plan, or nil for none
 	for _, en := range got {
 		cur := prev.byName[en.Job]
-		p := e.planOf(prev, en)
-		switch {
-		case p == nil:
-			if cur != nil && cur.run != "" {
-				repl[en.Job] = nil
-			}
-		case cur != nil && cur.run == p.run && cur.spec.Fingerprint == p.spec.Fingerprint:
-			cur.seq = en.Seq
+		if cur != nil && cur.run != "" && !en.Deleted && cur.run == en.Run && cur.spec.Fingerprint == en.InForce.Fingerprint {
+			cur.seq = en.Seq // the plan it has: kept, with its place in the heap
 			cur.conflict.Store(nil)
 			delete(repl, en.Job)
-		default:
+			continue
+		}
+		switch p := e.planOf(prev, en); {
+		case p != nil:
 			repl[en.Job] = p
+		case cur != nil && cur.run != "":
+			repl[en.Job] = nil
 		}
 	}
 	if listed != nil {

@@ -55,6 +55,10 @@ type SpecBody struct {
 	// JitterWindow is a schedule held as data's jitter as written, of
 	// which Jitter is its share; empty for none.
 	JitterWindow string `json:"jitter_window,omitempty"`
+	// Run is the registered job a schedule held as data runs, so that its
+	// fingerprint changes with it: a put that moves a schedule to another
+	// job supersedes the claims made under the old one.
+	Run string `json:"run,omitempty"`
 }
 
 // BodyOf returns j's spec body.
@@ -73,7 +77,7 @@ func BodyOf(j JobSpec) SpecBody {
 		b.Start, b.End = stamp(from), stamp(until)
 	}
 	if j.Run != "" {
-		b.ParamsJSON = j.Params
+		b.Run, b.ParamsJSON = j.Run, j.Params
 		if j.JitterWindow > 0 {
 			b.JitterWindow = j.JitterWindow.String()
 		}
@@ -142,7 +146,7 @@ func Differences(a, b SpecBody) []string {
 // specFields are SpecBody's JSON names in the order people read them.
 var specFields = []string{"retired", "schedule", "zone", "zone_rules", "jitter", "lease", "timeout", "starting_deadline",
 	"on_crash", "max_attempts", "overlap", "catch_up", "catch_up_limit", "history", "retries", "retry_backoff",
-	"retry_max_backoff", "pause_after_failures", "params_sha256", "params", "start", "end", "jitter_window"}
+	"retry_max_backoff", "pause_after_failures", "params_sha256", "params", "start", "end", "jitter_window", "run"}
 
 func jsonText(v any) string {
 	if v == nil {

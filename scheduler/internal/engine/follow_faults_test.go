@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// blindFeed is a store whose feed of schedule writes says nothing: a write
+// it lost the index of, as a Redis Cluster can.
+type blindFeed struct{ slotstore.Store }
+
+func (b blindFeed) ScheduleChanges(ctx context.Context, p slotstore.ChangesParams) (slotstore.Changes, error) {
+	return slotstore.Changes{}, nil
+}
+
+// followEngine is an engine that runs schedules of job digest with rec.
+func followEngine(t *testing.T, rec *recorder) *Engine {
+	t.Helper()
+	e, err := New(Config{Replica: "a", Incarnation: "test", Log: testLogger(), Now: time.Now, Grace: time.Second,
+		Lookup: func(name string) (jobs.Func, bool) { return rec.fn, name == "digest" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// runsOf counts rec's runs of id.
+func runsOf(rec *recorder, id string) int {
+	n := 0
+	for _, r := range rec.snapshot() {
+		if r.run.Job == id {
+			n++
+		}
+	}
+	return n
+}
+
+// TestFollowFullRead: a write the feed never tells of is taken in by the
+// periodic read of every schedule.
+func TestFollowFullRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newSwapStore()
+		rec := &recorder{}
+		e := followEngine(t, rec)
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan error, 1)
+		go func() { ran <- e.Run(ctx, RunParams{Store: blindFeed{st}}) }()
+		time.Sleep(time.Second)
+		putSchedule(t, st, "late", "digest", "*/10 * * * * *", "")
+		time.Sleep(time.Minute)
+		if n := runsOf(rec, "late"); n != 0 {
+			t.Fatalf("a schedule the feed did not tell of ran %d times within a minute", n)
+		}
+		time.Sleep(fullReadEvery)
+		cancel()
+		if err := <-ran; err != nil {
+			t.Fatal(err)
+		}
+		if n := runsOf(rec, "late"); n == 0 {
+			t.Fatalf("the schedule did not run after the full read")
+		}
+	})
+}
+
+// TestFollowStoreLoss: a store that lost its schedules (its feed's head
+// falls below the replica's cursor) has the replica read every schedule
+// again and drop those gone; one written anew runs.
+func TestFollowStoreLoss(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newSwapStore()
+		rec := &recorder{}
+		e := followEngine(t, rec)
+		putSchedule(t, st, "a", "digest", "* * * * * *", "")
+		putSchedule(t, st, "b", "digest", "* * * * * *", "")
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan error, 1)
+		go func() { ran <- e.Run(ctx, RunParams{Store: st}) }()
+		time.Sleep(5 * time.Second)
+		st.swap() // an empty store: its feed's head is 0
+		putSchedule(t, st, "c", "digest", "* * * * * *", "")
+		time.Sleep(5 * time.Second)
+		lost := time.Now()
+		time.Sleep(5 * time.Second)
+		cancel()
+		if err := <-ran; err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rec.snapshot() {
+			if (r.run.Job == "a" || r.run.Job == "b") && r.run.Slot.After(lost) {
+				t.Errorf("schedule %s, gone with the store, ran slot %s", r.run.Job, r.run.Slot)
+			}
+		}
+		if runsOf(rec, "a") == 0 || runsOf(rec, "c") == 0 {
+			t.Errorf("runs: a %d, c %d", runsOf(rec, "a"), runsOf(rec, "c"))
+		}
+		if _, ok := e.Job("a"); ok {
+			t.Error("the replica still has schedule a")
+		}
+	})
+}
