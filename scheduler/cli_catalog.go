@@ -137,7 +137,7 @@ func nextSlots(b specView, now time.Time, n int) []time.Time {
 	if !b.Known || b.Retired {
 		return nil
 	}
-	sched, err := schedule.Parse(b.Schedule, b.Zone)
+	sched, err := b.Slots()
 	if err != nil {
 		return nil
 	}

@@ -47,7 +47,7 @@ func cmdSchedules(ctx context.Context, args []string, stdout, stderr io.Writer, 
 	var run func(*Schedules, []string) error
 	switch sub {
 	case "put":
-		run = schedulePut(fs, stdout, asJSON)
+		run = schedulePut(ctx, fs, stdout, asJSON)
 	case "get":
 		run = func(s *Schedules, pos []string) error {
 			sc, err := s.Get(ctx, pos[0])
@@ -105,7 +105,7 @@ func cmdSchedules(ctx context.Context, args []string, stdout, stderr io.Writer, 
 func hasFile(fs *flag.FlagSet) bool { f := fs.Lookup("f"); return f != nil && f.Value.String() != "" }
 
 // schedulePut defines put's flags and returns what it runs.
-func schedulePut(fs *flag.FlagSet, stdout io.Writer, asJSON *bool) func(*Schedules, []string) error {
+func schedulePut(ctx context.Context, fs *flag.FlagSet, stdout io.Writer, asJSON *bool) func(*Schedules, []string) error {
 	file := fs.String("f", "", "read the schedule from `FILE` (- for stdin): a JSON object as the HTTP API takes, or an array of them")
 	create := fs.Bool("create", false, "fail if the schedule exists")
 	var j admin.ScheduleJSON
@@ -134,20 +134,25 @@ func schedulePut(fs *flag.FlagSet, stdout io.Writer, asJSON *bool) func(*Schedul
 			j.ID, j.Params = pos[0], json.RawMessage(*params)
 			in = []admin.ScheduleJSON{j}
 		}
-		var out []Schedule
-		for _, sj := range in {
+		// Every schedule is checked before any is written: a file with one
+		// bad schedule writes nothing.
+		scs := make([]Schedule, len(in))
+		for i, sj := range in {
 			sc, err := scheduleFromJSON(sj)
 			if err == nil {
-				if *create {
-					sc, err = s.Create(context.Background(), sc)
-				} else {
-					sc, err = s.Put(context.Background(), sc)
-				}
+				_, err = s.toWrite(sc, 0)
 			}
 			if err != nil {
-				return fmt.Errorf("schedule %s: %w", sj.ID, err)
+				return fmt.Errorf("schedule %s: %w (nothing written)", sj.ID, err)
 			}
-			out = append(out, sc)
+			if *create {
+				sc.Version = 0
+			}
+			scs[i] = sc
+		}
+		out, err := s.putMany(ctx, scs, *create)
+		if err != nil {
+			return err
 		}
 		if *asJSON {
 			return printSchedules(stdout, out, true, false)
@@ -228,4 +233,32 @@ func printSchedules(w io.Writer, scs []Schedule, asJSON, one bool) error {
 		fmt.Fprintf(tw, "\nparams: %s\n", scs[0].Params)
 	}
 	return tw.Flush()
+}
+
+// putMany writes scs, creates only when create, one store round trip per
+// 1,000, and fails on the first that was refused, naming every refusal.
+func (s *Schedules) putMany(ctx context.Context, scs []Schedule, create bool) ([]Schedule, error) {
+	var res []PutResult
+	var err error
+	if create {
+		res, err = s.createAll(ctx, scs)
+	} else {
+		res, err = s.PutAll(ctx, scs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Schedule
+	var refused []string
+	for i, r := range res {
+		if r.Err != nil {
+			refused = append(refused, fmt.Sprintf("schedule %s: %v", scs[i].ID, r.Err))
+			continue
+		}
+		out = append(out, r.Schedule)
+	}
+	if len(refused) > 0 {
+		return out, fmt.Errorf("%d of %d schedules refused:\n%s", len(refused), len(scs), strings.Join(refused, "\n"))
+	}
+	return out, nil
 }

@@ -33,6 +33,13 @@ func TestCLISchedules(t *testing.T) {
 	if code, out, errs = runCLI(t, "schedules", "put", "--config", cfg, "-f", file); code != ExitOK || strings.Count(out, "put schedule") != 2 {
 		t.Fatalf("put -f: exit %d\n%s%s", code, out, errs)
 	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`[{"id":"tenant-3","job":"hello","schedule":"@hourly"},{"id":"tenant-4","job":"hello","schedule":"61 * * * *"}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs = runCLI(t, "schedules", "put", "--config", cfg, "-f", bad); code != ExitFailure || !strings.Contains(errs, "nothing written") {
+		t.Fatalf("put -f with a bad schedule: exit %d %s", code, errs)
+	}
 	code, out, errs = runCLI(t, "schedules", "get", "--config", cfg, "--json", "tenant-1")
 	var got admin.ScheduleJSON
 	if code != ExitOK || json.Unmarshal([]byte(out), &got) != nil || got.Overlap != "forbid" || got.Timezone != "Europe/Berlin" ||
@@ -40,7 +47,8 @@ func TestCLISchedules(t *testing.T) {
 		t.Fatalf("get: exit %d %+v\n%s%s", code, got, out, errs)
 	}
 	if code, out, _ = runCLI(t, "schedules", "list", "--config", cfg, "--prefix", "tenant-"); code != ExitOK ||
-		!strings.Contains(out, "tenant-1") || !strings.Contains(out, "tenant-2") || strings.Contains(out, "other") {
+		!strings.Contains(out, "tenant-1") || !strings.Contains(out, "tenant-2") || strings.Contains(out, "other") ||
+		strings.Contains(out, "tenant-3") {
 		t.Fatalf("list: exit %d\n%s", code, out)
 	}
 	if code, _, errs = runCLI(t, "schedules", "pause", "--config", cfg, "tenant-1"); code != ExitUsage || !strings.Contains(errs, "--reason") {

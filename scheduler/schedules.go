@@ -153,7 +153,11 @@ func (s *Schedules) write(ctx context.Context, sc Schedule, ifVersion int64) (Sc
 	if res[0].Err != nil {
 		return Schedule{}, fmt.Errorf("scheduler: put schedule %s: %w", sc.ID, res[0].Err)
 	}
-	return scheduleOf(res[0].Entry)
+	out, err := scheduleOf(res[0].Entry)
+	if err != nil {
+		return out, err
+	}
+	return s.withPauses(ctx, []Schedule{out})[0], nil
 }
 
 // PutResult is the outcome of one schedule of PutAll.
@@ -167,6 +171,15 @@ type PutResult struct {
 // that is not valid, or whose version does not match, fails alone. The
 // error is the store's, after which the remaining results are unknown.
 func (s *Schedules) PutAll(ctx context.Context, scs []Schedule) ([]PutResult, error) {
+	return s.putAll(ctx, scs, false)
+}
+
+// createAll is PutAll of creates only.
+func (s *Schedules) createAll(ctx context.Context, scs []Schedule) ([]PutResult, error) {
+	return s.putAll(ctx, scs, true)
+}
+
+func (s *Schedules) putAll(ctx context.Context, scs []Schedule, create bool) ([]PutResult, error) {
 	out := make([]PutResult, len(scs))
 	var ws []slotstore.ScheduleWrite
 	var at []int
@@ -189,7 +202,10 @@ func (s *Schedules) PutAll(ctx context.Context, scs []Schedule) ([]PutResult, er
 	}
 	for i, sc := range scs {
 		if_ := sc.Version
-		if if_ == 0 {
+		switch {
+		case create:
+			if_ = 0
+		case if_ == 0:
 			if_ = slotstore.AnyVersion
 		}
 		w, err := s.toWrite(sc, if_)
@@ -221,6 +237,11 @@ func (s *Schedules) Delete(ctx context.Context, id string, version int64) error 
 	}
 	if res[0].Err != nil {
 		return fmt.Errorf("scheduler: delete schedule %s: %w", id, res[0].Err)
+	}
+	// A pause is the schedule's: it goes with it, so that a schedule made
+	// anew under the ID does not begin paused.
+	if err := s.st.SetPause(ctx, slotstore.PauseParams{Job: id, Paused: false}); err != nil {
+		return fmt.Errorf("scheduler: deleted schedule %s, but its pause stays: %w", id, err)
 	}
 	return nil
 }
@@ -278,10 +299,14 @@ func (s *Schedules) Resume(ctx context.Context, id string) error {
 }
 
 func (s *Schedules) setPause(ctx context.Context, id string, paused bool, reason string) error {
-	if strings.TrimSpace(id) == "" {
-		return fmt.Errorf("scheduler: pause schedule: %w", ErrNoSchedule)
+	es, err := s.st.Catalog(ctx, slotstore.CatalogParams{Jobs: []string{id}, Limit: 1})
+	if err != nil {
+		return fmt.Errorf("scheduler: pause schedule %s: %w", id, err)
 	}
-	err := s.st.SetPause(ctx, slotstore.PauseParams{Job: id, Paused: paused, By: s.by, Reason: reason})
+	if paused && (len(es) == 0 || es[0].Deleted || es[0].InForce.Fingerprint == "") {
+		return fmt.Errorf("scheduler: pause schedule %s: %w", id, ErrNoSchedule)
+	}
+	err = s.st.SetPause(ctx, slotstore.PauseParams{Job: id, Paused: paused, By: s.by, Reason: reason})
 	if err != nil {
 		return fmt.Errorf("scheduler: pause schedule %s: %w", id, err)
 	}

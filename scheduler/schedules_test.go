@@ -144,6 +144,13 @@ func TestSchedulesRoundTrip(t *testing.T) {
 	if err := s.Delete(ctx, "tenant/1", 0); !errors.Is(err, ErrNoSchedule) {
 		t.Fatalf("a second delete: %v", err)
 	}
+	// Its pause went with it: made anew, it runs.
+	if again, err := s.Create(ctx, Schedule{ID: "tenant/1", Job: "digest", Schedule: "@hourly"}); err != nil || again.Paused {
+		t.Fatalf("the schedule made anew: %+v %v", again, err)
+	}
+	if err := s.Pause(ctx, "nobody", "why"); !errors.Is(err, ErrNoSchedule) {
+		t.Fatalf("a pause of no schedule: %v", err)
+	}
 }
 
 // TestScheduleOfConfiguration: a job of the configuration, enrolled, is no

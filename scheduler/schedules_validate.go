@@ -3,6 +3,7 @@ package scheduler
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,7 +72,7 @@ func (c *Config) resolveSchedule(sc Schedule, reg *jobs.Registry) (engine.JobSpe
 	}
 	defaults := c.Defaults.merge(builtin)
 	c.keepZeros(&defaults, "defaults")
-	if own, ok := c.Jobs[sc.Job]; ok {
+	if own, ok := c.jobOfRun(sc.Job); ok {
 		defaults = own.Policy.merge(defaults)
 	}
 	var j engine.JobSpec
@@ -103,9 +104,34 @@ func (c *Config) resolveSchedule(sc Schedule, reg *jobs.Registry) (engine.JobSpe
 	j.Schedule = j.Schedule.Within(sc.Start, sc.End)
 	if j.Schedule.Next(time.Now()).IsZero() {
 		fail("end", "the schedule has no slot between now and its end")
+	}
+	// The store's own bounds on a lease (etcd's request timeout), as a job
+	// of the file meets them.
+	c.checkStoreAgainstLease(j.Lease, "schedule "+sc.ID, func(e *ConfigError) { fail("lease", e.Msg) })
+	if len(errs) > 0 {
 		return engine.JobSpec{}, errs
 	}
 	return j, nil
+}
+
+// jobOfRun is the configuration's job whose policies a schedule of the
+// registered job run defaults to: the job named run if it runs run, else
+// the first by name that runs it.
+func (c *Config) jobOfRun(run string) (JobConfig, bool) {
+	if jc, ok := c.Jobs[run]; ok && (jc.Run == "" || jc.Run == run) {
+		return jc, true
+	}
+	names := make([]string, 0, len(c.Jobs))
+	for name, jc := range c.Jobs {
+		if jc.Run == run {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return JobConfig{}, false
+	}
+	slices.Sort(names)
+	return c.Jobs[names[0]], true
 }
 
 // checkScheduleID refuses an ID the store, run keys or URLs cannot carry.

@@ -25,6 +25,9 @@ func (s *Schedule) Within(from, until time.Time) *Schedule {
 	b.from, b.until = 0, 0
 	if !from.IsZero() {
 		b.from = from.Unix()
+		if from.Nanosecond() > 0 { // a slot is a whole second: the first not before from
+			b.from++
+		}
 	}
 	if !until.IsZero() {
 		b.until = until.Unix()

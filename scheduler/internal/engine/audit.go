@@ -275,6 +275,10 @@ func specPeriods(en slotstore.CatalogEntry) ([]specPeriod, error) {
 	recs := append([]slotstore.SpecRecord{en.InForce}, en.Past...)
 	out := make([]specPeriod, 0, len(recs))
 	for _, r := range recs {
+		if r.Fingerprint == slotstore.DeletedFingerprint { // a deleted schedule's: no slot
+			out = append(out, specPeriod{rec: r, body: SpecBody{Retired: true}})
+			continue
+		}
 		b, ok := ParseBody(r.Body)
 		if !ok {
 			return nil, unreadable{fmt.Errorf("audit %s: spec %s (by %s) was written by a build this one cannot read", job, r.Fingerprint, r.Replica)}
@@ -283,7 +287,7 @@ func specPeriods(en slotstore.CatalogEntry) ([]specPeriod, error) {
 			out = append(out, specPeriod{rec: r, body: b})
 			continue
 		}
-		sched, err := schedule.Parse(b.Schedule, b.Zone)
+		sched, err := b.Slots()
 		if err != nil {
 			return nil, unreadable{fmt.Errorf("audit %s: spec %s: %w", job, r.Fingerprint, err)}
 		}

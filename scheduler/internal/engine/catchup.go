@@ -35,41 +35,49 @@ const clockMargin = time.Minute
 // which. The loop enrolls every job at start-up; Reload, the jobs a reload
 // adds or changes, on its caller's goroutine.
 func (s *Engine) enroll(ctx context.Context, st slotstore.Store, plans []*plan) (map[string]slotstore.Generation, bool) {
+	// The configuration's jobs with their specs; the schedules held as
+	// data without: their specs are the store's, and an enrolment with one
+	// could put it in force again over a delete made meanwhile.
+	var config, held []*plan
+	for _, p := range plans {
+		if p.run == "" {
+			config = append(config, p)
+		} else {
+			held = append(held, p)
+		}
+	}
+	out := make(map[string]slotstore.Generation, len(plans))
+	return out, s.enrollSome(ctx, st, config, true, out) && s.enrollSome(ctx, st, held, false, out)
+}
+
+// enrollSome enrolls plans, with their specs when withSpecs, into out; it
+// retries until the store answers or ctx ends, and reports which.
+func (s *Engine) enrollSome(ctx context.Context, st slotstore.Store, plans []*plan, withSpecs bool, out map[string]slotstore.Generation) bool {
 	names := make([]string, len(plans))
 	specs := make([]slotstore.Spec, len(plans))
 	byName := make(map[string]*plan, len(plans))
 	for i, p := range plans {
 		names[i], specs[i], byName[p.name] = p.name, p.spec, p
 	}
-	out := make(map[string]slotstore.Generation)
 	for tries := 1; ; tries++ {
 		for len(names) > 0 {
 			n := min(len(names), maxBatch)
 			ectx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
 			sent := s.now()
-			gens, err := st.Enroll(ectx, slotstore.EnrollParams{Jobs: names[:n], Replica: s.replica, Specs: specs[:n]})
+			p := slotstore.EnrollParams{Jobs: names[:n], Replica: s.replica}
+			if withSpecs {
+				p.Specs = specs[:n]
+			}
+			gens, err := st.Enroll(ectx, p)
 			cancel()
 			for _, g := range gens {
-				p := byName[g.Job]
-				s.noteSpec(p, g.Spec)
-				// Begun by this enrolment (give or take the clocks, whose
-				// skew clockMargin bounds): the store has just started to
-				// record the job, so slots before it were never the job's
-				// (wake records them so); skipping them is no news. Taking
-				// a generation another start-up, or a claim after a loss,
-				// began within the margin for this one's is safe: no claim
-				// can win a slot before Born, so all that changes is the
-				// reason its record gives.
-				p.newSince = time.Time{}
-				if g.Born.After(sent.Add(-clockMargin)) {
-					p.newSince = g.Born
-				}
+				s.noteGeneration(byName[g.Job], g, sent)
 				out[g.Job] = g
 			}
 			s.metrics.storeCall(err)
 			if err != nil {
 				if ctx.Err() != nil {
-					return nil, false
+					return false
 				}
 				s.log.Warn("enrolling the jobs failed; retrying", "err", err, "try", tries)
 				break
@@ -77,13 +85,30 @@ func (s *Engine) enroll(ctx context.Context, st slotstore.Store, plans []*plan) 
 			names, specs = names[n:], specs[n:]
 		}
 		if len(names) == 0 {
-			return out, true
+			return true
 		}
 		select {
 		case <-ctx.Done():
-			return nil, false
+			return false
 		case <-time.After(backoff(tries)):
 		}
+	}
+}
+
+// noteGeneration takes in g, p's generation as an enrolment sent at sent
+// answered it: its spec in force, and whether the enrolment began it.
+func (s *Engine) noteGeneration(p *plan, g slotstore.Generation, sent time.Time) {
+	s.noteSpec(p, g.Spec)
+	// Begun by this enrolment (give or take the clocks, whose skew
+	// clockMargin bounds): the store has just started to record the job,
+	// so slots before it were never the job's (wake records them so);
+	// skipping them is no news. Taking a generation another start-up, or a
+	// claim after a loss, began within the margin for this one's is safe:
+	// no claim can win a slot before Born, so all that changes is the
+	// reason its record gives.
+	p.newSince = time.Time{}
+	if g.Born.After(sent.Add(-clockMargin)) {
+		p.newSince = g.Born
 	}
 }
 

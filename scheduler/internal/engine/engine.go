@@ -207,7 +207,10 @@ func New(c Config) (*Engine, error) {
 	for _, d := range c.Duties {
 		e.duties = append(e.duties, &dutyPlan{name: d.Name, fn: d.Fn, lease: d.Lease})
 	}
-	e.metrics.paused.known = e.HasJob
+	e.metrics.paused.known = func(job string) bool { // a series per job of the configuration, none per schedule
+		p := e.jobs().byName[job]
+		return p != nil && p.run == ""
+	}
 	if c.Registry != nil {
 		if err := e.metrics.register(c.Registry, c.Runtime); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)

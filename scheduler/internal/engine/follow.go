@@ -29,6 +29,9 @@ const (
 	schedulePage = 10000
 	// maxApply bounds the changes one plan set takes in.
 	maxApply = 100000
+	// minRead is the least time between two reads of the feed that
+	// notices of writes set off.
+	minRead = 250 * time.Millisecond
 	// fullReadEvery is how often a replica reads every schedule again, and
 	// takes in what the feed did not bring: a write a Redis Cluster indexed
 	// late, numbers a store that lost its last writes handed out again.
@@ -43,7 +46,7 @@ type follower struct {
 	kick   chan struct{}
 	mu     sync.Mutex
 	stale  map[string]bool // schedules whose claims found another spec in force
-	warned map[string]bool // schedules whose body or job was reported unusable
+	warned map[string]bool // what warnOnce reported
 }
 
 func newFollower(lookup func(string) (jobs.Func, bool)) *follower {
@@ -59,16 +62,7 @@ func (e *Engine) noteScheduleSpec(p *plan, f slotstore.SpecRecord) {
 		return
 	}
 	p.conflict.Store(&f)
-	if e.follow == nil {
-		return
-	}
-	e.follow.mu.Lock()
-	e.follow.stale[p.name] = true
-	e.follow.mu.Unlock()
-	select {
-	case e.follow.kick <- struct{}{}:
-	default:
-	}
+	e.markStale(p.name)
 }
 
 // loadSchedules reads every live schedule and puts those this binary can
@@ -156,17 +150,20 @@ func (e *Engine) planOf(set *planSet, en slotstore.CatalogEntry) *plan {
 		return nil
 	}
 	if p := set.byName[en.Job]; p != nil && p.run == "" {
-		e.warnOnce(en.Job, "schedule shares its name with a job of the configuration; not run here", "run", en.Run)
+		e.warnOnce("shadowed "+en.Job, "schedule shares its name with a job of the configuration; not run here",
+			"schedule", en.Job, "run", en.Run)
 		return nil
 	}
 	fn, ok := e.follow.lookup(en.Run)
 	if !ok {
-		e.warnOnce(en.Job, "schedule's job is not registered in this binary; not run here", "run", en.Run)
+		e.warnOnce("unregistered "+en.Run, "schedules of a job this binary does not register are not run here",
+			"run", en.Run, "first", en.Job)
 		return nil
 	}
 	j, err := JobOf(en, fn)
 	if err != nil {
-		e.warnOnce(en.Job, "schedule cannot be read by this build; not run here", "err", err)
+		e.warnOnce("unreadable", "schedules this build cannot read are not run here; later ones are not logged",
+			"first", en.Job, "err", err)
 		return nil
 	}
 	p := newPlan(j, slotstore.Spec{Fingerprint: en.InForce.Fingerprint, Body: en.InForce.Body})
@@ -174,14 +171,16 @@ func (e *Engine) planOf(set *planSet, en slotstore.CatalogEntry) *plan {
 	return p
 }
 
-// warnOnce logs msg at WARN for schedule id, once while this Run lasts.
-func (e *Engine) warnOnce(id, msg string, args ...any) {
+// warnOnce logs msg at WARN once for key (a reason, and the job or schedule
+// it is about) while this replica lives: a store with 100,000 schedules of
+// a job this binary does not run says so once, not 100,000 times.
+func (e *Engine) warnOnce(key, msg string, args ...any) {
 	e.follow.mu.Lock()
-	seen := e.follow.warned[id]
-	e.follow.warned[id] = true
+	seen := e.follow.warned[key]
+	e.follow.warned[key] = true
 	e.follow.mu.Unlock()
 	if !seen {
-		e.log.Warn(msg, append([]any{"schedule", id}, args...)...)
+		e.log.Warn(msg, args...)
 	}
 }
 
@@ -195,7 +194,7 @@ func (e *Engine) followSchedules(ctx context.Context, st slotstore.Store) {
 	defer t.Stop()
 	full := time.NewTicker(fullReadEvery)
 	defer full.Stop()
-	failing := false
+	failing, last := false, time.Time{}
 	for {
 		read := e.readChanges
 		select {
@@ -209,7 +208,17 @@ func (e *Engine) followSchedules(ctx context.Context, st slotstore.Store) {
 			if !ok {
 				notices = nil
 			}
+			// Notices of a burst of writes are read at most every
+			// minRead: each read may build a new set of every plan.
+			if wait := minRead - time.Since(last); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+			}
 		}
+		last = time.Now()
 		err := read(ctx, st)
 		e.metrics.storeCall(err)
 		switch {

@@ -61,6 +61,7 @@ func (e *Engine) readStale(ctx context.Context, st slotstore.Store) ([]slotstore
 		n := min(len(ids), maxBatch)
 		es, err := st.Catalog(ctx, slotstore.CatalogParams{Jobs: ids[:n], Limit: n})
 		if err != nil {
+			e.markStale(ids...) // read again next time
 			return nil, fmt.Errorf("schedules: read %d found stale: %w", n, err)
 		}
 		found := make(map[string]bool, len(es))
@@ -76,6 +77,23 @@ func (e *Engine) readStale(ctx context.Context, st slotstore.Store) ([]slotstore
 		ids = ids[n:]
 	}
 	return out, nil
+}
+
+// markStale has the follower read ids' entries at its next read, and kicks
+// it.
+func (e *Engine) markStale(ids ...string) {
+	if e.follow == nil {
+		return
+	}
+	e.follow.mu.Lock()
+	for _, id := range ids {
+		e.follow.stale[id] = true
+	}
+	e.follow.mu.Unlock()
+	select {
+	case e.follow.kick <- struct{}{}:
+	default:
+	}
 }
 
 // reloadSchedules reads every schedule again and takes them in, dropping

@@ -103,3 +103,52 @@ func TestFollowStoreLoss(t *testing.T) {
 		}
 	})
 }
+
+// deleteOnEnroll deletes schedule id just before the first enrolment
+// reaches the store: a delete made while a replica starts up.
+type deleteOnEnroll struct {
+	slotstore.Store
+	id   string
+	once chan struct{}
+}
+
+func (d deleteOnEnroll) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotstore.Generation, error) {
+	select {
+	case <-d.once:
+	default:
+		close(d.once)
+		if _, err := d.Store.WriteSchedules(ctx, slotstore.WriteSchedulesParams{By: "test",
+			Writes: []slotstore.ScheduleWrite{{ID: d.id, Delete: true, IfVersion: slotstore.AnyVersion}}}); err != nil {
+			return nil, err
+		}
+	}
+	return d.Store.Enroll(ctx, p)
+}
+
+// TestFollowDeleteDuringStartup: a schedule deleted after a replica read
+// it but before its enrolment runs no slot, and its name stays the
+// schedules': it can be made anew.
+func TestFollowDeleteDuringStartup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newSwapStore()
+		rec := &recorder{}
+		e := followEngine(t, rec)
+		putSchedule(t, st, "t1", "digest", "* * * * * *", "")
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan error, 1)
+		go func() { ran <- e.Run(ctx, RunParams{Store: deleteOnEnroll{Store: st, id: "t1", once: make(chan struct{})}}) }()
+		time.Sleep(10 * time.Second)
+		cancel()
+		if err := <-ran; err != nil {
+			t.Fatal(err)
+		}
+		if n := runsOf(rec, "t1"); n != 0 {
+			t.Errorf("the deleted schedule ran %d times", n)
+		}
+		es, err := st.Catalog(context.Background(), slotstore.CatalogParams{Jobs: []string{"t1"}})
+		if err != nil || len(es) != 1 || !es[0].Deleted || es[0].Run != "digest" || len(es[0].Carriers) != 0 {
+			t.Fatalf("the deleted schedule's entry: %+v %v", es, err)
+		}
+		putSchedule(t, st, "t1", "digest", "* * * * * *", "") // made anew
+	})
+}

@@ -153,6 +153,7 @@ func (e *Engine) Reload(ctx context.Context, st slotstore.Store, specs []JobSpec
 		return Reloaded{}, fmt.Errorf("reload: %w", ctx.Err())
 	}
 	<-req.done
+	e.markStale(r.Removed...) // a schedule a removed job shadowed runs again
 	if err := e.retire(ctx, st, r.Removed, revision); err != nil {
 		return r, err
 	}

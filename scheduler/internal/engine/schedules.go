@@ -50,16 +50,9 @@ func JobOf(e slotstore.CatalogEntry, fn jobs.Func) (JobSpec, error) {
 	if b.JitterWindow != "" {
 		dur("jitter_window", b.JitterWindow, &j.JitterWindow)
 	}
-	sched, err := schedule.Parse(b.Schedule, b.Zone)
+	sched, err := b.Slots()
 	if err != nil {
 		errs = append(errs, err)
-	}
-	from, err1 := unstamp(b.Start)
-	until, err2 := unstamp(b.End)
-	for _, err := range []error{err1, err2} {
-		if err != nil {
-			errs = append(errs, err)
-		}
 	}
 	if !j.OnCrash.Valid() || !j.CatchUp.Valid() || !j.Overlap.Valid() {
 		errs = append(errs, fmt.Errorf("policy on_crash %q, catch_up %q, overlap %q", b.OnCrash, b.CatchUp, b.Overlap))
@@ -67,8 +60,29 @@ func JobOf(e slotstore.CatalogEntry, fn jobs.Func) (JobSpec, error) {
 	if len(errs) > 0 {
 		return JobSpec{}, fmt.Errorf("schedule %s: spec %s: %w", e.Job, e.InForce.Fingerprint, errs[0])
 	}
-	j.Schedule = sched.Within(from, until)
+	j.Schedule = sched
 	return j, nil
+}
+
+// Slots returns the schedule b's slots follow: its spec in its zone,
+// within its start and end when it has them.
+func (b SpecBody) Slots() (*schedule.Schedule, error) {
+	sched, err := schedule.Parse(b.Schedule, b.Zone)
+	if err != nil {
+		return nil, err
+	}
+	from, err := unstamp(b.Start)
+	if err != nil {
+		return nil, err
+	}
+	until, err := unstamp(b.End)
+	if err != nil {
+		return nil, err
+	}
+	if from.IsZero() && until.IsZero() {
+		return sched, nil
+	}
+	return sched.Within(from, until), nil
 }
 
 // stamp is t in RFC 3339, UTC, or "" for the zero time.
