@@ -136,7 +136,9 @@ func TestFollowDeleteDuringStartup(t *testing.T) {
 		putSchedule(t, st, "t1", "digest", "* * * * * *", "")
 		ctx, cancel := context.WithCancel(context.Background())
 		ran := make(chan error, 1)
-		go func() { ran <- e.Run(ctx, RunParams{Store: deleteOnEnroll{Store: st, id: "t1", once: make(chan struct{})}}) }()
+		go func() {
+			ran <- e.Run(ctx, RunParams{Store: deleteOnEnroll{Store: st, id: "t1", once: make(chan struct{})}})
+		}()
 		time.Sleep(10 * time.Second)
 		cancel()
 		if err := <-ran; err != nil {
