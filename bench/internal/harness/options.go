@@ -29,6 +29,11 @@ type Options struct {
 	ArbClients  int
 	RedisBenchN int
 
+	SchedSizes   []int
+	SchedStores  []string
+	SchedWindow  time.Duration
+	SchedProfile string
+
 	Out string
 }
 
@@ -39,9 +44,14 @@ const (
 	secCPU         = "cpu"
 	secRoundTrips  = "roundtrips"
 	secArbitration = "arbitration"
+	secSchedules   = "schedules"
 )
 
-var allSections = []string{secDispatch, secConstruct, secCPU, secRoundTrips, secArbitration}
+var allSections = []string{secDispatch, secConstruct, secCPU, secRoundTrips, secArbitration, secSchedules}
+
+// defaultSections leave out schedules, which puts and loads 100k schedules
+// per store: ask for it with -sections.
+var defaultSections = []string{secDispatch, secConstruct, secCPU, secRoundTrips, secArbitration}
 
 // slotcron contestants, by the -stores names.
 var allStores = []string{"memory", "sqlite", "redis", "redis3", "postgres", "etcd", "etcd3"}
@@ -51,7 +61,7 @@ var allPeers = []string{"robfig", "gocron", "timer"}
 func Parse(args []string) (*Options, error) {
 	fs := flag.NewFlagSet("slotbench", flag.ContinueOnError)
 	o := &Options{}
-	sections := fs.String("sections", strings.Join(allSections, ","), "sections to run: "+strings.Join(allSections, ","))
+	sections := fs.String("sections", strings.Join(defaultSections, ","), "sections to run: "+strings.Join(allSections, ",")+" (schedules only when named)")
 	fs.IntVar(&o.Rounds, "rounds", 3, "times each measurement is repeated, interleaved with the others")
 	fs.DurationVar(&o.Window, "window", 3*time.Minute, "measured window of each dispatch measurement")
 	fs.DurationVar(&o.Warmup, "warmup", 10*time.Second, "time from start to the window, not measured (start-up work that overruns it shows as missing slots)")
@@ -66,6 +76,10 @@ func Parse(args []string) (*Options, error) {
 	fs.IntVar(&o.ArbBatch, "arb-batch", 1000, "slots per claim batch (and rows per INSERT) in the arbitration section")
 	fs.IntVar(&o.ArbClients, "arb-clients", 3, "contending clients in the arbitration section")
 	fs.IntVar(&o.RedisBenchN, "redis-benchmark-n", 200000, "requests of redis-benchmark -t set -c 50")
+	schedSizes := fs.String("schedule-sizes", "100000", "schedules section: counts of stored schedules (schedule i at second i%60, as the spread workload); the full form is 100000,1000000")
+	schedStores := fs.String("schedule-stores", "memory,redis3,postgres", "schedules section: stores ("+strings.Join(allStores, ",")+"); redis is one replica, for the 1M carry figure")
+	fs.DurationVar(&o.SchedWindow, "schedule-window", time.Minute, "schedules section: measured window of each measurement (it starts -warmup after Run)")
+	fs.StringVar(&o.SchedProfile, "schedule-cpuprofile", "", "schedules section: write a CPU profile of each start-up (Run → every replica's first run) to PREFIX-<store>-<yaml|schedules>-<n>.pprof")
 	fs.StringVar(&o.Out, "out", "", "also write the report to this file")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -80,6 +94,12 @@ func Parse(args []string) (*Options, error) {
 	if o.Peers, err = pick(*peers, allPeers, "peer"); err != nil {
 		return nil, err
 	}
+	if o.SchedStores, err = pick(*schedStores, allStores, "store"); err != nil {
+		return nil, err
+	}
+	if o.SchedSizes, err = counts(*schedSizes, "-schedule-sizes"); err != nil {
+		return nil, err
+	}
 	for f := range strings.SplitSeq(*sizes, ",") {
 		if f = strings.TrimSpace(f); f == "" {
 			continue
@@ -89,6 +109,9 @@ func Parse(args []string) (*Options, error) {
 			return nil, fmt.Errorf("-sizes: bad job count %q", f)
 		}
 		o.SpreadSizes = append(o.SpreadSizes, n)
+	}
+	if o.SchedWindow < time.Second {
+		return nil, fmt.Errorf("-schedule-window must be at least 1s")
 	}
 	if o.Rounds < 1 || o.Window < time.Second || o.ArbBatch < 1 || o.ArbClients < 1 {
 		return nil, fmt.Errorf("-rounds, -arb-batch and -arb-clients must be positive, -window at least 1s")
@@ -111,3 +134,18 @@ func pick(list string, known []string, what string) ([]string, error) {
 }
 
 func (o *Options) has(section string) bool { return slices.Contains(o.Sections, section) }
+
+func counts(list, flag string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(list, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 || n > 1000000 {
+			return nil, fmt.Errorf("%s: bad count %q (1 to 1000000)", flag, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

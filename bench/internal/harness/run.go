@@ -19,6 +19,7 @@ type results struct {
 	dispatch     []measurement
 	construction []construction
 	arbitration  []arbitration
+	schedules    []schedMeasurement
 }
 
 // Run runs the chosen sections o.Rounds times, interleaved, and writes the
@@ -49,6 +50,18 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 				res.construction = append(res.construction, construct(name, o.ConstructJobs))
 			}
 		}
+		if o.has(secSchedules) {
+			for _, n := range o.SchedSizes {
+				for _, c := range schedContestants(o) {
+					for _, yaml := range []bool{true, false} {
+						if ctx.Err() != nil {
+							return ctx.Err()
+						}
+						res.schedules = append(res.schedules, e.measureSchedules(ctx, o, c, n, yaml))
+					}
+				}
+			}
+		}
 		if o.has(secArbitration) {
 			for _, s := range o.Stores {
 				if s == "redis3" || s == "etcd3" {
@@ -75,6 +88,10 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\n\nrounds %d · window %v · warm-up %v · drain %v · load1 %s at start, %s at end · took %v\n\n",
 		o.Rounds, o.Window, o.Warmup, o.Drain, loadStart, loadAvg(), time.Since(started).Round(time.Second))
+	if o.has(secSchedules) {
+		fmt.Fprintf(&b, "schedules section: sizes %v · stores %s · window %v (warm-up and drain as above)\n\n",
+			o.SchedSizes, strings.Join(o.SchedStores, ","), o.SchedWindow)
+	}
 	report(&b, o, &res)
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
