@@ -55,7 +55,11 @@
 // cancellation, so a stale holder writes late), slow (every 5 s, 3 s of
 // work that honours its context), minute (every minute, 1-2 s), and on
 // Postgres ledger (every second, its row and the slot's completion in one
-// CompleteTx transaction). Each work job writes its effect three ways to a
+// CompleteTx transaction); and two schedules held as data, put through the
+// Go API before the replicas start and again after each loss of the
+// store's data, as a service writes its tenants' schedules: tenant-tick
+// (every 2 s, as tick) and tenant-slow (every 5 s, 2 s honouring its
+// context). Each work job writes its effect three ways to a
 // Postgres database the checker owns and the faults never touch: through
 // the once-per-slot helper (fence.OncePG), through the stale-only fence
 // check (fence.CheckPG on the run key), and unfenced; every start is

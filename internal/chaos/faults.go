@@ -165,6 +165,7 @@ func (s *session) injectFaults(d time.Duration) {
 			at := time.Now()
 			s.redis.Restart(s.t)
 			s.record(Fault{Kind: dr.kind, At: at, Until: time.Now()})
+			s.putSchedules() // the service writes its tenants' schedules again
 		case FaultRedisFlush:
 			at := time.Now()
 			c := redis.NewClient(&redis.Options{Addr: s.redis.Addr()})
@@ -175,6 +176,7 @@ func (s *session) injectFaults(d time.Duration) {
 				continue
 			}
 			s.record(Fault{Kind: dr.kind, At: at})
+			s.putSchedules()
 		case FaultPGCrash:
 			at := time.Now()
 			s.pg.Crash(s.t)

@@ -165,6 +165,7 @@ func Run(t testing.TB, o Options) *Report {
 		t.Fatal(err)
 	}
 	s.startServers()
+	s.putSchedules()
 	s.startReplicas()
 	ctx, cancel := context.WithCancel(context.Background())
 	var watchers sync.WaitGroup
@@ -251,16 +252,22 @@ type jobSpec struct {
 	spec   string
 	yaml   string // the rest of the job's YAML flow mapping
 	effect string // the table its effect is checked in
+	// api makes the job a schedule held as data, put through the Go API
+	// (schedules.go) rather than written in the replicas' YAML; yaml then
+	// holds its run and params as JSON.
+	api bool
 }
 
 func (s *session) jobs() []jobSpec {
 	js := []jobSpec{
-		{"tick", time.Second, "* * * * * *", "run: work, params: {min: 50ms, max: 300ms}", "effect_once"},
-		{"slow", 5 * time.Second, "*/5 * * * * *", "run: work, params: {min: 3s, max: 3s, honour_ctx: true}", "effect_once"},
-		{"minute", time.Minute, "0 * * * * *", "run: work, params: {min: 1s, max: 2s}", "effect_once"},
+		{"tick", time.Second, "* * * * * *", "run: work, params: {min: 50ms, max: 300ms}", "effect_once", false},
+		{"slow", 5 * time.Second, "*/5 * * * * *", "run: work, params: {min: 3s, max: 3s, honour_ctx: true}", "effect_once", false},
+		{"minute", time.Minute, "0 * * * * *", "run: work, params: {min: 1s, max: 2s}", "effect_once", false},
+		{"tenant-tick", 2 * time.Second, "*/2 * * * * *", `{"min": "50ms", "max": "300ms"}`, "effect_once", true},
+		{"tenant-slow", 5 * time.Second, "*/5 * * * * *", `{"min": "2s", "max": "2s", "honour_ctx": true}`, "effect_once", true},
 	}
 	if s.o.Store == StorePostgres {
-		js = append(js, jobSpec{"ledger", time.Second, "* * * * * *", "run: complete, params: {dsn: %q, min: 50ms, max: 200ms}", "chaos_complete"})
+		js = append(js, jobSpec{"ledger", time.Second, "* * * * * *", "run: complete, params: {dsn: %q, min: 50ms, max: 200ms}", "chaos_complete", false})
 	}
 	return js
 }
@@ -290,6 +297,9 @@ func (s *session) writeConfig(m *member) {
 	fmt.Fprintf(&b, "defaults: {lease: %s, starting_deadline: %s, max_attempts: 20, history: 24h, on_crash: retry}\njobs:\n",
 		s.o.Lease, s.o.Deadline)
 	for _, j := range s.jobs() {
+		if j.api {
+			continue // put through the Go API (schedules.go)
+		}
 		rest := j.yaml
 		if strings.Contains(rest, "%q") {
 			rest = fmt.Sprintf(rest, dsn)
