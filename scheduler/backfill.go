@@ -107,7 +107,7 @@ var ErrBackfillRange = engine.ErrBackfillRange
 func (s *Scheduler) Backfill(ctx context.Context, job string, params BackfillParams) (BackfillResult, error) {
 	p := engine.BackfillParams(params)
 	res, err := s.eng.Backfill(ctx, job, p)
-	if errors.Is(err, engine.ErrNotRunning) {
+	if errors.Is(err, engine.ErrNotRunning) || s.notRunning(err) {
 		st := s.store
 		if st == nil {
 			opened, oerr := backend.OpenLogged(ctx, s.cfg.backendConfig(), s.log)
@@ -116,6 +116,11 @@ func (s *Scheduler) Backfill(ctx context.Context, job string, params BackfillPar
 			}
 			defer opened.Close()
 			st = opened
+		}
+		if s.notRunning(err) {
+			if terr := s.eng.TakeSchedule(ctx, st, job); terr != nil {
+				return BackfillResult{Job: job}, err
+			}
 		}
 		res, err = s.eng.BackfillOn(ctx, st, job, p)
 	}

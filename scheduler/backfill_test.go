@@ -348,7 +348,7 @@ func TestCLIBackfill(t *testing.T) {
 	if _, errs, code := run("backfill", "--config", conf, "tick"); code != ExitUsage || !strings.Contains(errs, "--from is required") {
 		t.Errorf("no --from: exit %d: %s", code, errs)
 	}
-	if _, errs, code := run("backfill", "--config", conf, "nope", "--from", from); code != ExitUsage || !strings.Contains(errs, `no job "nope"`) {
+	if _, errs, code := run("backfill", "--config", conf, "nope", "--from", from); code != ExitUsage || !strings.Contains(errs, `no job or schedule "nope"`) {
 		t.Errorf("unknown job: exit %d: %s", code, errs)
 	}
 	if _, errs, code := run("backfill", "--config", conf, "tick", "--from", "yesterday"); code != ExitUsage || !strings.Contains(errs, "want RFC 3339") {

@@ -68,14 +68,14 @@ job does not lift a pause of the cluster. Prints the pauses still in force.
 	if err != nil {
 		return err
 	}
-	if _, ok := cfg.Jobs[job]; job != "" && !ok {
-		return usageError{msg: fmt.Sprintf("%s: no job %q in %s", name, job, *path)}
-	}
 	st, err := backend.OpenLogged(ctx, cfg.backendConfig(), newLogger(cfg.Log, os.Stderr))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if err := knownJob(ctx, cfg, st, job, true); job != "" && err != nil {
+		return usageError{msg: fmt.Sprintf("%s: %v in %s", name, err, *path)}
+	}
 	before, err := st.Pauses(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: read pauses: %w", name, err)
@@ -201,4 +201,21 @@ manual. Exit 0 only if the run succeeded.
 		return fmt.Errorf("manual run ended %s", res.End)
 	}
 	return nil
+}
+
+// knownJob is nil when job is a job of cfg or a schedule held as data in
+// st (live only, with live; deleted too, for its history), and otherwise
+// says there is none.
+func knownJob(ctx context.Context, cfg *Config, st slotstore.Store, job string, live bool) error {
+	if _, ok := cfg.Jobs[job]; ok {
+		return nil
+	}
+	es, err := st.Catalog(ctx, slotstore.CatalogParams{Jobs: []string{job}, Limit: 1})
+	if err != nil {
+		return fmt.Errorf("read the catalog: %w", err)
+	}
+	if len(es) == 1 && es[0].Run != "" && (!live || !es[0].Deleted) {
+		return nil
+	}
+	return fmt.Errorf("no job or schedule %q", job)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/scheduler/internal/backend"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -46,18 +47,26 @@ func cmdBackfill(ctx context.Context, args []string, stdout, stderr io.Writer, r
 	if err != nil {
 		return err
 	}
-	if _, ok := cfg.Jobs[job]; !ok {
-		return usageError{msg: fmt.Sprintf("backfill: no job %q in %s", job, *path)}
-	}
-	s, err := New(cfg, reg, WithLogger(newLogger(cfg.Log, stderr)))
+	st, err := backend.OpenLogged(ctx, cfg.backendConfig(), newLogger(cfg.Log, stderr))
 	if err != nil {
 		return err
 	}
-	loc := time.UTC
-	for _, j := range s.eng.Jobs() {
-		if j.Name == job {
-			loc = j.Schedule.Location()
+	defer st.Close()
+	if err := knownJob(ctx, cfg, st, job, true); err != nil {
+		return usageError{msg: fmt.Sprintf("backfill: %v in %s", err, *path)}
+	}
+	s, err := New(cfg, reg, WithLogger(newLogger(cfg.Log, stderr)), WithStore(st))
+	if err != nil {
+		return err
+	}
+	if _, ok := cfg.Jobs[job]; !ok {
+		if err := s.eng.TakeSchedule(ctx, st, job); err != nil {
+			return err
 		}
+	}
+	loc := time.UTC
+	if j, ok := s.eng.Job(job); ok {
+		loc = j.Schedule.Location()
 	}
 	p := BackfillParams{DryRun: *dry, To: time.Now()}
 	if p.From, err = parseWhenAt(*from, loc, p.To); err != nil {

@@ -45,14 +45,14 @@ a line, as the HTTP API does.
 	if err != nil {
 		return err
 	}
-	if _, ok := cfg.Jobs[*job]; *job != "" && !ok {
-		return usageError{msg: fmt.Sprintf("history: no job %q in %s", *job, *path)}
-	}
 	st, err := backend.OpenLogged(ctx, cfg.backendConfig(), newLogger(cfg.Log, os.Stderr))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if err := knownJob(ctx, cfg, st, *job, false); *job != "" && err != nil {
+		return usageError{msg: fmt.Sprintf("history: %v in %s", err, *path)}
+	}
 	ms, err := st.History(ctx, slotstore.HistoryParams{Job: *job, State: slotstore.State(*state), Limit: *n})
 	if err != nil {
 		return fmt.Errorf("read history: %w", err)

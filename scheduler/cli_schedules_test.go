@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slotcron/slotcron/scheduler/internal/admin"
 )
@@ -50,6 +51,21 @@ func TestCLISchedules(t *testing.T) {
 		!strings.Contains(out, "tenant-1") || !strings.Contains(out, "tenant-2") || strings.Contains(out, "other") ||
 		strings.Contains(out, "tenant-3") {
 		t.Fatalf("list: exit %d\n%s", code, out)
+	}
+	// A schedule is a job to the other commands: trigger, history,
+	// backfill, pause.
+	if code, out, errs = runCLI(t, "trigger", "--config", cfg, "tenant-2"); code != ExitOK || !strings.Contains(out, "tenant-2@") {
+		t.Fatalf("trigger of a schedule: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs = runCLI(t, "history", "--config", cfg, "--job", "tenant-2"); code != ExitOK || !strings.Contains(out, "tenant-2") {
+		t.Fatalf("history of a schedule: exit %d\n%s%s", code, out, errs)
+	}
+	from := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	if code, out, errs = runCLI(t, "backfill", "--config", cfg, "--dry-run", "--from", from, "tenant-2"); code != ExitOK {
+		t.Fatalf("backfill of a schedule: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs = runCLI(t, "pause", "--config", cfg, "--reason", "x", "other"); code != ExitOK {
+		t.Fatalf("pause of a schedule: exit %d\n%s%s", code, out, errs)
 	}
 	if code, _, errs = runCLI(t, "schedules", "pause", "--config", cfg, "tenant-1"); code != ExitUsage || !strings.Contains(errs, "--reason") {
 		t.Fatalf("pause without a reason: exit %d %s", code, errs)

@@ -186,7 +186,7 @@ func TestCLIHistory(t *testing.T) {
 	if code, _, _ := runCLI(t, "history", "--config", conf, "--state", "weird"); code != ExitUsage {
 		t.Errorf("bad state: exit %d", code)
 	}
-	if code, _, stderr := runCLI(t, "history", "--config", conf, "--job", "nope"); code != ExitUsage || !strings.Contains(stderr, `no job "nope"`) {
+	if code, _, stderr := runCLI(t, "history", "--config", conf, "--job", "nope"); code != ExitUsage || !strings.Contains(stderr, `no job or schedule "nope"`) {
 		t.Errorf("unknown job: exit %d, %q", code, stderr)
 	}
 }

@@ -78,7 +78,7 @@ type TriggerResult struct {
 // repeatedly.
 func (s *Scheduler) Trigger(ctx context.Context, job string) (TriggerResult, error) {
 	m, end, err := s.eng.Trigger(ctx, job)
-	if errors.Is(err, engine.ErrNotRunning) {
+	if errors.Is(err, engine.ErrNotRunning) || s.notRunning(err) {
 		st := s.store
 		if st == nil {
 			opened, oerr := backend.OpenLogged(ctx, s.cfg.backendConfig(), s.log)
@@ -88,7 +88,20 @@ func (s *Scheduler) Trigger(ctx context.Context, job string) (TriggerResult, err
 			defer opened.Close()
 			st = opened
 		}
+		if s.notRunning(err) { // a schedule held as data, maybe
+			if terr := s.eng.TakeSchedule(ctx, st, job); terr != nil {
+				return TriggerResult{Job: job}, err
+			}
+		}
 		m, end, err = s.eng.TriggerOn(ctx, st, job)
 	}
 	return TriggerResult{Job: m.Job, Slot: m.Slot, Fence: m.Fence, End: RunEnd(end)}, err
+}
+
+// notRunning reports whether err is the engine's "no such job" while no
+// Run is in progress: the job may be a schedule held as data, which only a
+// Run follows, and which a trigger or backfill outside one reads from the
+// store (engine.TakeSchedule).
+func (s *Scheduler) notRunning(err error) bool {
+	return errors.Is(err, engine.ErrNoJob) && s.runStore.Load() == nil
 }

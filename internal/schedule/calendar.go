@@ -1,6 +1,8 @@
 package schedule
 
 import (
+	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/robfig/cron/v3"
@@ -61,8 +63,32 @@ func (s *Schedule) blameField(fs []string, err error) error {
 		probe := []string{"0", "0", "0", "*", "*", "*"}
 		probe[i] = field
 		if _, ferr := parser.Parse(strings.Join(probe, " ")); ferr != nil {
-			return invalid(s.spec, ferr, "%s field: %v", fieldNames[i], ferr)
+			return invalid(s.spec, ferr, "%s", plainField(i, ferr))
 		}
 	}
 	return invalid(s.spec, err, "%v", err)
+}
+
+// fieldBounds are the least and greatest value of each field, in the order
+// of fieldNames.
+var fieldBounds = [6][2]int{{0, 59}, {0, 59}, {0, 23}, {1, 31}, {1, 12}, {0, 6}}
+
+// parserRange matches the parser's words for a value out of its field's
+// range, and for a range that runs backwards.
+var parserRange = regexp.MustCompile(`^(beginning of range|end of range) \((-?\d+)\) (below minimum|above maximum|beyond end of range) \((-?\d+)\): (.*)$`)
+
+// plainField words the parser's complaint about field i: "minute 61 out of
+// range 0–59" rather than "end of range (61) above maximum (59): 61".
+func plainField(i int, err error) string {
+	name, lo, hi := fieldNames[i], fieldBounds[i][0], fieldBounds[i][1]
+	m := parserRange.FindStringSubmatch(err.Error())
+	switch {
+	case m == nil:
+		return fmt.Sprintf("%s field: %v", name, err)
+	case m[3] == "beyond end of range":
+		return fmt.Sprintf("%s range %q runs backwards (%s to %s)", name, m[5], m[2], m[4])
+	case m[5] == m[2]:
+		return fmt.Sprintf("%s %s out of range %d–%d", name, m[2], lo, hi)
+	}
+	return fmt.Sprintf("%s %s in %q out of range %d–%d", name, m[2], m[5], lo, hi)
 }

@@ -22,7 +22,7 @@ func invalid(spec string, cause error, format string, args ...any) error {
 	return &parseError{spec: spec, msg: fmt.Sprintf(format, args...), cause: cause}
 }
 
-func (e *parseError) Error() string { return fmt.Sprintf("schedule %q: %s", e.spec, e.msg) }
+func (e *parseError) Error() string { return fmt.Sprintf("bad spec %q: %s", e.spec, e.msg) }
 
 func (e *parseError) Unwrap() error { return e.cause }
 

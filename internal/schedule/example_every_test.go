@@ -32,7 +32,7 @@ func ExampleParse_errors() {
 		fmt.Println(err)
 	}
 	// Output:
-	// schedule "61 * * * *": minute field: end of range (61) above maximum (59): 61
-	// schedule "0 2 * * *": unknown time zone "Mars/Base"
-	// schedule "@every 1500ms": @every interval 1.5s: must be a whole number of seconds
+	// bad spec "61 * * * *": minute 61 out of range 0–59
+	// bad spec "0 2 * * *": unknown time zone "Mars/Base"
+	// bad spec "@every 1500ms": @every interval 1.5s: must be a whole number of seconds
 }

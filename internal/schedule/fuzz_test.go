@@ -85,7 +85,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, spec, tz string) {
 		s, err := Parse(spec, tz)
 		if err != nil {
-			if !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), fmt.Sprintf("schedule %q: ", spec)) {
+			if !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), fmt.Sprintf("bad spec %q: ", spec)) {
 				t.Fatalf("Parse(%q, %q) error %q: want ErrInvalid naming the spec", spec, tz, err)
 			}
 			return

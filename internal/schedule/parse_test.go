@@ -67,12 +67,14 @@ func TestParseErrors(t *testing.T) {
 		spec, tz string
 		want     string // the error message contains this
 	}{
-		{"61 * * * *", "", `schedule "61 * * * *": minute field: `},
-		{"0 25 * * *", "", "hour field: "},
-		{"0 0 32 * *", "", "day-of-month field: "},
-		{"0 0 * 13 *", "", "month field: "},
-		{"0 0 * * 7", "", "day-of-week field: "},
-		{"60 0 0 * * *", "", "second field: "},
+		{"61 * * * *", "", `bad spec "61 * * * *": minute 61 out of range 0–59`},
+		{"0 10-61 * * *", "", `bad spec "0 10-61 * * *": hour 61 in "10-61" out of range 0–23`},
+		{"0 0 9-3 * *", "", `bad spec "0 0 9-3 * *": day-of-month range "9-3" runs backwards (9 to 3)`},
+		{"0 25 * * *", "", "hour 25 out of range 0–23"},
+		{"0 0 32 * *", "", "day-of-month 32 out of range 1–31"},
+		{"0 0 * 13 *", "", "month 13 out of range 1–12"},
+		{"0 0 * * 7", "", "day-of-week 7 out of range 0–6"},
+		{"60 0 0 * * *", "", "second 60 out of range 0–59"},
 		{"*/0 * * * *", "", "minute field: "},
 		{"x * * * *", "", "minute field: "},
 		{"0 , * * *", "", `hour field ",": matches no value`},

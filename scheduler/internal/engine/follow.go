@@ -231,3 +231,34 @@ func (e *Engine) followSchedules(ctx context.Context, st slotstore.Store) {
 		}
 	}
 }
+
+// TakeSchedule adds schedule id, read from st, to the jobs of an engine
+// with no Run in progress, so that TriggerOn and BackfillOn can run it (a
+// command's trigger or backfill of a schedule held as data). With a Run in
+// progress it changes nothing: the Run follows the schedules itself.
+// ErrNoJob when st has no such live schedule this binary can run.
+func (e *Engine) TakeSchedule(ctx context.Context, st slotstore.Store, id string) error {
+	if e.follow == nil {
+		return fmt.Errorf("%w: %q", ErrNoJob, id)
+	}
+	if e.live.cur.Load() != nil {
+		return nil
+	}
+	es, err := st.Catalog(ctx, slotstore.CatalogParams{Jobs: []string{id}, Limit: 1})
+	if err != nil {
+		return fmt.Errorf("schedules: read %s: %w", id, err)
+	}
+	e.reloading.Lock()
+	defer e.reloading.Unlock()
+	prev := e.jobs()
+	var p *plan
+	if len(es) == 1 {
+		p = e.planOf(prev, es[0])
+	}
+	if p == nil {
+		return fmt.Errorf("%w: %q", ErrNoJob, id)
+	}
+	next, _ := prev.withSchedules(map[string]*plan{id: p})
+	e.set.Store(next)
+	return nil
+}
