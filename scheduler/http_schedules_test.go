@@ -113,6 +113,16 @@ func TestHTTPSchedules(t *testing.T) {
 	if code, body = send(t, "GET", base+"?job=digest", ""); code != http.StatusOK || !strings.Contains(body, `"schedules":[]`) {
 		t.Fatalf("list: %d %s", code, body)
 	}
+	// Made anew after its delete, and by a PUT: created both times.
+	if code, body = send(t, "POST", base, `{"id":"t1","job":"digest","schedule":"@hourly"}`, auth...); code != http.StatusCreated || !strings.Contains(body, `"version":4`) {
+		t.Fatalf("a create after the delete: %d %s", code, body)
+	}
+	if code, body = send(t, "PUT", base+"/t2", `{"job":"digest","schedule":"@hourly"}`, auth...); code != http.StatusCreated {
+		t.Fatalf("a put that creates: %d %s", code, body)
+	}
+	if code, body = send(t, "PUT", base+"/t2", `{"job":"digest","schedule":"@daily"}`, auth...); code != http.StatusOK {
+		t.Fatalf("a put that replaces: %d %s", code, body)
+	}
 }
 
 // waitRun waits for a run of schedule id with params n of a slot after

@@ -52,6 +52,9 @@ type Schedule struct {
 	UpdatedAt time.Time
 	UpdatedBy string
 	Paused    bool
+	// Created says the last write made the schedule: none had the ID, or
+	// the one that had it was deleted. Read only.
+	Created bool
 }
 
 // Errors of schedule writes.
@@ -339,6 +342,7 @@ func scheduleOf(e slotstore.CatalogEntry) (Schedule, error) {
 	from, until := j.Schedule.Bounds()
 	sc := Schedule{ID: e.Job, Job: e.Run, Schedule: j.Schedule.String(), Params: json.RawMessage(j.Params), Start: from,
 		End: until, Version: e.Version, UpdatedAt: e.InForce.Since, UpdatedBy: e.InForce.Replica,
+		Created: len(e.Past) == 0 || e.Past[0].Fingerprint == slotstore.DeletedFingerprint && e.Past[0].Until.Equal(e.InForce.Since),
 		Policy: Policy{Timezone: j.Schedule.Location().String(), Lease: Duration(j.Lease), Timeout: Duration(j.Timeout),
 			OnCrash: j.OnCrash, MaxAttempts: j.MaxAttempts, StartingDeadline: Duration(j.Deadline), CatchUp: j.CatchUp,
 			CatchUpLimit: j.CatchUpLimit, History: Duration(j.History), Jitter: Duration(j.JitterWindow), Overlap: j.Overlap,

@@ -125,7 +125,7 @@ func scheduleJSON(sc Schedule) admin.ScheduleJSON {
 		CatchUp: string(p.CatchUp), MaxAttempts: p.MaxAttempts, CatchUpLimit: p.CatchUpLimit,
 		PauseAfterFailures: p.PauseAfterFailures, Version: sc.Version, UpdatedBy: sc.UpdatedBy, Paused: sc.Paused,
 		Retries: &admin.RetriesJSON{Max: p.Retries.Max, Backoff: durText(p.Retries.Backoff), MaxBackoff: durText(p.Retries.MaxBackoff)}}
-	j.Start, j.End = instant(sc.Start), instant(sc.End)
+	j.Start, j.End, j.Created = instant(sc.Start), instant(sc.End), sc.Created
 	j.UpdatedAt = instant(sc.UpdatedAt)
 	return j
 }

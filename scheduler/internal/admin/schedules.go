@@ -65,6 +65,9 @@ type ScheduleJSON struct {
 	UpdatedAt string `json:"updated_at,omitempty"`
 	UpdatedBy string `json:"updated_by,omitempty"`
 	Paused    bool   `json:"paused"`
+	// Created says, of a put's answer, that the schedule did not exist
+	// (or was deleted) before it: 201 rather than 200.
+	Created bool `json:"-"`
 }
 
 // RetriesJSON is a schedule's retry policy.
@@ -167,7 +170,7 @@ func (a *api) putSchedule(create bool) http.HandlerFunc {
 			return
 		}
 		code := http.StatusOK
-		if out.Version == 1 && create {
+		if out.Created {
 			code = http.StatusCreated
 		}
 		w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(out.Version, 10)))

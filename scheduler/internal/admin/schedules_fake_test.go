@@ -99,5 +99,6 @@ func jsonOf(e slotstore.CatalogEntry) ScheduleJSON {
 	return ScheduleJSON{ID: e.Job, Job: e.Run, Schedule: j.Schedule.String(), Timezone: j.Schedule.Location().String(),
 		Params: json.RawMessage(j.Params), Lease: j.Lease.String(), Timeout: j.Timeout.String(),
 		StartingDeadline: j.Deadline.String(), Overlap: string(j.Overlap), CatchUp: string(j.CatchUp), OnCrash: string(j.OnCrash),
-		Version: e.Version, UpdatedBy: e.InForce.Replica, UpdatedAt: e.InForce.Since.UTC().Format(time.RFC3339)}
+		Version: e.Version, UpdatedBy: e.InForce.Replica, UpdatedAt: e.InForce.Since.UTC().Format(time.RFC3339),
+		Created: len(e.Past) == 0}
 }
