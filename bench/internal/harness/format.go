@@ -8,8 +8,11 @@ import (
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
-// count writes 1000 as 1k and 100000 as 100k.
+// count writes 1000 as 1k, 100000 as 100k and 1000000 as 1M.
 func count(n int) string {
+	if n >= 1000000 && n%1000000 == 0 {
+		return itoa(n/1000000) + "M"
+	}
 	if n >= 1000 && n%1000 == 0 {
 		return itoa(n/1000) + "k"
 	}
