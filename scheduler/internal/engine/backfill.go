@@ -76,7 +76,7 @@ var ErrBackfillRange = errors.New("scheduler: bad backfill range")
 // ran, a catch-up policy, overlap; not one skipped for data loss), is to
 // run; every other slot is left alone.
 func (e *Engine) PlanBackfill(ctx context.Context, st slotstore.Store, job string, p BackfillParams) (BackfillResult, error) {
-	pl := e.jobs().byName[job]
+	pl := e.jobs().plan(job)
 	if pl == nil {
 		return BackfillResult{}, fmt.Errorf("%w: %q", ErrNoJob, job)
 	}
@@ -191,7 +191,7 @@ type runClaimed func(p *plan, c slotstore.Claim, sent time.Time) (End, error)
 // run because ctx ended or run refuses (no Run in progress any more); the
 // slots not reached keep an Err saying so.
 func (e *Engine) backfill(ctx context.Context, plan *BackfillResult, claim claimWith, run runClaimed) {
-	p := e.jobs().byName[plan.Job]
+	p := e.jobs().plan(plan.Job)
 	overlap := policy.OverlapAllow
 	if p.overlap != policy.OverlapAllow {
 		// A backfilled slot never replaces the run of a later one.
@@ -309,7 +309,7 @@ func (e *Engine) BackfillOn(ctx context.Context, st slotstore.Store, job string,
 // a later backfill. How each slot ended is logged. ErrNotRunning when no
 // Run is in progress.
 func (e *Engine) StartBackfill(ctx context.Context, job string, p BackfillParams) (BackfillResult, error) {
-	if e.jobs().byName[job] == nil {
+	if e.jobs().plan(job) == nil {
 		return BackfillResult{}, fmt.Errorf("%w: %q", ErrNoJob, job)
 	}
 	l := e.live.cur.Load()
@@ -400,7 +400,7 @@ func (e *Engine) backfillPaused(ctx context.Context, st slotstore.Store, job str
 // cancelling ctx hands the running slot back and stops. ErrNotRunning when
 // no Run is in progress.
 func (e *Engine) Backfill(ctx context.Context, job string, p BackfillParams) (BackfillResult, error) {
-	if e.jobs().byName[job] == nil {
+	if e.jobs().plan(job) == nil {
 		return BackfillResult{}, fmt.Errorf("%w: %q", ErrNoJob, job)
 	}
 	l := e.live.cur.Load()

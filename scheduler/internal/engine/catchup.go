@@ -116,7 +116,7 @@ func (s *Engine) noteGeneration(p *plan, g slotstore.Generation, sent time.Time)
 // slots they missed, before the loop serves its heap. It reports false if
 // ctx ended first.
 func (l *loop) scheduleAll(ctx context.Context) bool {
-	plans := l.s.jobs().plans
+	plans := l.s.jobs().all()
 	gens, ok := l.s.enroll(ctx, l.st, plans)
 	if !ok {
 		return false
@@ -302,7 +302,7 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 				break
 			}
 			q := reqs[i]
-			p := l.s.jobs().byName[q.Job]
+			p := l.s.jobs().plan(q.Job)
 			if p == nil {
 				continue
 			}

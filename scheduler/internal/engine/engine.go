@@ -200,7 +200,8 @@ func New(c Config) (*Engine, error) {
 	e := &Engine{replica: c.Replica, incarnation: c.Incarnation, log: c.Log.With("replica", c.Replica), base: c.Log, now: c.Now, grace: c.Grace,
 		metrics: newMetrics(c.PerJobHistograms), started: c.Now(), build: buildinfo.Read(), catalogKick: make(chan struct{}, 1),
 		reloads: make(chan reloadReq)}
-	e.set.Store(newPlanSet(c.Jobs, c.Revision, nil))
+	set, _ := newPlanSet(c.Jobs, c.Revision, nil)
+	e.set.Store(set)
 	if c.Lookup != nil {
 		e.follow = newFollower(c.Lookup)
 	}
@@ -263,7 +264,7 @@ func (e *Engine) Jobs() []JobSpec {
 // Job describes the job or schedule held as data name that this replica
 // runs, as Jobs does; false when it runs none of that name.
 func (e *Engine) Job(name string) (JobSpec, bool) {
-	p := e.jobs().byName[name]
+	p := e.jobs().plan(name)
 	if p == nil {
 		return JobSpec{}, false
 	}
@@ -279,12 +280,12 @@ func (p *plan) describe() JobSpec {
 }
 
 // HasJob reports whether the configuration has job.
-func (e *Engine) HasJob(job string) bool { return e.jobs().byName[job] != nil }
+func (e *Engine) HasJob(job string) bool { return e.jobs().plan(job) != nil }
 
 // maxLease is the longest lease of any job.
 func (e *Engine) maxLease() time.Duration {
 	var d time.Duration
-	for _, p := range e.jobs().plans {
+	for _, p := range e.jobs().all() {
 		d = max(d, p.lease)
 	}
 	return d

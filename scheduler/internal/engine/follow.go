@@ -100,21 +100,16 @@ func (e *Engine) loadAll(ctx context.Context, st slotstore.Store) error {
 	e.reloading.Lock()
 	defer e.reloading.Unlock()
 	prev := e.jobs()
-	next := &planSet{plans: make([]*plan, 0, prev.nConfig+len(all)), byName: make(map[string]*plan, prev.nConfig+len(all)),
-		revision: prev.revision, nConfig: prev.nConfig}
-	for _, p := range prev.config() {
-		next.plans = append(next.plans, p)
-		next.byName[p.name] = p
-	}
+	repl := make(map[string]*plan, len(all))
 	for _, en := range all {
-		if p := e.planOf(next, en); p != nil {
-			next.plans = append(next.plans, p)
-			next.byName[p.name] = p
+		if p := e.planOf(prev, en); p != nil {
+			repl[p.name] = p
 		}
 	}
+	next, _, _ := prev.withSchedules(repl)
 	e.set.Store(next)
 	e.follow.cursor = head
-	e.log.Info("schedules loaded", "schedules", len(next.plans)-next.nConfig, "stored", len(all), "seq", head)
+	e.log.Info("schedules loaded", "schedules", next.nHeld, "stored", len(all), "seq", head)
 	return nil
 }
 
@@ -258,7 +253,7 @@ func (e *Engine) TakeSchedule(ctx context.Context, st slotstore.Store, id string
 	if p == nil {
 		return fmt.Errorf("%w: %q", ErrNoJob, id)
 	}
-	next, _ := prev.withSchedules(map[string]*plan{id: p})
+	next, _, _ := prev.withSchedules(map[string]*plan{id: p})
 	e.set.Store(next)
 	return nil
 }

@@ -125,8 +125,8 @@ func (e *Engine) applySchedules(ctx context.Context, got []slotstore.CatalogEntr
 	prev := e.jobs()
 	repl := make(map[string]*plan) // a new plan, or nil for none
 	for _, en := range got {
-		cur := prev.byName[en.Job]
-		if cur != nil && cur.run != "" && !en.Deleted && cur.run == en.Run && cur.spec.Fingerprint == en.InForce.Fingerprint {
+		cur := prev.held[shardOf(en.Job)][en.Job]
+		if cur != nil && !en.Deleted && cur.run == en.Run && cur.spec.Fingerprint == en.InForce.Fingerprint {
 			cur.seq = en.Seq // the plan it has: kept, with its place in the heap
 			cur.conflict.Store(nil)
 			delete(repl, en.Job)
@@ -135,7 +135,7 @@ func (e *Engine) applySchedules(ctx context.Context, got []slotstore.CatalogEntr
 		switch p := e.planOf(prev, en); {
 		case p != nil:
 			repl[en.Job] = p
-		case cur != nil && cur.run != "":
+		case cur != nil:
 			repl[en.Job] = nil
 		}
 	}
@@ -149,12 +149,12 @@ func (e *Engine) applySchedules(ctx context.Context, got []slotstore.CatalogEntr
 	if len(repl) == 0 {
 		return nil
 	}
-	next, fresh := prev.withSchedules(repl)
+	next, fresh, gone := prev.withSchedules(repl)
 	if e.live.cur.Load() == nil {
 		e.set.Store(next)
 		return nil
 	}
-	req := reloadReq{set: next, fresh: fresh, done: make(chan struct{}), schedules: true}
+	req := reloadReq{set: next, fresh: fresh, gone: gone, done: make(chan struct{}), schedules: true}
 	select {
 	case e.reloads <- req:
 	case <-ctx.Done():
@@ -162,37 +162,4 @@ func (e *Engine) applySchedules(ctx context.Context, got []slotstore.CatalogEntr
 	}
 	<-req.done
 	return nil
-}
-
-// withSchedules returns s with the schedule plans of repl in place of its
-// own (nil: none), and the new plans.
-func (s *planSet) withSchedules(repl map[string]*plan) (*planSet, []*plan) {
-	next := &planSet{plans: make([]*plan, 0, len(s.plans)+len(repl)), byName: make(map[string]*plan, len(s.byName)+len(repl)),
-		revision: s.revision, nConfig: s.nConfig}
-	var fresh []*plan
-	add := func(p *plan) {
-		next.plans = append(next.plans, p)
-		next.byName[p.name] = p
-	}
-	for _, p := range s.config() {
-		add(p)
-	}
-	for _, p := range s.schedules() {
-		r, ok := repl[p.name]
-		switch {
-		case !ok:
-			add(p)
-		case r != nil:
-			add(r)
-			fresh = append(fresh, r)
-		}
-		delete(repl, p.name)
-	}
-	for _, r := range repl {
-		if r != nil {
-			add(r)
-			fresh = append(fresh, r)
-		}
-	}
-	return next, fresh
 }

@@ -80,7 +80,7 @@ func (r Records) Audit(ctx context.Context, job string, from, to time.Time) (Aud
 // until the catalog has been read); false when the configuration has no
 // such job.
 func (r Records) SpecOf(job string) (own slotstore.Spec, conflict *slotstore.SpecRecord, ok bool) {
-	p := r.l.s.jobs().byName[job]
+	p := r.l.s.jobs().plan(job)
 	if p == nil {
 		return slotstore.Spec{}, nil, false
 	}

@@ -14,51 +14,24 @@ import (
 	"github.com/slotcron/slotcron/slotstore"
 )
 
-// planSet is the jobs of one configuration, in its order, then the
-// schedules held as data this replica runs, and all by name.
-type planSet struct {
-	plans    []*plan
-	byName   map[string]*plan
-	revision int64
-	// nConfig is how many of plans are the configuration's: those after
-	// them are schedules held as data (follow.go).
-	nConfig int
-}
-
 // jobs returns the jobs of the configuration in force.
 func (e *Engine) jobs() *planSet { return e.set.Load() }
 
-// config returns the configuration's plans.
-func (s *planSet) config() []*plan { return s.plans[:s.nConfig] }
-
-// schedules returns the plans of schedules held as data.
-func (s *planSet) schedules() []*plan { return s.plans[s.nConfig:] }
-
-// newPlanSet builds the plans of specs under revision, followed by prev's
-// schedules held as data but those a job of specs shares a name with. A
-// job of prev whose spec is unchanged keeps its plan, and with it its place
-// in the heap and its state.
-func newPlanSet(specs []JobSpec, revision int64, prev *planSet) *planSet {
-	s := &planSet{plans: make([]*plan, len(specs)), byName: make(map[string]*plan, len(specs)), revision: revision,
-		nConfig: len(specs)}
+// newPlanSet builds the plans of specs under revision, with prev's
+// schedules held as data but those a job of specs shares a name with,
+// which it also returns. A job of prev whose spec is unchanged keeps its
+// plan, and with it its place in the heap and its state.
+func newPlanSet(specs []JobSpec, revision int64, prev *planSet) (*planSet, []*plan) {
+	plans := make([]*plan, len(specs))
 	for i, j := range specs {
 		sp := SpecOf(j, revision)
 		p := prev.kept(j.Name, sp)
-		if p == nil || p.run != "" {
+		if p == nil {
 			p = newPlan(j, sp)
 		}
-		s.plans[i] = p
-		s.byName[p.name] = p
+		plans[i] = p
 	}
-	if prev != nil {
-		for _, p := range prev.schedules() {
-			if s.byName[p.name] == nil {
-				s.plans = append(s.plans, p)
-				s.byName[p.name] = p
-			}
-		}
-	}
-	return s
+	return prev.withConfig(plans, revision)
 }
 
 // newPlan returns the plan of j under spec sp.
@@ -96,6 +69,7 @@ func (r Reloaded) Empty() bool { return len(r.Added)+len(r.Removed)+len(r.Change
 type reloadReq struct {
 	set   *planSet
 	fresh []*plan // the plans the set adds or changes, enrolled
+	gone  []*plan // the plans of the set before that it no longer has
 	done  chan struct{}
 	// schedules marks a set that changes schedules held as data alone
 	// (follow.go): their fresh plans take their slots from their write on.
@@ -113,7 +87,7 @@ func (e *Engine) Reload(ctx context.Context, st slotstore.Store, specs []JobSpec
 	e.reloading.Lock()
 	defer e.reloading.Unlock()
 	prev := e.jobs()
-	next := newPlanSet(specs, revision, prev)
+	next, gone := newPlanSet(specs, revision, prev)
 	var r Reloaded
 	var fresh []*plan
 	for _, p := range next.plans {
@@ -124,11 +98,13 @@ func (e *Engine) Reload(ctx context.Context, st slotstore.Store, specs []JobSpec
 		case old != p:
 			r.Changed = append(r.Changed, p.name)
 			fresh = append(fresh, p)
+			gone = append(gone, old)
 		}
 	}
 	for _, p := range prev.plans {
 		if next.byName[p.name] == nil {
 			r.Removed = append(r.Removed, p.name)
+			gone = append(gone, p)
 		}
 	}
 	slices.Sort(r.Added)
@@ -146,7 +122,7 @@ func (e *Engine) Reload(ctx context.Context, st slotstore.Store, specs []JobSpec
 			return Reloaded{}, fmt.Errorf("reload: enrolling %d new or changed jobs: %w", len(fresh), context.Cause(ectx))
 		}
 	}
-	req := reloadReq{set: next, fresh: fresh, done: make(chan struct{})}
+	req := reloadReq{set: next, fresh: fresh, gone: gone, done: make(chan struct{})}
 	select {
 	case e.reloads <- req:
 	case <-ctx.Done():
@@ -192,14 +168,11 @@ func (e *Engine) retire(ctx context.Context, st slotstore.Store, jobs []string, 
 // its next slot (no catch-up: the slots before belonged to the spec then).
 func (l *loop) takeReload(req reloadReq) {
 	defer close(req.done)
-	prev := l.s.jobs()
-	for _, p := range prev.plans {
-		if req.set.byName[p.name] != p {
-			p.retired.Store(true)
-			l.s.metrics.jobs.remove(p)
-			if req.set.byName[p.name] == nil && p.run == "" {
-				l.s.metrics.specConflict.DeleteLabelValues(p.name)
-			}
+	for _, p := range req.gone {
+		p.retired.Store(true)
+		l.s.metrics.jobs.remove(p)
+		if req.set.byName[p.name] == nil && p.run == "" {
+			l.s.metrics.specConflict.DeleteLabelValues(p.name)
 		}
 	}
 	l.s.set.Store(req.set)
@@ -220,7 +193,7 @@ func (l *loop) takeReload(req reloadReq) {
 		}
 	}
 	if req.schedules {
-		l.s.log.Debug("schedules changed", "schedules", len(req.set.plans)-req.set.nConfig, "fresh", len(req.fresh))
+		l.s.log.Debug("schedules changed", "schedules", req.set.nHeld, "fresh", len(req.fresh), "gone", len(req.gone))
 		return
 	}
 	l.s.log.Info("configuration reloaded", "jobs", len(req.set.plans), "revision", req.set.revision)

@@ -102,7 +102,7 @@ func (l *loop) scanState(ctx context.Context, state slotstore.State) ([]slotstor
 func (l *loop) watchAll(ms []slotstore.Marker) {
 	now := l.s.now()
 	for _, m := range ms {
-		p := l.s.jobs().byName[m.Job]
+		p := l.s.jobs().plan(m.Job)
 		if p == nil {
 			continue // another replica's job, or a duty's term
 		}

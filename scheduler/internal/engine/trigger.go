@@ -69,7 +69,7 @@ type Started struct {
 // lock is held until the run has started, so Run, ending, either waits for
 // the run or has stopped taking triggers before the claim.
 func (e *Engine) Start(ctx context.Context, job string) (Started, error) {
-	p := e.jobs().byName[job]
+	p := e.jobs().plan(job)
 	if p == nil {
 		return Started{}, fmt.Errorf("%w: %q", ErrNoJob, job)
 	}
@@ -114,7 +114,7 @@ func (e *Engine) Trigger(ctx context.Context, job string) (Manual, End, error) {
 // TriggerOn runs a manual slot of job on st, outside any Run, and waits for
 // the run to end; cancelling ctx hands the slot back.
 func (e *Engine) TriggerOn(ctx context.Context, st slotstore.Store, job string) (Manual, End, error) {
-	p := e.jobs().byName[job]
+	p := e.jobs().plan(job)
 	if p == nil {
 		return Manual{}, "", fmt.Errorf("%w: %q", ErrNoJob, job)
 	}
