@@ -17,6 +17,9 @@ func (s *Store) offer(job string, spec slotstore.Spec, replica string, now time.
 		cur = &e
 	}
 	e, _ := rules.Offer(cur, job, spec, replica, now)
+	if cur == nil {
+		s.names = nil // a new name: sorted again at the next read
+	}
 	s.catalog[job] = e
 }
 

@@ -41,6 +41,9 @@ type Store struct {
 	beats   map[string]slotstore.Replica      // replica -> its last beat
 	catalog map[string]slotstore.CatalogEntry // job -> its catalog entry (catalog.go)
 	seq     int64                             // the newest schedule write's sequence number
+	// names are the catalog's names, sorted, for Schedules; nil when a
+	// name was added since (schedules.go).
+	names []string
 	// watchers are the channels of WatchSchedules (schedules.go).
 	watchers map[chan struct{}]struct{}
 }

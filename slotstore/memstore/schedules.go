@@ -2,8 +2,8 @@ package memstore
 
 import (
 	"context"
-	"slices"
 	"sort"
+	"strings"
 
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/internal/rules"
@@ -31,6 +31,9 @@ func (s *Store) WriteSchedules(ctx context.Context, p slotstore.WriteSchedulesPa
 		if out == rules.Changed {
 			s.seq++
 			e.Seq = s.seq
+			if _, had := s.catalog[w.ID]; !had {
+				s.names = nil // a new name: sorted again at the next read
+			}
 			s.catalog[w.ID] = e
 			s.bornOf(w.ID, now)
 			wrote = true
@@ -43,7 +46,8 @@ func (s *Store) WriteSchedules(ctx context.Context, p slotstore.WriteSchedulesPa
 	return res, nil
 }
 
-// Schedules implements slotstore.Store.
+// Schedules implements slotstore.Store: a walk of the catalog's names in
+// order from After (sorted once after each change of the catalog's names).
 func (s *Store) Schedules(ctx context.Context, p slotstore.ScheduleParams) ([]slotstore.CatalogEntry, error) {
 	p, err := rules.NormalizeSchedules(p)
 	if err != nil {
@@ -55,16 +59,44 @@ func (s *Store) Schedules(ctx context.Context, p slotstore.ScheduleParams) ([]sl
 	}
 	defer unlock()
 	var out []slotstore.CatalogEntry
-	for id, e := range s.catalog {
-		if id > p.After && (len(p.IDs) == 0 || slices.Contains(p.IDs, id)) && rules.Listed(e, p) {
+	if len(p.IDs) > 0 {
+		seen := make(map[string]bool, len(p.IDs))
+		for _, id := range p.IDs {
+			if e, ok := s.catalog[id]; ok && !seen[id] && id > p.After && rules.Listed(e, p) {
+				seen[id] = true
+				out = append(out, copyEntry(e))
+			}
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Job < out[j].Job })
+		return out[:min(len(out), p.Limit)], nil
+	}
+	names := s.sortedNames()
+	from := max(p.After, p.Prefix)
+	for i := sort.SearchStrings(names, from); i < len(names) && len(out) < p.Limit; i++ {
+		name := names[i]
+		if name <= p.After {
+			continue
+		}
+		if !strings.HasPrefix(name, p.Prefix) {
+			break
+		}
+		if e := s.catalog[name]; rules.Listed(e, p) {
 			out = append(out, copyEntry(e))
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Job < out[j].Job })
-	if len(out) > p.Limit {
-		out = out[:p.Limit]
-	}
 	return out, nil
+}
+
+// sortedNames returns the catalog's names in order; s.mu is held.
+func (s *Store) sortedNames() []string {
+	if s.names == nil {
+		s.names = make([]string, 0, len(s.catalog))
+		for name := range s.catalog {
+			s.names = append(s.names, name)
+		}
+		sort.Strings(s.names)
+	}
+	return s.names
 }
 
 // ScheduleChanges implements slotstore.Store.
