@@ -41,6 +41,8 @@ type Store struct {
 	beats   map[string]slotstore.Replica      // replica -> its last beat
 	catalog map[string]slotstore.CatalogEntry // job -> its catalog entry (catalog.go)
 	seq     int64                             // the newest schedule write's sequence number
+	// seqLog is every schedule write, in order (schedules.go).
+	seqLog []seqRec
 	// names are the catalog's names, sorted, for Schedules; nil when a
 	// name was added since (schedules.go).
 	names []string

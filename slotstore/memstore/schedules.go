@@ -31,6 +31,7 @@ func (s *Store) WriteSchedules(ctx context.Context, p slotstore.WriteSchedulesPa
 		if out == rules.Changed {
 			s.seq++
 			e.Seq = s.seq
+			s.seqLog = append(s.seqLog, seqRec{s.seq, w.ID})
 			if _, had := s.catalog[w.ID]; !had {
 				s.names = nil // a new name: sorted again at the next read
 			}
@@ -111,16 +112,21 @@ func (s *Store) ScheduleChanges(ctx context.Context, p slotstore.ChangesParams) 
 	}
 	defer unlock()
 	out := slotstore.Changes{Head: s.seq}
-	for _, e := range s.catalog {
-		if e.Seq > p.After {
+	i := sort.Search(len(s.seqLog), func(i int) bool { return s.seqLog[i].seq > p.After })
+	for ; i < len(s.seqLog) && len(out.Entries) < p.Limit; i++ {
+		r := s.seqLog[i]
+		if e := s.catalog[r.id]; e.Seq == r.seq { // else written again since: later in the log
 			out.Entries = append(out.Entries, copyEntry(e))
 		}
 	}
-	sort.Slice(out.Entries, func(i, j int) bool { return out.Entries[i].Seq < out.Entries[j].Seq })
-	if len(out.Entries) > p.Limit {
-		out.Entries = out.Entries[:p.Limit]
-	}
 	return out, nil
+}
+
+// seqRec is one schedule write in the store's log of them: the feed reads
+// it from a sequence number on, in order.
+type seqRec struct {
+	seq int64
+	id  string
 }
 
 var _ slotstore.ScheduleWatcher = (*Store)(nil)
