@@ -13,9 +13,12 @@ package engine
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/schedule"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/slotstore"
 )
@@ -47,10 +50,55 @@ type follower struct {
 	mu     sync.Mutex
 	stale  map[string]bool // schedules whose claims found another spec in force
 	warned map[string]bool // what warnOnce reported
+	parsed map[parseKey]*schedule.Schedule
+	byFP   map[string]JobSpec // the job of a spec body, by its fingerprint
 }
 
 func newFollower(lookup func(string) (jobs.Func, bool)) *follower {
-	return &follower{lookup: lookup, kick: make(chan struct{}, 1), stale: make(map[string]bool), warned: make(map[string]bool)}
+	return &follower{lookup: lookup, kick: make(chan struct{}, 1), stale: make(map[string]bool), warned: make(map[string]bool),
+		parsed: make(map[parseKey]*schedule.Schedule), byFP: make(map[string]JobSpec)}
+}
+
+// parseKey is what a parsed schedule of a spec body depends on.
+type parseKey struct{ spec, zone, start, end string }
+
+// maxParsed bounds the follower's cache of parsed schedules.
+const maxParsed = 10000
+
+// jobOf is JobOf, with the parsed schedule of a spec, zone and bounds
+// shared by the schedules that have them: 100,000 schedules of a few specs
+// parse a few, and share their plans' schedule.
+func (f *follower) jobOf(en slotstore.CatalogEntry, fn jobs.Func) (JobSpec, error) {
+	f.mu.Lock()
+	j, ok := f.byFP[en.InForce.Fingerprint] // the same body, of another schedule
+	f.mu.Unlock()
+	if ok && j.Run == en.Run {
+		j.Name, j.Fn = en.Job, fn
+		return j, nil
+	}
+	b, ok := ParseBody(en.InForce.Body)
+	if !ok {
+		return JobOf(en, fn)
+	}
+	k := parseKey{b.Schedule, b.Zone, b.Start, b.End}
+	f.mu.Lock()
+	sched := f.parsed[k]
+	f.mu.Unlock()
+	j, err := jobOfBody(en, b, fn, sched)
+	if err != nil {
+		return j, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.parsed) == maxParsed {
+		clear(f.parsed)
+	}
+	f.parsed[k] = j.Schedule
+	if len(f.byFP) == maxParsed {
+		clear(f.byFP)
+	}
+	f.byFP[en.InForce.Fingerprint] = j
+	return j, nil
 }
 
 // noteScheduleSpec acts on f, the spec in force of p, a schedule's plan:
@@ -91,48 +139,70 @@ func (e *Engine) loadSchedules(ctx context.Context, st slotstore.Store) bool {
 }
 
 // loadAll reads every schedule and makes the plan set the configuration's
-// plans and theirs, before the loop runs.
+// plans and theirs, before the loop runs; each page is made plans as it
+// comes, so no copy of every entry is kept.
 func (e *Engine) loadAll(ctx context.Context, st slotstore.Store) error {
-	head, all, err := readAll(ctx, st)
+	prev := e.jobs()
+	repl := make(map[string]*plan)
+	stored := 0
+	head, err := readAll(ctx, st, func(page []slotstore.CatalogEntry) {
+		stored += len(page)
+		for _, p := range e.plansOf(prev, page) {
+			repl[p.name] = p
+		}
+	})
 	if err != nil {
 		return err
 	}
 	e.reloading.Lock()
 	defer e.reloading.Unlock()
-	prev := e.jobs()
-	repl := make(map[string]*plan, len(all))
-	for _, en := range all {
-		if p := e.planOf(prev, en); p != nil {
-			repl[p.name] = p
-		}
-	}
-	next, _, _ := prev.withSchedules(repl)
+	next, _, _ := e.jobs().withSchedules(repl)
 	e.set.Store(next)
 	e.follow.cursor = head
-	e.log.Info("schedules loaded", "schedules", next.nHeld, "stored", len(all), "seq", head)
+	e.log.Info("schedules loaded", "schedules", next.nHeld, "stored", stored, "seq", head)
 	return nil
 }
 
+// plansOf returns the plans of the schedules of page this replica runs
+// (planOf), made on every processor: reading a spec body is most of a
+// start-up's work at 100,000 schedules.
+func (e *Engine) plansOf(set *planSet, page []slotstore.CatalogEntry) []*plan {
+	workers := min(runtime.GOMAXPROCS(0), 1+len(page)/1000)
+	parts := make([][]*plan, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(page); i += workers {
+				if p := e.planOf(set, page[i]); p != nil {
+					parts[w] = append(parts[w], p)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return slices.Concat(parts...)
+}
+
 // readAll reads the head of the feed of schedule writes, then every live
-// schedule, in pages: a write after the head is read again from the feed.
-func readAll(ctx context.Context, st slotstore.Store) (int64, []slotstore.CatalogEntry, error) {
+// schedule, in pages, each handed to page: a write after the head is read
+// again from the feed.
+func readAll(ctx context.Context, st slotstore.Store, page func([]slotstore.CatalogEntry)) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	head, err := st.ScheduleChanges(ctx, slotstore.ChangesParams{After: 1<<63 - 1, Limit: 1})
 	if err != nil {
-		return 0, nil, fmt.Errorf("schedules: read the head of their writes: %w", err)
+		return 0, fmt.Errorf("schedules: read the head of their writes: %w", err)
 	}
-	var all []slotstore.CatalogEntry
 	for after := ""; ; {
-		page, err := st.Schedules(ctx, slotstore.ScheduleParams{After: after, Limit: schedulePage})
+		es, err := st.Schedules(ctx, slotstore.ScheduleParams{After: after, Limit: schedulePage})
 		if err != nil {
-			return 0, nil, fmt.Errorf("schedules: read a page after %q: %w", after, err)
+			return 0, fmt.Errorf("schedules: read a page after %q: %w", after, err)
 		}
-		all = append(all, page...)
-		if len(page) < schedulePage {
-			return head.Head, all, nil
+		page(es)
+		if len(es) < schedulePage {
+			return head.Head, nil
 		}
-		after = page[len(page)-1].Job
+		after = es[len(es)-1].Job
 	}
 }
 
@@ -155,7 +225,7 @@ func (e *Engine) planOf(set *planSet, en slotstore.CatalogEntry) *plan {
 			"run", en.Run, "first", en.Job)
 		return nil
 	}
-	j, err := JobOf(en, fn)
+	j, err := e.follow.jobOf(en, fn)
 	if err != nil {
 		e.warnOnce("unreadable", "schedules this build cannot read are not run here; later ones are not logged",
 			"first", en.Job, "err", err)

@@ -99,7 +99,8 @@ func (e *Engine) markStale(ids ...string) {
 // reloadSchedules reads every schedule again and takes them in, dropping
 // the plans of schedules the store no longer has.
 func (e *Engine) reloadSchedules(ctx context.Context, st slotstore.Store) error {
-	head, all, err := readAll(ctx, st)
+	var all []slotstore.CatalogEntry
+	head, err := readAll(ctx, st, func(page []slotstore.CatalogEntry) { all = append(all, page...) })
 	if err != nil {
 		return err
 	}

@@ -240,8 +240,12 @@ func (m *metrics) succeeded(p *plan, slot time.Time) {
 // joins the jobs whose zeros and interval a scrape reports (zeroed,
 // intervalGauge), a few bytes a job.
 func (m *metrics) scheduled(p *plan, now time.Time) {
-	if p.mark.set(m.intervals.of(p.sched, now)) && p.run == "" {
-		m.jobs.add(p) // a schedule held as data adds no series of its own
+	if p.run != "" {
+		p.mark.set(0) // a schedule held as data adds no series, so needs no interval
+		return
+	}
+	if p.mark.set(m.intervals.of(p.sched, now)) {
+		m.jobs.add(p)
 	}
 }
 

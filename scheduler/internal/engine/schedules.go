@@ -26,6 +26,12 @@ func JobOf(e slotstore.CatalogEntry, fn jobs.Func) (JobSpec, error) {
 	if !ok {
 		return JobSpec{}, fmt.Errorf("schedule %s: spec %s: not a spec body this build reads", e.Job, e.InForce.Fingerprint)
 	}
+	return jobOfBody(e, b, fn, nil)
+}
+
+// jobOfBody is JobOf of e's body b, its schedule sched when not nil (b's
+// parsed already).
+func jobOfBody(e slotstore.CatalogEntry, b SpecBody, fn jobs.Func, sched *schedule.Schedule) (JobSpec, error) {
 	j := JobSpec{Name: e.Job, Run: e.Run, Fn: fn, OnCrash: policy.OnCrash(b.OnCrash), MaxAttempts: b.MaxAttempts,
 		CatchUp: policy.CatchUp(b.CatchUp), CatchUpLimit: b.CatchUpLimit, Overlap: policy.Overlap(b.Overlap),
 		Retries: Retries{Max: b.Retries}, PauseAfterFailures: b.PauseAfterFailures}
@@ -50,9 +56,11 @@ func JobOf(e slotstore.CatalogEntry, fn jobs.Func) (JobSpec, error) {
 	if b.JitterWindow != "" {
 		dur("jitter_window", b.JitterWindow, &j.JitterWindow)
 	}
-	sched, err := b.Slots()
-	if err != nil {
-		errs = append(errs, err)
+	if sched == nil {
+		var err error
+		if sched, err = b.Slots(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if !j.OnCrash.Valid() || !j.CatchUp.Valid() || !j.Overlap.Valid() {
 		errs = append(errs, fmt.Errorf("policy on_crash %q, catch_up %q, overlap %q", b.OnCrash, b.CatchUp, b.Overlap))
