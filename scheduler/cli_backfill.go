@@ -52,21 +52,9 @@ func cmdBackfill(ctx context.Context, args []string, stdout, stderr io.Writer, r
 		return err
 	}
 	defer st.Close()
-	if err := knownJob(ctx, cfg, st, job, true); err != nil {
-		return usageError{msg: fmt.Sprintf("backfill: %v in %s", err, *path)}
-	}
-	s, err := New(cfg, reg, WithLogger(newLogger(cfg.Log, stderr)), WithStore(st))
+	s, loc, err := backfiller(ctx, cfg, reg, st, job, *path, stderr)
 	if err != nil {
 		return err
-	}
-	if _, ok := cfg.Jobs[job]; !ok {
-		if err := s.eng.TakeSchedule(ctx, st, job); err != nil {
-			return err
-		}
-	}
-	loc := time.UTC
-	if j, ok := s.eng.Job(job); ok {
-		loc = j.Schedule.Location()
 	}
 	p := BackfillParams{DryRun: *dry, To: time.Now()}
 	if p.From, err = parseWhenAt(*from, loc, p.To); err != nil {
@@ -104,6 +92,29 @@ func cmdBackfill(ctx context.Context, args []string, stdout, stderr io.Writer, r
 		return fmt.Errorf("%d of %d slot(s) to run did not succeed", bad, res.ToRun())
 	}
 	return nil
+}
+
+// backfiller returns the scheduler that backfills job of cfg on st, a job
+// of the file or a schedule held as data, and the zone its bounds are read
+// in.
+func backfiller(ctx context.Context, cfg *Config, reg *jobs.Registry, st slotstore.Store, job, path string, stderr io.Writer) (*Scheduler, *time.Location, error) {
+	if err := knownJob(ctx, cfg, st, job, true); err != nil {
+		return nil, nil, usageError{msg: fmt.Sprintf("backfill: %v in %s", err, path)}
+	}
+	s, err := New(cfg, reg, WithLogger(newLogger(cfg.Log, stderr)), WithStore(st))
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, ok := cfg.Jobs[job]; !ok {
+		if err := s.eng.TakeSchedule(ctx, st, job); err != nil {
+			return nil, nil, err
+		}
+	}
+	loc := time.UTC
+	if j, ok := s.eng.Job(job); ok {
+		loc = j.Schedule.Location()
+	}
+	return s, loc, nil
 }
 
 // whenLayouts are the forms a backfill bound may take besides RFC 3339,
