@@ -33,6 +33,7 @@ type Options struct {
 	SchedStores  []string
 	SchedWindow  time.Duration
 	SchedProfile string
+	SchedYAML    bool
 
 	Out string
 }
@@ -79,6 +80,7 @@ func Parse(args []string) (*Options, error) {
 	schedSizes := fs.String("schedule-sizes", "100000", "schedules section: counts of stored schedules (schedule i at second i%60, as the spread workload); the full form is 100000,1000000")
 	schedStores := fs.String("schedule-stores", "memory,redis3,postgres", "schedules section: stores ("+strings.Join(allStores, ",")+"); redis is one replica, for the 1M carry figure")
 	fs.DurationVar(&o.SchedWindow, "schedule-window", time.Minute, "schedules section: measured window of each measurement (it starts -warmup after Run)")
+	fs.BoolVar(&o.SchedYAML, "schedule-yaml", true, "schedules section: measure as many YAML jobs on the same store beside each (false: schedules only, to save time at 1M)")
 	fs.StringVar(&o.SchedProfile, "schedule-cpuprofile", "", "schedules section: write a CPU profile of each start-up (Run → every replica's first run) to PREFIX-<store>-<yaml|schedules>-<n>.pprof")
 	fs.StringVar(&o.Out, "out", "", "also write the report to this file")
 	if err := fs.Parse(args); err != nil {

@@ -54,6 +54,9 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 			for _, n := range o.SchedSizes {
 				for _, c := range schedContestants(o) {
 					for _, yaml := range []bool{true, false} {
+						if yaml && !o.SchedYAML {
+							continue
+						}
 						if ctx.Err() != nil {
 							return ctx.Err()
 						}
