@@ -242,6 +242,10 @@ func (e *env) measureSchedules(ctx context.Context, o *Options, c contestant, n 
 	}
 	stop()
 	m.out = r.outcome()
+	late := slices.Clone(m.out.late)
+	slices.Sort(late)
+	fmt.Fprintf(os.Stderr, "slotbench: %s: started %d / expected %d, duplicates %d, p50 %s p99 %s ms, heap %.0f B per schedule per replica, Run returned %v after cancel\n",
+		m.label(), m.out.started, m.out.expected, m.out.duplicates, ms(quantile(late, 0.5)), ms(quantile(late, 0.99)), m.heapPer, m.stop.Round(time.Millisecond))
 	return m
 }
 
