@@ -32,15 +32,17 @@ type Store struct {
 	mu      sync.Mutex
 	closed  bool
 	markers map[key]slotstore.Marker
-	running map[string]map[int64]bool // job -> slots (Unix seconds) in state running
-	retry   map[key]bool              // slots in state retrying
-	newest  map[string]int64          // job -> its newest marker's slot (Unix seconds)
-	fences  map[string]int64
-	born    map[string]time.Time              // job -> when its generation began
-	pauses  map[string]slotstore.PauseNote    // job -> its pause; "" is the whole cluster
-	beats   map[string]slotstore.Replica      // replica -> its last beat
-	catalog map[string]slotstore.CatalogEntry // job -> its catalog entry (catalog.go)
-	seq     int64                             // the newest schedule write's sequence number
+	// jobSlots indexes the markers by job, for a job's history.
+	jobSlots map[string]map[int64]struct{}
+	running  map[string]map[int64]bool // job -> slots (Unix seconds) in state running
+	retry    map[key]bool              // slots in state retrying
+	newest   map[string]int64          // job -> its newest marker's slot (Unix seconds)
+	fences   map[string]int64
+	born     map[string]time.Time              // job -> when its generation began
+	pauses   map[string]slotstore.PauseNote    // job -> its pause; "" is the whole cluster
+	beats    map[string]slotstore.Replica      // replica -> its last beat
+	catalog  map[string]slotstore.CatalogEntry // job -> its catalog entry (catalog.go)
+	seq      int64                             // the newest schedule write's sequence number
 	// seqLog is every schedule write, in order (schedules.go).
 	seqLog []seqRec
 	// names are the catalog's names, sorted, for Schedules; nil when a
@@ -64,8 +66,9 @@ func New(o Options) *Store {
 		now = time.Now
 	}
 	return &Store{
-		now: now, markers: make(map[key]slotstore.Marker), running: make(map[string]map[int64]bool),
-		retry: make(map[key]bool), newest: make(map[string]int64),
+		now: now, markers: make(map[key]slotstore.Marker), jobSlots: make(map[string]map[int64]struct{}),
+		running: make(map[string]map[int64]bool),
+		retry:   make(map[key]bool), newest: make(map[string]int64),
 		fences: make(map[string]int64), born: make(map[string]time.Time),
 		pauses: make(map[string]slotstore.PauseNote), beats: make(map[string]slotstore.Replica),
 		catalog: make(map[string]slotstore.CatalogEntry), watchers: make(map[chan struct{}]struct{}),
@@ -77,6 +80,12 @@ func keyOf(job string, slot time.Time) key { return key{job, slot.UTC().Unix()} 
 // put stores m and keeps the index of running slots up to date.
 func (s *Store) put(m slotstore.Marker) {
 	k := keyOf(m.Job, m.Slot)
+	if _, had := s.markers[k]; !had {
+		if s.jobSlots[k.job] == nil {
+			s.jobSlots[k.job] = make(map[int64]struct{})
+		}
+		s.jobSlots[k.job][k.slot] = struct{}{}
+	}
 	s.markers[k] = m
 	if n, ok := s.newest[k.job]; !ok || k.slot > n {
 		s.newest[k.job] = k.slot
@@ -333,6 +342,16 @@ func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slots
 				out = append(out, m)
 			}
 		}
+	case "":
+		if p.Job != "" { // from the job's own slots, not a walk of every marker
+			for slot := range s.jobSlots[p.Job] {
+				if m := s.markers[key{p.Job, slot}]; rules.Matches(p, m) {
+					out = append(out, m)
+				}
+			}
+			break
+		}
+		fallthrough
 	default:
 		for _, m := range s.markers {
 			if rules.Matches(p, m) {
@@ -365,6 +384,9 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 	for k, m := range s.markers {
 		if rules.Prunable(m, now) {
 			delete(s.markers, k)
+			if delete(s.jobSlots[k.job], k.slot); len(s.jobSlots[k.job]) == 0 {
+				delete(s.jobSlots, k.job)
+			}
 			delete(s.retry, k)
 			s.drop(k)
 			if s.newest[k.job] == k.slot {
