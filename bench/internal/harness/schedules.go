@@ -36,6 +36,7 @@ type schedMeasurement struct {
 	firstLag time.Duration // the first run entered minus its slot
 	heapPer  float64       // live heap after start-up minus before, per schedule per replica
 	out      outcome
+	retakes  int64 // starts with jobs.Run.Attempt > 1, anywhere in the run
 	warnings int64
 	stop     time.Duration
 	profile  string // CPU profile of the start-up, when asked for
@@ -93,6 +94,7 @@ func (e *env) measureSchedules(ctx context.Context, o *Options, c contestant, n 
 	}
 
 	var first atomic.Int64 // UnixNano of the first run entered
+	var retakes atomic.Int64
 	var firstSlot atomic.Int64
 	firstBy := make([]atomic.Int64, c.replicas)
 	var rec atomic.Pointer[recorder]
@@ -100,6 +102,9 @@ func (e *env) measureSchedules(ctx context.Context, o *Options, c contestant, n 
 		reg := jobs.NewRegistry()
 		reg.Register("noop", func(_ context.Context, run jobs.Run) error {
 			now := time.Now()
+			if run.Attempt > 1 {
+				retakes.Add(1)
+			}
 			if firstBy[r].Load() == 0 {
 				firstBy[r].CompareAndSwap(0, now.UnixNano())
 				if first.CompareAndSwap(0, now.UnixNano()) {
@@ -240,12 +245,13 @@ func (e *env) measureSchedules(ctx context.Context, o *Options, c contestant, n 
 	for end := time.Now().Add(o.Drain); time.Now().Before(end) && r.distinct() < w.expected(r.t0, r.t1); {
 		time.Sleep(50 * time.Millisecond)
 	}
+	m.out = r.outcome() // before the stop, which may take minutes when the replica fell behind
 	stop()
-	m.out = r.outcome()
+	m.retakes = retakes.Load()
 	late := slices.Clone(m.out.late)
 	slices.Sort(late)
-	fmt.Fprintf(os.Stderr, "slotbench: %s: started %d / expected %d, duplicates %d, p50 %s p99 %s ms, heap %.0f B per schedule per replica, Run returned %v after cancel\n",
-		m.label(), m.out.started, m.out.expected, m.out.duplicates, ms(quantile(late, 0.5)), ms(quantile(late, 0.99)), m.heapPer, m.stop.Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "slotbench: %s: started %d / expected %d, duplicates %d (attempt ≥ 2: %d), p50 %s p99 %s ms, heap %.0f B per schedule per replica, Run returned %v after cancel\n",
+		m.label(), m.out.started, m.out.expected, m.out.duplicates, m.retakes, ms(quantile(late, 0.5)), ms(quantile(late, 0.99)), m.heapPer, m.stop.Round(time.Millisecond))
 	return m
 }
 
@@ -313,7 +319,7 @@ func schedRows(o *Options, res *results) []row {
 				var loads []string
 				var err error
 				var out outcome
-				var warnings int64
+				var warnings, retakes int64
 				var stop time.Duration
 				for _, m := range mss {
 					loads = append(loads, m.loadB+"→"+m.loadA)
@@ -330,6 +336,7 @@ func schedRows(o *Options, res *results) []row {
 					out.late = append(out.late, m.out.late...)
 					out.gaps = append(out.gaps, m.out.gaps...)
 					warnings += m.warnings
+					retakes += m.retakes
 					stop = max(stop, m.stop)
 				}
 				load := joinS(loads)
@@ -399,6 +406,9 @@ func schedRows(o *Options, res *results) []row {
 				}
 				if stop > 0 {
 					r.notes += fmt.Sprintf(" · Run returned %s after cancel", stop.Round(time.Millisecond))
+				}
+				if retakes > 0 {
+					r.notes += fmt.Sprintf(" · %d starts were a retake (jobs.Run.Attempt ≥ 2, after a lost lease)", retakes)
 				}
 				if warnings > 0 {
 					r.notes += fmt.Sprintf(" · %d warnings logged", warnings)
