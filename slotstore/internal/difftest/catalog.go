@@ -126,6 +126,10 @@ func diffEntry(g, m slotstore.CatalogEntry) string {
 			return fmt.Sprintf("past spec %d: %s", i, diff)
 		}
 	}
+	if g.Run != m.Run || g.Version != m.Version || g.Deleted != m.Deleted || (g.Seq > 0) != (m.Seq > 0) {
+		return fmt.Sprintf("schedule run %q version %d seq %d deleted %t, memstore run %q version %d seq %d deleted %t",
+			g.Run, g.Version, g.Seq, g.Deleted, m.Run, m.Version, m.Seq, m.Deleted)
+	}
 	gc, mc := carriers(g), carriers(m)
 	if !slices.Equal(gc, mc) {
 		return fmt.Sprintf("carriers %v, memstore %v", gc, mc)

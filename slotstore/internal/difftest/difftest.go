@@ -114,12 +114,14 @@ func Run(t *testing.T, s slotstore.Store, o Options) {
 			d.skip()
 		case n < 5:
 			d.enrollSpecs()
+		case n < 6:
+			d.writeSchedules()
 		default:
 			d.claim()
 		}
 	}
-	t.Logf("seed %d: %d answers compared, %d of them superseded; %d enrolments changed a spec in force",
-		o.Seed, d.answers, d.superseded, d.switches)
+	t.Logf("seed %d: %d answers compared, %d of them superseded; %d enrolments changed a spec in force; %d schedule writes",
+		o.Seed, d.answers, d.superseded, d.switches, d.writes)
 }
 
 type jobFence struct {
@@ -145,10 +147,12 @@ type driver struct {
 	// log: the claims and skips answered, those refused for their spec,
 	// and the enrolments that put another spec in force.
 	answers, superseded, switches int
+	// writes counts the schedule writes compared (schedules.go).
+	writes int
 	inForce                       map[string]string // per job, its spec in force at the last comparison
 }
 
-var jobNames = []string{"a", "b"}
+var jobNames = []string{"a", "b", "s"}
 
 func (d *driver) slot() time.Time {
 	if d.rng.IntN(10) == 0 {
