@@ -148,8 +148,8 @@ type driver struct {
 	// and the enrolments that put another spec in force.
 	answers, superseded, switches int
 	// writes counts the schedule writes compared (schedules.go).
-	writes int
-	inForce                       map[string]string // per job, its spec in force at the last comparison
+	writes  int
+	inForce map[string]string // per job, its spec in force at the last comparison
 }
 
 var jobNames = []string{"a", "b", "s"}
