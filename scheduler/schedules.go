@@ -131,36 +131,25 @@ func defaultWriter() string { return "go" + strings.TrimPrefix(defaultBy(), "cli
 // schedule that is not valid is refused with a *ScheduleError naming the
 // field; nothing is written then.
 func (s *Schedules) Put(ctx context.Context, sc Schedule) (Schedule, error) {
-	if_ := sc.Version
-	if if_ == 0 {
-		if_ = slotstore.AnyVersion
-	}
-	return s.write(ctx, sc, if_)
+	return s.putOne(ctx, sc, false)
 }
 
 // Create creates sc, and fails with ErrVersionMismatch if a schedule of its
 // ID exists.
 func (s *Schedules) Create(ctx context.Context, sc Schedule) (Schedule, error) {
-	return s.write(ctx, sc, 0)
+	return s.putOne(ctx, sc, true)
 }
 
-func (s *Schedules) write(ctx context.Context, sc Schedule, ifVersion int64) (Schedule, error) {
-	w, err := s.toWrite(sc, ifVersion)
-	if err != nil {
-		return Schedule{}, err
+// putOne is putAll of sc alone, its pause read back with it.
+func (s *Schedules) putOne(ctx context.Context, sc Schedule, create bool) (Schedule, error) {
+	res, err := s.putAll(ctx, []Schedule{sc}, create)
+	if err == nil {
+		err = res[0].Err
 	}
-	res, err := s.st.WriteSchedules(ctx, slotstore.WriteSchedulesParams{By: s.by, Writes: []slotstore.ScheduleWrite{w}})
 	if err != nil {
 		return Schedule{}, fmt.Errorf("scheduler: put schedule %s: %w", sc.ID, err)
 	}
-	if res[0].Err != nil {
-		return Schedule{}, fmt.Errorf("scheduler: put schedule %s: %w", sc.ID, res[0].Err)
-	}
-	out, err := scheduleOf(res[0].Entry)
-	if err != nil {
-		return out, err
-	}
-	return s.withPauses(ctx, []Schedule{out})[0], nil
+	return s.withPauses(ctx, []Schedule{res[0].Schedule})[0], nil
 }
 
 // PutResult is the outcome of one schedule of PutAll.
@@ -192,7 +181,7 @@ func (s *Schedules) putAll(ctx context.Context, scs []Schedule, create bool) ([]
 		}
 		res, err := s.st.WriteSchedules(ctx, slotstore.WriteSchedulesParams{By: s.by, Writes: ws})
 		if err != nil {
-			return fmt.Errorf("scheduler: put %d schedules: %w", len(ws), err)
+			return fmt.Errorf("scheduler: write %d schedules: %w", len(ws), err)
 		}
 		for k, r := range res {
 			i := at[k]
