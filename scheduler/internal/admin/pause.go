@@ -42,21 +42,9 @@ func (a *api) pause(paused bool) http.HandlerFunc {
 			httpError(w, http.StatusBadRequest, codeBadRequest, verb+": job is empty; leave it out to "+verb+" the whole cluster")
 			return
 		}
-		reason := strings.TrimSpace(ps["reason"])
-		by := strings.TrimSpace(ps["by"])
-		switch {
-		case reason == "":
-			httpError(w, http.StatusBadRequest, codeBadRequest, verb+": reason is required: say why, for whoever looks next")
+		reason, by, ok := readPauseNote(w, r, ps, verb, true)
+		if !ok {
 			return
-		case len(reason) > maxNote:
-			httpError(w, http.StatusBadRequest, codeBadRequest, fmt.Sprintf("%s: reason is longer than %d bytes", verb, maxNote))
-			return
-		case len(by) > maxNote:
-			httpError(w, http.StatusBadRequest, codeBadRequest, fmt.Sprintf("%s: by is longer than %d bytes", verb, maxNote))
-			return
-		}
-		if by == "" {
-			by = "http " + r.RemoteAddr
 		}
 		if job != "" && !a.hasJob(job) {
 			httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", job))
@@ -97,4 +85,26 @@ func (a *api) pause(paused bool) http.HandlerFunc {
 		a.e.Log().Info("pauses changed", "job", job, "paused", paused, "by", by, "reason", reason, "was_paused", was, "remote", r.RemoteAddr)
 		writeJSON(w, http.StatusOK, pausesView{All: now.All, Jobs: now.Jobs, WasPaused: was})
 	}
+}
+
+// readPauseNote reads the reason and by of a pause or resume from ps, or
+// answers 400 and reports false: a reason is required when needReason,
+// each is at most maxNote bytes, and by defaults to the caller (writer).
+func readPauseNote(w http.ResponseWriter, r *http.Request, ps map[string]string, verb string, needReason bool) (reason, by string, ok bool) {
+	reason, by = strings.TrimSpace(ps["reason"]), strings.TrimSpace(ps["by"])
+	switch {
+	case needReason && reason == "":
+		httpError(w, http.StatusBadRequest, codeBadRequest, verb+": reason is required: say why, for whoever looks next")
+		return "", "", false
+	case len(reason) > maxNote:
+		httpError(w, http.StatusBadRequest, codeBadRequest, fmt.Sprintf("%s: reason is longer than %d bytes", verb, maxNote))
+		return "", "", false
+	case len(by) > maxNote:
+		httpError(w, http.StatusBadRequest, codeBadRequest, fmt.Sprintf("%s: by is longer than %d bytes", verb, maxNote))
+		return "", "", false
+	}
+	if by == "" {
+		by = writer(r)
+	}
+	return reason, by, true
 }

@@ -204,17 +204,9 @@ func (a *api) pauseSchedule(paused bool) http.HandlerFunc {
 			httpError(w, http.StatusBadRequest, codeBadRequest, verb+": "+err.Error())
 			return
 		}
-		reason, by := strings.TrimSpace(ps["reason"]), strings.TrimSpace(ps["by"])
-		switch {
-		case paused && reason == "":
-			httpError(w, http.StatusBadRequest, codeBadRequest, verb+": reason is required: say why, for whoever looks next")
+		reason, by, ok := readPauseNote(w, r, ps, verb, paused)
+		if !ok {
 			return
-		case len(reason) > maxNote || len(by) > maxNote:
-			httpError(w, http.StatusBadRequest, codeBadRequest, fmt.Sprintf("%s: reason and by are at most %d bytes", verb, maxNote))
-			return
-		}
-		if by == "" {
-			by = writer(r)
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
