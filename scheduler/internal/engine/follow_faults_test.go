@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -152,5 +153,40 @@ func TestFollowDeleteDuringStartup(t *testing.T) {
 			t.Fatalf("the deleted schedule's entry: %+v %v", es, err)
 		}
 		putSchedule(t, st, "t1", "digest", "* * * * * *", "") // made anew
+	})
+}
+
+// noWatch is a store without a watch of schedules: replicas learn of a
+// write at their next poll.
+type noWatch struct{ slotstore.Store }
+
+// TestFollowFirstSlotAfterPut: a schedule put just before a slot that
+// comes due before the replica's next read of the feed still runs that
+// slot, late, and the next.
+func TestFollowFirstSlotAfterPut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newSwapStore()
+		time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute)))
+		rec := &recorder{}
+		e := followEngine(t, rec)
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan error, 1)
+		go func() { ran <- e.Run(ctx, RunParams{Store: noWatch{st}}) }()
+		time.Sleep(10*time.Second + 500*time.Millisecond) // polls at +2 s, +4 s ... +10 s; the next at +12 s
+		put := time.Now()
+		putSchedule(t, st, "soon", "digest", "* * * * * *", "")
+		time.Sleep(5 * time.Second)
+		cancel()
+		if err := <-ran; err != nil {
+			t.Fatal(err)
+		}
+		first := put.Truncate(time.Second).Add(time.Second)
+		var slots []time.Time
+		for _, r := range rec.snapshot() {
+			slots = append(slots, r.run.Slot)
+		}
+		if !slices.ContainsFunc(slots, first.Equal) || !slices.ContainsFunc(slots, first.Add(time.Second).Equal) {
+			t.Fatalf("runs of slots %v; the first after the put, %s, and the next should be among them", slots, first)
+		}
 	})
 }
