@@ -17,8 +17,18 @@ type contestant struct {
 }
 
 func contestants(o *Options) []contestant {
+	cs := storeContestants(o.Stores)
+	for _, p := range o.Peers {
+		cs = append(cs, contestant{name: p, peer: true})
+	}
+	return cs
+}
+
+// storeContestants are slotcron on each of stores, by their -stores names
+// (redis3 and etcd3 are three replicas).
+func storeContestants(stores []string) []contestant {
 	var cs []contestant
-	for _, s := range o.Stores {
+	for _, s := range stores {
 		c := contestant{name: "slotcron/" + s, kind: storeKind(s), replicas: 1}
 		switch s {
 		case "redis3":
@@ -27,9 +37,6 @@ func contestants(o *Options) []contestant {
 			c = contestant{name: "slotcron/etcd×3", kind: kindEtcd, replicas: 3}
 		}
 		cs = append(cs, c)
-	}
-	for _, p := range o.Peers {
-		cs = append(cs, contestant{name: p, peer: true})
 	}
 	return cs
 }

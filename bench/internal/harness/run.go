@@ -52,7 +52,7 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 		}
 		if o.has(secSchedules) {
 			for _, n := range o.SchedSizes {
-				for _, c := range schedContestants(o) {
+				for _, c := range storeContestants(o.SchedStores) {
 					for _, yaml := range []bool{true, false} {
 						if yaml && !o.SchedYAML {
 							continue

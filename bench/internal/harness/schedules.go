@@ -275,22 +275,6 @@ func (e *env) dropNamespace(kind storeKind, ns string) {
 	}
 }
 
-// schedContestants are the contestants of the schedules section.
-func schedContestants(o *Options) []contestant {
-	var cs []contestant
-	for _, s := range o.SchedStores {
-		c := contestant{name: "slotcron/" + s, kind: storeKind(s), replicas: 1}
-		switch s {
-		case "redis3":
-			c = contestant{name: "slotcron/redis×3", kind: kindRedis, replicas: 3}
-		case "etcd3":
-			c = contestant{name: "slotcron/etcd×3", kind: kindEtcd, replicas: 3}
-		}
-		cs = append(cs, c)
-	}
-	return cs
-}
-
 // schedRows reports the schedules section: per size and store, the put,
 // the start-up and heap, and the window, schedules beside YAML jobs.
 func schedRows(o *Options, res *results) []row {
@@ -306,7 +290,7 @@ func schedRows(o *Options, res *results) []row {
 		by[k] = append(by[k], m)
 	}
 	for _, n := range o.SchedSizes {
-		for _, c := range schedContestants(o) {
+		for _, c := range storeContestants(o.SchedStores) {
 			var yamlP99 time.Duration
 			var yamlStart, yamlHeap float64
 			haveYAML := false
