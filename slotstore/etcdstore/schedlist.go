@@ -3,7 +3,6 @@ package etcdstore
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -42,11 +41,7 @@ func (s *Store) schedules(ctx context.Context, p slotstore.ScheduleParams) ([]sl
 	const op = "schedules"
 	listed := func(e slotstore.CatalogEntry) bool { return rules.Listed(e, p) }
 	if len(p.IDs) > 0 {
-		ids := slices.Clone(p.IDs)
-		slices.Sort(ids)
-		ids = slices.Compact(ids)
-		ids = slices.DeleteFunc(ids, func(id string) bool { return id <= p.After })
-		return s.readEntries(ctx, op, ids, 0, p.Limit, listed)
+		return s.readEntries(ctx, op, rules.IDs(p), 0, p.Limit, listed)
 	}
 	base := s.k.live()
 	if p.Run != "" {

@@ -61,15 +61,12 @@ func (s *Store) Schedules(ctx context.Context, p slotstore.ScheduleParams) ([]sl
 	defer unlock()
 	var out []slotstore.CatalogEntry
 	if len(p.IDs) > 0 {
-		seen := make(map[string]bool, len(p.IDs))
-		for _, id := range p.IDs {
-			if e, ok := s.catalog[id]; ok && !seen[id] && id > p.After && rules.Listed(e, p) {
-				seen[id] = true
+		for _, id := range rules.IDs(p) {
+			if e, ok := s.catalog[id]; ok && rules.Listed(e, p) && len(out) < p.Limit {
 				out = append(out, copyEntry(e))
 			}
 		}
-		sort.Slice(out, func(i, j int) bool { return out[i].Job < out[j].Job })
-		return out[:min(len(out), p.Limit)], nil
+		return out, nil
 	}
 	names := s.sortedNames()
 	from := max(p.After, p.Prefix)

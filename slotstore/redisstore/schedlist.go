@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -28,14 +27,7 @@ func (s *Store) Schedules(ctx context.Context, p slotstore.ScheduleParams) ([]sl
 		return nil, err
 	}
 	if len(p.IDs) > 0 {
-		var ids []string
-		for _, id := range p.IDs {
-			if id > p.After {
-				ids = append(ids, id)
-			}
-		}
-		slices.Sort(ids)
-		got, err := s.entries(ctx, slices.Compact(ids))
+		got, err := s.entries(ctx, rules.IDs(p))
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,6 +74,14 @@ func NormalizeSchedules(p slotstore.ScheduleParams) (slotstore.ScheduleParams, e
 		}
 	}
 	return p, nil
+}
+
+// IDs returns the IDs of p, a Schedules request that names them, that
+// sort after p.After: sorted, each once. The entries to read are theirs.
+func IDs(p slotstore.ScheduleParams) []string {
+	ids := slices.DeleteFunc(slices.Clone(p.IDs), func(id string) bool { return id <= p.After })
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // NormalizeChanges validates a ScheduleChanges request and defaults its
