@@ -117,12 +117,8 @@ func (s *Scheduler) Backfill(ctx context.Context, job string, params BackfillPar
 			defer opened.Close()
 			st = opened
 		}
-		if s.notRunning(err) {
-			if terr := s.eng.TakeSchedule(ctx, st, job); terr != nil {
-				return BackfillResult{Job: job}, err
-			}
-		}
-		res, err = s.eng.BackfillOn(ctx, st, job, p)
+		res, err = s.eng.BackfillOn(ctx, st, job, p) // reads a schedule held as data from st
+
 	}
 	return backfillResult(res), err
 }

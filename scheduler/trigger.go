@@ -88,12 +88,8 @@ func (s *Scheduler) Trigger(ctx context.Context, job string) (TriggerResult, err
 			defer opened.Close()
 			st = opened
 		}
-		if s.notRunning(err) { // a schedule held as data, maybe
-			if terr := s.eng.TakeSchedule(ctx, st, job); terr != nil {
-				return TriggerResult{Job: job}, err
-			}
-		}
-		m, end, err = s.eng.TriggerOn(ctx, st, job)
+		m, end, err = s.eng.TriggerOn(ctx, st, job) // reads a schedule held as data from st
+
 	}
 	return TriggerResult{Job: m.Job, Slot: m.Slot, Fence: m.Fence, End: RunEnd(end)}, err
 }
@@ -101,7 +97,7 @@ func (s *Scheduler) Trigger(ctx context.Context, job string) (TriggerResult, err
 // notRunning reports whether err is the engine's "no such job" while no
 // Run is in progress: the job may be a schedule held as data, which only a
 // Run follows, and which a trigger or backfill outside one reads from the
-// store (engine.TakeSchedule).
+// store (engine.TriggerOn, BackfillOn).
 func (s *Scheduler) notRunning(err error) bool {
 	return errors.Is(err, engine.ErrNoJob) && s.runStore.Load() == nil
 }

@@ -282,6 +282,9 @@ func (e *Engine) backfillAnswer(p *plan, overlap policy.Overlap, bs *BackfillSlo
 // slots one after another, outside any Run, waiting for each; cancelling
 // ctx hands the running slot back and stops.
 func (e *Engine) BackfillOn(ctx context.Context, st slotstore.Store, job string, p BackfillParams) (BackfillResult, error) {
+	if err := e.takeIfSchedule(ctx, st, job); err != nil {
+		return BackfillResult{Job: job}, err
+	}
 	bf, err := e.PlanBackfill(ctx, st, job, p)
 	if err != nil || p.DryRun || bf.ToRun() == 0 {
 		return bf, err

@@ -297,6 +297,16 @@ func (e *Engine) followSchedules(ctx context.Context, st slotstore.Store) {
 	}
 }
 
+// takeIfSchedule takes job in (TakeSchedule) when the engine has no job of
+// that name: a schedule held as data, which only a Run follows. The
+// runs outside a Run (TriggerOn, BackfillOn) read it from the store so.
+func (e *Engine) takeIfSchedule(ctx context.Context, st slotstore.Store, job string) error {
+	if e.jobs().plan(job) != nil {
+		return nil
+	}
+	return e.TakeSchedule(ctx, st, job)
+}
+
 // TakeSchedule adds schedule id, read from st, to the jobs of an engine
 // with no Run in progress, so that TriggerOn and BackfillOn can run it (a
 // command's trigger or backfill of a schedule held as data). With a Run in

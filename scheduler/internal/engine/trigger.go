@@ -114,6 +114,9 @@ func (e *Engine) Trigger(ctx context.Context, job string) (Manual, End, error) {
 // TriggerOn runs a manual slot of job on st, outside any Run, and waits for
 // the run to end; cancelling ctx hands the slot back.
 func (e *Engine) TriggerOn(ctx context.Context, st slotstore.Store, job string) (Manual, End, error) {
+	if err := e.takeIfSchedule(ctx, st, job); err != nil {
+		return Manual{}, "", err
+	}
 	p := e.jobs().plan(job)
 	if p == nil {
 		return Manual{}, "", fmt.Errorf("%w: %q", ErrNoJob, job)
