@@ -99,10 +99,9 @@ type DutySpec struct {
 // plan is a job as the engine keeps it.
 type plan struct {
 	name string
-	// run is, for a schedule held as data, the registered job it runs; seq
-	// the sequence number of the write this plan is of (follow.go).
+	// run is, for a schedule held as data, the registered job it runs
+	// (follow.go); empty for a job of the configuration.
 	run          string
-	seq          int64
 	fn           jobs.Func
 	sched        *schedule.Schedule
 	params       []byte

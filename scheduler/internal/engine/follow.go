@@ -232,7 +232,7 @@ func (e *Engine) planOf(set *planSet, en slotstore.CatalogEntry) *plan {
 		return nil
 	}
 	p := newPlan(j, slotstore.Spec{Fingerprint: en.InForce.Fingerprint, Body: en.InForce.Body})
-	p.seq, p.from = en.Seq, en.InForce.Since
+	p.from = en.InForce.Since
 	return p
 }
 

@@ -128,7 +128,7 @@ func (e *Engine) applySchedules(ctx context.Context, got []slotstore.CatalogEntr
 	for _, en := range got {
 		cur := prev.held[shardOf(en.Job)][en.Job]
 		if cur != nil && !en.Deleted && cur.run == en.Run && cur.spec.Fingerprint == en.InForce.Fingerprint {
-			cur.seq = en.Seq // the plan it has: kept, with its place in the heap
+			// The plan it has: kept, with its place in the heap.
 			cur.conflict.Store(nil)
 			delete(repl, en.Job)
 			continue
