@@ -231,9 +231,13 @@ func TestFrozenMember(t *testing.T) {
 // 2 s lease's trust window), all succeed. Through the client's round robin
 // alone, one request in three would go to the frozen member, and a
 // renewal whose first two attempts both did would outlive its context.
+// The request timeout is 600 ms, as a configuration with a 2 s lease must
+// have it (at most a third of the lease, which the scheduler checks): with
+// the default second, the attempt after the frozen member's had 0.8 s,
+// which a loaded 2-core machine running the whole suite overran.
 func TestFrozenMemberIsPassedOver(t *testing.T) {
 	c := sharedEtcd(t)
-	s := open(t)
+	s := openWith(t, etcdstore.Options{RequestTimeout: 600 * time.Millisecond})
 	var refs []slotstore.Ref
 	for i := range 4 {
 		res, err := s.Claim(t.Context(), slotstore.ClaimParams{Replica: "r", Requests: []slotstore.ClaimRequest{
