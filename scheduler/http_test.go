@@ -44,12 +44,16 @@ func TestHTTPEndpoints(t *testing.T) {
 		`slotcron_dispatch_delay_seconds_count `, // one histogram per replica unless per_job_histograms
 		`slotcron_next_run_timestamp_seconds{job_name="tick"}`,
 		`slotcron_store_up 1`,
+		`slotcron_startup_duration_seconds `,
 		`go_goroutines`,
 	}
 	poll.Until(t, 30*time.Second, "every series on /metrics", func() error {
 		_, body := get("/metrics")
 		if lacks := slices.DeleteFunc(slices.Clone(wants), func(w string) bool { return strings.Contains(body, w) }); len(lacks) > 0 {
 			return fmt.Errorf("/metrics lacks %s", strings.Join(lacks, ", "))
+		}
+		if strings.Contains(body, "\nslotcron_startup_duration_seconds 0\n") {
+			return fmt.Errorf("the start-up that ran tick is not over on /metrics")
 		}
 		return nil
 	})

@@ -100,7 +100,7 @@ func (s *Store) entries(ctx context.Context, jobs []string) ([]slotstore.Catalog
 			return nil, s.failRead(op, r.err)
 		}
 	}
-	var out []slotstore.CatalogEntry
+	out := make([]slotstore.CatalogEntry, 0, len(got))
 	for _, e := range got {
 		if e != nil {
 			out = append(out, *e)

@@ -66,6 +66,9 @@ func (s *Store) Schedules(ctx context.Context, p slotstore.ScheduleParams) ([]sl
 
 // listed appends to out the entries of got that p lists, up to p.Limit.
 func listed(out, got []slotstore.CatalogEntry, p slotstore.ScheduleParams) []slotstore.CatalogEntry {
+	if out == nil {
+		out = make([]slotstore.CatalogEntry, 0, min(len(got), p.Limit))
+	}
 	for _, e := range got {
 		if len(out) < p.Limit && rules.Listed(e, p) {
 			out = append(out, e)

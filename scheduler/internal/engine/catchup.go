@@ -112,42 +112,6 @@ func (s *Engine) noteGeneration(p *plan, g slotstore.Generation, sent time.Time)
 	}
 }
 
-// scheduleAll enrolls every job, schedules each (schedule) and records the
-// slots they missed, before the loop serves its heap. It reports false if
-// ctx ended first.
-func (l *loop) scheduleAll(ctx context.Context) bool {
-	plans := l.s.jobs().all()
-	gens, ok := l.s.enroll(ctx, l.st, plans)
-	if !ok {
-		return false
-	}
-	conflicts := 0
-	for _, p := range plans {
-		l.noteNew(p)
-		if p.inConflict() {
-			conflicts++
-		}
-	}
-	// The store's catalog has every job's spec from here on: what a tool
-	// waiting for this replica to count in the catalog waits for.
-	l.s.log.Info("jobs enrolled", "jobs", len(plans), "in_conflict", conflicts, "revision", l.s.jobs().revision)
-	now := l.s.now()
-	var skips []slotstore.SkipRequest
-	for i, p := range plans {
-		if i%1024 == 0 && ctx.Err() != nil {
-			return false
-		}
-		// Sent as they fill a batch: after a long outage every job may
-		// have up to maxMissedRecords of them.
-		if skips = append(skips, l.schedule(p, now, gens[p.name])...); len(skips) >= maxBatch {
-			l.skip(ctx, skips)
-			skips = skips[:0]
-		}
-	}
-	l.skip(ctx, skips)
-	return true
-}
-
 // schedule puts p's first slot after now in the heap and applies catch_up
 // to what came due while this replica was not running:
 //

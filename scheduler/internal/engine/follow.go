@@ -45,6 +45,7 @@ const (
 // goroutine alone uses cursor.
 type follower struct {
 	lookup func(string) (jobs.Func, bool)
+	page   int   // the page of a start-up's reads of every schedule
 	cursor int64 // the newest write taken in
 	kick   chan struct{}
 	mu     sync.Mutex
@@ -55,7 +56,7 @@ type follower struct {
 }
 
 func newFollower(lookup func(string) (jobs.Func, bool)) *follower {
-	return &follower{lookup: lookup, kick: make(chan struct{}, 1), stale: make(map[string]bool), warned: make(map[string]bool),
+	return &follower{lookup: lookup, page: schedulePage, kick: make(chan struct{}, 1), stale: make(map[string]bool), warned: make(map[string]bool),
 		parsed: make(map[parseKey]*schedule.Schedule), byFP: make(map[string]JobSpec)}
 }
 
@@ -111,56 +112,6 @@ func (e *Engine) noteScheduleSpec(p *plan, f slotstore.SpecRecord) {
 	}
 	p.conflict.Store(&f)
 	e.markStale(p.name)
-}
-
-// loadSchedules reads every live schedule and puts those this binary can
-// run in the plan set, before the loop schedules the jobs. It retries until
-// the store answers or ctx ends, and reports which.
-func (e *Engine) loadSchedules(ctx context.Context, st slotstore.Store) bool {
-	if e.follow == nil {
-		return true
-	}
-	for tries := 1; ; tries++ {
-		err := e.loadAll(ctx, st)
-		e.metrics.storeCall(err)
-		if err == nil {
-			return true
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-		e.log.Warn("reading the schedules failed; retrying", "err", err, "try", tries)
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(backoff(tries)):
-		}
-	}
-}
-
-// loadAll reads every schedule and makes the plan set the configuration's
-// plans and theirs, before the loop runs; each page is made plans as it
-// comes, so no copy of every entry is kept.
-func (e *Engine) loadAll(ctx context.Context, st slotstore.Store) error {
-	prev := e.jobs()
-	repl := make(map[string]*plan)
-	stored := 0
-	head, err := readAll(ctx, st, func(page []slotstore.CatalogEntry) {
-		stored += len(page)
-		for _, p := range e.plansOf(prev, page) {
-			repl[p.name] = p
-		}
-	})
-	if err != nil {
-		return err
-	}
-	e.reloading.Lock()
-	defer e.reloading.Unlock()
-	next, _, _ := e.jobs().withSchedules(repl)
-	e.set.Store(next)
-	e.follow.cursor = head
-	e.log.Info("schedules loaded", "schedules", next.nHeld, "stored", stored, "seq", head)
-	return nil
 }
 
 // plansOf returns the plans of the schedules of page this replica runs

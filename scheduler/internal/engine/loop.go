@@ -89,7 +89,7 @@ func newLoop(s *Engine, st slotstore.Store, runCtx context.Context, runs *sync.W
 
 // run schedules every job and serves the heap until ctx ends.
 func (l *loop) run(ctx context.Context) {
-	if !l.s.loadSchedules(ctx, l.st) || !l.scheduleAll(ctx) {
+	if !l.startUp(ctx) {
 		return
 	}
 	defer l.bg.Wait()

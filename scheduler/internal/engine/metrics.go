@@ -38,6 +38,7 @@ type metrics struct {
 	unaccounted   prometheus.Gauge         // see sweep.go
 	interval      *prometheus.Desc         // job_name; see intervalGauge
 	storeUp       prometheus.Gauge
+	startup       prometheus.Gauge // see startup.go
 	buildInfo     prometheus.Gauge
 
 	// jobs are the jobs Run scheduled, whose series scrapes complete; see
@@ -93,6 +94,8 @@ func newMetrics(perJob bool) *metrics {
 			"The longest gap between consecutive slots of the job's schedule, in seconds, as seen when the replica started: an @every spec's interval; for a cron spec the longest among its next 8 slots and the gaps that span each of the next 8 midnights of its time zone. The yardstick of \"no recent success\" alerts.", []string{jobLabel}, nil),
 		storeUp: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "store_up",
 			Help: "1 when the last call to the slot store succeeded, else 0."}),
+		startup: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "startup_duration_seconds",
+			Help: "Seconds the last start-up of this replica took, from Run to every job enrolled and scheduled (its schedules held as data read); 0 while the first is under way. Slots come due and run during a start-up, the jobs whose next slot is soonest scheduled first."}),
 		buildInfo: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "build_info",
 			Help:        "Always 1; its labels name the build, as the version command does: version (slotcron's module version; \"(devel)\" for a build from a working tree), goversion, and revision (the version-control revision the binary was built from, \"-modified\" appended for a tree with changes; \"unknown\" when not recorded).",
 			ConstLabels: buildLabels(buildinfo.Read())}),
@@ -118,7 +121,7 @@ func (m *metrics) register(r prometheus.Registerer, withRuntime bool) error {
 	leasesLost := newZeroed(m.leasesLost, &m.jobs, "")
 	interval := &intervalGauge{desc: m.interval, jobs: &m.jobs}
 	cs := []prometheus.Collector{m.claims, runs, m.runDuration, m.dispatchDelay, m.timerLag, m.renewLatency,
-		leasesLost, m.takeovers, m.missed, m.autoPaused, m.nextRun, m.lastSuccess, m.specConflict, m.unaccounted, interval, m.storeUp, m.buildInfo, &m.paused}
+		leasesLost, m.takeovers, m.missed, m.autoPaused, m.nextRun, m.lastSuccess, m.specConflict, m.unaccounted, interval, m.storeUp, m.startup, m.buildInfo, &m.paused}
 	if withRuntime {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
