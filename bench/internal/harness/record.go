@@ -11,39 +11,55 @@ import (
 // workload is the set of jobs every contestant schedules.
 type workload struct {
 	jobs        int
-	everySecond bool // every job every second; otherwise job i at second i%60
+	everySecond bool // every job every second; otherwise job i at second i%60 (of each minute)
+	hourly      bool // job i at second i%3600 of each hour, rather than of each minute
 }
 
 func (w workload) String() string {
-	if w.everySecond {
+	switch {
+	case w.everySecond:
 		return "every second, " + count(w.jobs) + " jobs"
+	case w.hourly:
+		return "spread over the hour, " + count(w.jobs) + " jobs"
 	}
 	return "spread, " + count(w.jobs) + " jobs"
 }
 
+// period is the span, in seconds, over which the jobs' slots spread.
+func (w workload) period() int64 {
+	switch {
+	case w.everySecond:
+		return 1
+	case w.hourly:
+		return 3600
+	}
+	return 60
+}
+
 // spec is job i's cron spec, with a seconds field.
 func (w workload) spec(i int) string {
-	if w.everySecond {
+	switch {
+	case w.everySecond:
 		return "* * * * * *"
+	case w.hourly:
+		return itoa(i%60) + " " + itoa(i/60%60) + " * * * *"
 	}
 	return itoa(i%60) + " * * * * *"
 }
 
 // fires reports whether job i has a slot at Unix second s.
 func (w workload) fires(i int, s int64) bool {
-	return w.everySecond || int(s%60) == i%60
+	p := w.period()
+	return s%p == int64(i)%p
 }
 
 // expected counts the slots of the workload in [t0, t1).
 func (w workload) expected(t0, t1 int64) int64 {
-	if w.everySecond {
-		return int64(w.jobs) * (t1 - t0)
-	}
+	p := w.period()
 	var n int64
 	for s := t0; s < t1; s++ {
-		r := int(s % 60)
-		n += int64(w.jobs / 60)
-		if r < w.jobs%60 {
+		n += int64(w.jobs) / p
+		if s%p < int64(w.jobs)%p {
 			n++
 		}
 	}
@@ -52,14 +68,9 @@ func (w workload) expected(t0, t1 int64) int64 {
 
 // next returns job i's first slot after s (a Unix second).
 func (w workload) next(i int, s int64) int64 {
-	if w.everySecond {
-		return s + 1
-	}
+	p := w.period()
 	n := s + 1
-	for int(n%60) != i%60 {
-		n++
-	}
-	return n
+	return n + ((int64(i)%p-n%p)%p+p)%p
 }
 
 // recorder counts the starts of one measurement. Only slots in the window

@@ -60,14 +60,31 @@ type warnCounter struct {
 	n       atomic.Int64
 	printed atomic.Int64
 	text    slog.Handler
+	// starting is how many replicas have not logged "jobs enrolled", the
+	// end of their start-up, yet; INFO lines are enabled until they all
+	// have (startup); startedAt is when the last one did (UnixNano).
+	starting  atomic.Int64
+	startedAt atomic.Int64
 }
 
 func newWarnCounter() *warnCounter {
 	return &warnCounter{text: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})}
 }
 
-func (c *warnCounter) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+// startup makes c watch for the end of the start-ups of replicas: INFO
+// lines are built (as at the default level) only until then.
+func (c *warnCounter) startup(replicas int) { c.starting.Store(int64(replicas)) }
+
+func (c *warnCounter) Enabled(_ context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn || (l == slog.LevelInfo && c.starting.Load() > 0)
+}
 func (c *warnCounter) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn {
+		if r.Message == "jobs enrolled" && c.starting.Add(-1) == 0 {
+			c.startedAt.Store(r.Time.UnixNano())
+		}
+		return nil
+	}
 	c.n.Add(1)
 	if c.printed.Add(1) <= 5 {
 		return c.text.Handle(ctx, r)
@@ -88,6 +105,9 @@ type attrsCounter struct {
 
 func (a *attrsCounter) Enabled(ctx context.Context, l slog.Level) bool { return a.c.Enabled(ctx, l) }
 func (a *attrsCounter) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn {
+		return a.c.Handle(ctx, r)
+	}
 	a.c.n.Add(1)
 	if a.c.printed.Add(1) <= 5 {
 		return a.h.Handle(ctx, r)
