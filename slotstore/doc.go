@@ -220,6 +220,35 @@
 // configuration's (Run empty, Deleted false; Version and Seq kept, and the
 // entry no longer listed by Schedules).
 //
+// # The actions log
+//
+// Every mutation made through the HTTP API, the CLI or the Go API, or by
+// slotcron itself (a pause on failure), is appended to the store's actions
+// log (AppendAction): who did it, in which role, by which way, what, to
+// which job or schedule, why, with what result, and the store's time. The
+// log is append-only:
+//
+//   - an append is one atomic step: it validates the entry (a bad field is
+//     ErrInvalid naming the field, and nothing is appended), gives it the
+//     next sequence number and the store's time, and stores it; an entry
+//     is never changed afterwards;
+//   - sequence numbers are store-wide and increase in the order appends
+//     take effect, also for appends from several processes at once: no
+//     two entries share one, and once a reader has listed an entry, no
+//     entry below it appears later (but one a store that lost its data
+//     no longer holds, as with markers);
+//   - Actions lists newest first, at most Limit entries, those whose Seq
+//     is below Before (when set) and whose Who, Kind, Target and At match
+//     the filters that are set; a reader that pages with Before = the Seq
+//     of the last entry of its page lists every entry once;
+//   - Prune deletes the entries whose At + Retain is before the store's
+//     clock, and counts them with the markers it deletes.
+//
+// At is the store's clock when the entry was appended, as a pause note's
+// At is, to the backend's precision (milliseconds in SQLite, Redis and
+// etcd, microseconds in Postgres). What a log costs in each backend is in
+// its documentation.
+//
 // # Misses are judged by the store's clock
 //
 // A replica records a slot missed (Skip with a reason) when its own clock

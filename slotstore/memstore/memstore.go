@@ -4,7 +4,10 @@
 // clock is time.Now unless Options.Clock says otherwise; time.Now makes it
 // work inside testing/synctest bubbles. New makes one; it holds no
 // connection, so it takes no context (slotstore's package documentation,
-// under Constructors).
+// under Constructors). Its actions log is a slice in Seq order: an append
+// adds to its end, a page of Actions is a binary search for Before and a
+// walk back over the entries it lists or its filters pass over, and Prune
+// walks every entry.
 package memstore
 
 import (
@@ -50,6 +53,10 @@ type Store struct {
 	names []string
 	// watchers are the channels of WatchSchedules (schedules.go).
 	watchers map[chan struct{}]struct{}
+	// actions is the actions log, in Seq order, and actionSeq the newest
+	// entry's Seq (actions.go).
+	actions   []slotstore.Action
+	actionSeq int64
 }
 
 // Options configures New. The zero value of every field means its
@@ -407,7 +414,7 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 		}
 	}
 	s.pruneBeats(now)
-	return n, nil
+	return n + s.pruneActions(now), nil
 }
 
 // Close implements slotstore.Store.

@@ -61,10 +61,11 @@
 //
 // PRAGMA user_version holds the schema version; Open applies the migrations
 // a file lacks in one transaction and refuses a file newer than it knows.
-// Version 6 (version 2 added generations and markers' incarnation, version
+// Version 7 (version 2 added generations and markers' incarnation, version
 // 3 pause notes and beats, version 4 markers' backfill mark, version 5 the
 // catalog table and beats' revision, version 6 the catalog's columns of
-// schedules held as data and schedule_seq). A build refuses a file newer
+// schedules held as data and schedule_seq, version 7 the actions table,
+// which no older build reads or writes). A build refuses a file newer
 // than its own. One that opened a file before it was migrated goes on in
 // it: a build of version 4 claims as before, as it never reads the
 // catalog; a build of version 5 knows no schedule held as data and takes
@@ -113,6 +114,14 @@
 //	  index catalog_by_seq (seq)                    ScheduleChanges
 //	schedule_seq (id = 0)      seq: the newest schedule write's sequence
 //	                           number; no row before the first write
+//	actions (seq)              the actions log; seq INTEGER PRIMARY KEY
+//	  at, keep_until             AUTOINCREMENT; Unix milliseconds, store clock
+//	  who, role, via, kind,      as slotstore.Action; retain_ns nanoseconds
+//	  target, reason, result,
+//	  detail, retain_ns
+//	  index actions_by_who (who, seq), actions_by_kind (kind, seq),
+//	        actions_by_target (target, seq)          Actions with a filter
+//	  index actions_by_keep_until (keep_until)       Prune
 //
 // History of one job walks the primary key; Prune is one DELETE of the
 // markers whose retention has ended and that are neither running under a
@@ -166,6 +175,20 @@
 // polls only after writes to the new file carried its head past its
 // cursor misses them. Replacing the file under running replicas loses
 // schedules as it loses markers.
+//
+// # The actions log
+//
+// AppendAction is one INSERT in a BEGIN IMMEDIATE transaction, as a claim
+// batch is: one commit and one sync per entry; the clock is read once the
+// write lock is held, so Seq and At follow the order appends take the file,
+// across processes. AUTOINCREMENT never hands a seq out twice, even after
+// Prune deleted the newest rows. Actions reads without the write lock, in
+// one SELECT walking the primary key back from Before, or the index of a
+// filter's column with seq: O(log n + Limit) when the filters that walk
+// does not serve (a second column, Since) pass most entries, and up to
+// every entry below Before when they pass few. Prune is one DELETE over
+// actions_by_keep_until. A Store that moves to a new file (Several
+// processes, one file) finds that file's log, as it finds its markers.
 //
 // # Several processes, one file
 //

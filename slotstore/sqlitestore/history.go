@@ -82,8 +82,9 @@ func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slots
 	return out, nil
 }
 
-// Prune implements slotstore.Store in one DELETE of markers, and one of
-// the beats past their TTL and slotstore.BeatKeep.
+// Prune implements slotstore.Store in one DELETE of markers, one of the
+// beats past their TTL and slotstore.BeatKeep, and one of the entries of
+// the actions log past their retention (actions_by_keep_until).
 func (s *Store) Prune(ctx context.Context) (int, error) {
 	done, err := s.begin(ctx, "prune")
 	if err != nil {
@@ -102,5 +103,13 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 	if _, err := s.conn().ExecContext(ctx, dropBeats, now); err != nil {
 		return int(n), s.failSent(ctx, "prune: delete old beats", err)
 	}
-	return int(n), nil
+	res, err = s.conn().ExecContext(ctx, pruneActions, now)
+	if err != nil {
+		return int(n), s.failSent(ctx, "prune: delete old actions", err)
+	}
+	acts, err := res.RowsAffected()
+	if err != nil {
+		return int(n), s.fail("prune: delete old actions", err)
+	}
+	return int(n + acts), nil
 }

@@ -103,6 +103,28 @@ var migrations = []string{
 		id  INTEGER NOT NULL PRIMARY KEY CHECK (id = 0),
 		seq INTEGER NOT NULL -- the sequence number of the newest schedule write
 	);`,
+	// 7: the actions log (actions.go). AUTOINCREMENT, so that a seq is
+	// never handed out again after Prune deleted the newest rows. The
+	// indexes pair each filter with seq, so a page with a filter walks the
+	// entries it lists; actions_by_keep_until serves Prune.
+	`CREATE TABLE actions (
+		seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+		at         INTEGER NOT NULL, -- Unix milliseconds, store clock
+		who        TEXT    NOT NULL,
+		role       TEXT    NOT NULL,
+		via        TEXT    NOT NULL,
+		kind       TEXT    NOT NULL,
+		target     TEXT    NOT NULL,
+		reason     TEXT    NOT NULL,
+		result     TEXT    NOT NULL,
+		detail     TEXT    NOT NULL,
+		retain_ns  INTEGER NOT NULL,
+		keep_until INTEGER NOT NULL -- Unix milliseconds: at + retain, whole milliseconds
+	);
+	CREATE INDEX actions_by_who ON actions (who, seq);
+	CREATE INDEX actions_by_kind ON actions (kind, seq);
+	CREATE INDEX actions_by_target ON actions (target, seq);
+	CREATE INDEX actions_by_keep_until ON actions (keep_until);`,
 }
 
 // migrate brings the file's schema to the newest version in one

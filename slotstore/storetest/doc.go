@@ -84,6 +84,13 @@
 //     backfills have one winner; once the store's clock has reached Slot +
 //     Retain, a backfill creates no marker (Absent) and loses a skipped
 //     slot, as a takeover-only claim.
+//   - The actions log: an append returns the entry as stored, with an
+//     increasing Seq and the store's time, and text byte for byte; an
+//     invalid entry is ErrInvalid naming its field and appends nothing;
+//     Actions lists newest first, filters by Who, Kind, Target and Since,
+//     and pages by Before without skipping or repeating an entry;
+//     concurrent appends get distinct Seqs, all listed; Prune deletes the
+//     entries past their retention by the store's clock, and counts them.
 //   - History order, job and state filters (every state), limits and fields;
 //     Prune's retention and lease rules (a retrying marker is kept until its
 //     retry is due) and its counts; ErrInvalid for bad parameters;
