@@ -66,6 +66,12 @@ type loop struct {
 	pauses pauseCache // what is paused (pauses.go)
 	memo   claimMemo  // what earlier claims said (result.go)
 	runs   runSet     // the runs started (runs.go)
+
+	// began is when the Run began; started is closed once its start-up
+	// has ended (startUp), or it never will: a Reload waits for it.
+	began       time.Time
+	started     chan struct{}
+	startedOnce sync.Once
 }
 
 // watchNote asks the loop to watch a slot from at: a failed slot whose
@@ -81,7 +87,7 @@ type watchNote struct {
 // counts them for Run to wait for.
 func newLoop(s *Engine, st slotstore.Store, runCtx context.Context, runs *sync.WaitGroup) *loop {
 	l := &loop{s: s, st: st, runCtx: runCtx, watched: make(map[slotKey]bool), watches: make(chan watchNote, 64),
-		scans: make(chan []slotstore.Marker), memo: newClaimMemo()}
+		scans: make(chan []slotstore.Marker), memo: newClaimMemo(), began: time.Now(), started: make(chan struct{})}
 	l.runs.init(runs, runHooks{retryAt: l.noteRetry})
 	l.pauses.init(s.jobs().plans)
 	return l
@@ -89,10 +95,13 @@ func newLoop(s *Engine, st slotstore.Store, runCtx context.Context, runs *sync.W
 
 // run schedules every job and serves the heap until ctx ends.
 func (l *loop) run(ctx context.Context) {
-	if !l.startUp(ctx) {
+	// Before the start-up, which reads the pauses on goroutines of bg.
+	defer l.bg.Wait()
+	ok := l.startUp(ctx)
+	l.endStartUp()
+	if !ok {
 		return
 	}
-	defer l.bg.Wait()
 	l.bg.Go(func() { l.scanner(ctx) })
 	if l.s.follow != nil {
 		l.bg.Go(func() { l.s.followSchedules(ctx, l.st) })
@@ -114,6 +123,10 @@ func (l *loop) run(ctx context.Context) {
 		l.receive(ctx.Done(), timer.C)
 	}
 }
+
+// endStartUp marks the start-up of l ended, or given up: a Reload may go
+// on.
+func (l *loop) endStartUp() { l.startedOnce.Do(func() { close(l.started) }) }
 
 // minStep is the least jump of the scheduler's clock against the process's
 // monotonic clock that the loop treats as the clock being set.

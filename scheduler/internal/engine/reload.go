@@ -84,6 +84,16 @@ type reloadReq struct {
 // would have. Without a Run in progress the new jobs are simply those the
 // next Run schedules.
 func (e *Engine) Reload(ctx context.Context, st slotstore.Store, specs []JobSpec, revision int64) (Reloaded, error) {
+	// After the start-up, which puts the schedules held as data in the
+	// plan set as it reads them, under reloading, and hands the loop
+	// nothing until it ends.
+	if l := e.live.cur.Load(); l != nil {
+		select {
+		case <-l.started:
+		case <-ctx.Done():
+			return Reloaded{}, fmt.Errorf("reload: waiting for the start-up to end: %w", ctx.Err())
+		}
+	}
 	e.reloading.Lock()
 	defer e.reloading.Unlock()
 	prev := e.jobs()

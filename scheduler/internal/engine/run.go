@@ -80,6 +80,7 @@ func (e *Engine) Run(ctx context.Context, rp RunParams) error {
 		wait, err := rp.Serve(ctx)
 		if err != nil {
 			e.live.set(nil)
+			l.endStartUp()
 			stopRuns(err) // a run triggered meanwhile through the Go API
 			runs.Wait()
 			return err

@@ -23,7 +23,7 @@ import (
 // and enrolls and schedules every job, before the loop serves its heap.
 // It reports false if ctx ended first.
 func (l *loop) startUp(ctx context.Context) bool {
-	s := startup{l: l, began: time.Now()}
+	s := startup{l: l}
 	if l.s.follow == nil {
 		return s.take(ctx, l.s.jobs().all()) && s.done(ctx)
 	}
@@ -33,7 +33,6 @@ func (l *loop) startUp(ctx context.Context) bool {
 // startup is what a start-up has done so far.
 type startup struct {
 	l               *loop
-	began           time.Time
 	jobs, conflicts int
 	skips           []slotstore.SkipRequest // slots to record missed, sent as they fill a batch
 }
@@ -42,9 +41,15 @@ type startup struct {
 // missed: a batch of maxBatch at a time, those whose next slot comes due
 // first before the others, and the slots due meanwhile claimed between
 // batches (serveDue). A job is scheduled only once its enrolment has
-// answered, so no claim precedes it. It reports false if ctx ended first.
+// answered, so no claim precedes it. With no plans it claims what is due
+// (between two pages of schedules read). It reports false if ctx ended
+// first.
 func (s *startup) take(ctx context.Context, plans []*plan) bool {
 	l := s.l
+	if len(plans) == 0 {
+		l.serveDue(ctx)
+		return ctx.Err() == nil
+	}
 	plans = byNextDue(plans, l.s.now())
 	for len(plans) > 0 {
 		part := plans[:min(len(plans), maxBatch)]
@@ -81,8 +86,11 @@ func (s *startup) done(ctx context.Context) bool {
 	// waiting for this replica to count in the catalog waits for.
 	s.l.s.log.Info("jobs enrolled", "jobs", s.jobs, "in_conflict", s.conflicts, "revision", s.l.s.jobs().revision)
 	s.l.skip(ctx, s.skips)
-	s.l.s.metrics.startup.Set(time.Since(s.began).Seconds())
-	return ctx.Err() == nil
+	if ctx.Err() != nil {
+		return false
+	}
+	s.l.s.metrics.startup.Set(time.Since(s.l.began).Seconds())
+	return true
 }
 
 // serveDue claims the slots of the jobs scheduled so far that are due, as
@@ -137,10 +145,12 @@ func byNextDue(plans []*plan, now time.Time) []*plan {
 
 // loadSchedules reads every live schedule in pages and puts those this
 // binary can run (planOf) in the plan set, handing them to took as they
-// are in force: after the first page, then each time as many more as the
-// set holds, so the sets copied add up to twice the schedules at most. It
-// retries each read until the store answers or ctx ends, and reports
-// whether it read them all and took returned true for each.
+// are in force: the first page that has any, then each time as many more
+// as the set holds, so the sets copied add up to twice the schedules at
+// most; after a page it does not hand on, took gets none (it claims what
+// is due). It retries each read until the store answers or ctx ends, and
+// reports whether it read them all and took returned true for each. A
+// Reload waits for the start-up to end: it would hold reloading.
 func (e *Engine) loadSchedules(ctx context.Context, st slotstore.Store, took func(context.Context, []*plan) bool) bool {
 	var got []*plan
 	stored := 0
@@ -177,8 +187,12 @@ func (e *Engine) loadSchedules(ctx context.Context, st slotstore.Store, took fun
 			break
 		}
 		after = es[len(es)-1].Job
-		if len(got) >= max(e.follow.page, e.jobs().nHeld) {
+		// The first schedules this replica runs at once, then as many
+		// more as it holds; between, what comes due is claimed.
+		if held := e.jobs().nHeld; len(got) > 0 && (held == 0 || len(got) >= max(e.follow.page, held)) {
 			ok = put()
+		} else {
+			ok = took(ctx, nil)
 		}
 	}
 	if !ok || !put() {

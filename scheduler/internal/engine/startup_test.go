@@ -127,7 +127,7 @@ func TestStartUpInDueOrder(t *testing.T) {
 		first := st.calls[1]
 		for _, j := range first[:min(len(first), 7)] {
 			if !often[j] {
-				t.Errorf("the first schedules enrolled begin with %s, not an every-second one: %v", j, first[:7])
+				t.Errorf("the first schedules enrolled begin with %s, not an every-second one: %v", j, first[:min(len(first), 7)])
 			}
 		}
 		if !st.claimed.Before(st.lastAt) {
