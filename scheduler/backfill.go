@@ -107,8 +107,9 @@ var ErrBackfillRange = engine.ErrBackfillRange
 func (s *Scheduler) Backfill(ctx context.Context, job string, params BackfillParams) (BackfillResult, error) {
 	p := engine.BackfillParams(params)
 	res, err := s.eng.Backfill(ctx, job, p)
+	var st slotstore.Store
 	if errors.Is(err, engine.ErrNotRunning) || s.notRunning(err) {
-		st := s.store
+		st = s.store
 		if st == nil {
 			opened, oerr := backend.OpenLogged(ctx, s.cfg.backendConfig(), s.log)
 			if oerr != nil {
@@ -118,7 +119,10 @@ func (s *Scheduler) Backfill(ctx context.Context, job string, params BackfillPar
 			st = opened
 		}
 		res, err = s.eng.BackfillOn(ctx, st, job, p) // reads a schedule held as data from st
-
 	}
-	return backfillResult(res), err
+	out := backfillResult(res)
+	if st = s.actStore(st); st != nil && !params.DryRun {
+		s.record(ctx, st, backfillAct(job, params, out, err))
+	}
+	return out, err
 }

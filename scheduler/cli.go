@@ -65,6 +65,7 @@ commands:
   schedules put, get, list, delete, pause or resume schedules held as data (per tenant)
   pause     pause a job, or with no job the whole cluster, on every replica (--reason)
   resume    resume a job, or with no job the whole cluster (--reason)
+  actions   list who paused, triggered, backfilled or wrote schedules, and config revisions
   version   print slotcron's version, the binary's revision and Go's version
 
 common flags:
@@ -123,6 +124,8 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer, reg *
 		err = cmdPause(ctx, "resume", false, rest, stdout, stderr, reg)
 	case "schedules":
 		err = cmdSchedules(ctx, rest, stdout, stderr, reg)
+	case "actions":
+		err = cmdActions(ctx, rest, stdout, stderr, reg)
 	case "help", "-h", "--help":
 		fmt.Fprintf(stdout, usage, prog)
 		return ExitOK

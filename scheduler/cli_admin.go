@@ -13,6 +13,7 @@ import (
 
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler/internal/backend"
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -50,15 +51,8 @@ job does not lift a pause of the cluster. Prints the pauses still in force.
 		return usageError{msg: fmt.Sprintf("%s: at most one job, not %q", name, strings.Join(pos, " "))}
 	}
 	*reason, *by = strings.TrimSpace(*reason), strings.TrimSpace(*by)
-	switch {
-	case *reason == "":
-		return usageError{msg: fmt.Sprintf("%s: --reason is required: say why, such as --reason 'migrating the billing database'", name)}
-	case len(*reason) > maxPauseNote:
-		return usageError{msg: fmt.Sprintf("%s: --reason is %d bytes; at most %d", name, len(*reason), maxPauseNote)}
-	case *by == "":
-		return usageError{msg: fmt.Sprintf("%s: --by is empty: name who %ss", name, name)}
-	case len(*by) > maxPauseNote:
-		return usageError{msg: fmt.Sprintf("%s: --by is %d bytes; at most %d", name, len(*by), maxPauseNote)}
+	if err := checkPauseNote(name, *reason, *by); err != nil {
+		return err
 	}
 	var job string
 	if len(pos) == 1 {
@@ -68,7 +62,8 @@ job does not lift a pause of the cluster. Prints the pauses still in force.
 	if err != nil {
 		return err
 	}
-	st, err := backend.OpenLogged(ctx, cfg.backendConfig(), newLogger(cfg.Log, os.Stderr))
+	log := newLogger(cfg.Log, os.Stderr)
+	st, err := backend.OpenLogged(ctx, cfg.backendConfig(), log)
 	if err != nil {
 		return err
 	}
@@ -80,7 +75,9 @@ job does not lift a pause of the cluster. Prints the pauses still in force.
 	if err != nil {
 		return fmt.Errorf("%s: read pauses: %w", name, err)
 	}
-	if err := st.SetPause(ctx, slotstore.PauseParams{Job: job, Paused: paused, By: *by, Reason: *reason}); err != nil {
+	err = st.SetPause(ctx, slotstore.PauseParams{Job: job, Paused: paused, By: *by, Reason: *reason})
+	engine.RecordAction(ctx, st, log, cfg.actionsRetain(), cliActor(*by), engine.Act{Kind: name, Target: job, Reason: *reason, Err: err})
+	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	ps, err := st.Pauses(ctx)
@@ -102,6 +99,21 @@ job does not lift a pause of the cluster. Prints the pauses still in force.
 		fmt.Fprintf(stdout, "%sd %s, by %s: %s\n", name, what, *by, *reason)
 	}
 	return printPauses(stdout, ps)
+}
+
+// checkPauseNote checks the --reason and --by of a pause or resume.
+func checkPauseNote(name, reason, by string) error {
+	switch {
+	case reason == "":
+		return usageError{msg: fmt.Sprintf("%s: --reason is required: say why, such as --reason 'migrating the billing database'", name)}
+	case len(reason) > maxPauseNote:
+		return usageError{msg: fmt.Sprintf("%s: --reason is %d bytes; at most %d", name, len(reason), maxPauseNote)}
+	case by == "":
+		return usageError{msg: fmt.Sprintf("%s: --by is empty: name who %ss", name, name)}
+	case len(by) > maxPauseNote:
+		return usageError{msg: fmt.Sprintf("%s: --by is %d bytes; at most %d", name, len(by), maxPauseNote)}
+	}
+	return nil
 }
 
 // clusterPause names the cluster's pause where jobs are listed: no job
@@ -192,6 +204,7 @@ manual. Exit 0 only if the run succeeded.
 	if err != nil {
 		return err
 	}
+	s.actor = cliActor(defaultBy())
 	res, err := s.Trigger(ctx, pos[0])
 	if err != nil {
 		return err

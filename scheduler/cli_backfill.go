@@ -105,6 +105,7 @@ func backfiller(ctx context.Context, cfg *Config, reg *jobs.Registry, st slotsto
 	if err != nil {
 		return nil, nil, err
 	}
+	s.actor = cliActor(defaultBy())
 	if _, ok := cfg.Jobs[job]; !ok {
 		if err := s.eng.TakeSchedule(ctx, st, job); err != nil {
 			return nil, nil, err

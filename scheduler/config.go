@@ -34,6 +34,11 @@ type Config struct {
 	// ShutdownGrace is how long running jobs may go on after SIGTERM before
 	// their contexts are cancelled and their slots released. Default: 25s.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// ActionsHistory is how long the store keeps each entry of its actions
+	// log: who paused, resumed, triggered or backfilled what, wrote a
+	// schedule, and which configuration revisions took effect. Default:
+	// 2160h (90 days).
+	ActionsHistory Duration `yaml:"actions_history"`
 	// Jobs maps each job name to its schedule and policy.
 	Jobs map[string]JobConfig `yaml:"jobs"`
 	// Duties maps each duty name to its settings: long-running singleton

@@ -97,6 +97,11 @@ func (s *Scheduler) reload(ctx context.Context, cfg *Config) (engine.Reloaded, e
 		st = *p
 	}
 	r, err := s.eng.Reload(ctx, st, plans, rev)
+	if st != nil {
+		engine.RecordAction(ctx, st, s.log, cfg.actionsRetain(), engine.Slotcron, engine.Act{Kind: "config", Err: err,
+			Detail: fmt.Sprintf("replica %s reloaded: revision %q, %d jobs added, %d removed, %d changed", s.replica,
+				cfg.Revision, len(r.Added), len(r.Removed), len(r.Changed))})
+	}
 	if err != nil {
 		return r, fmt.Errorf("%w: %w", errNotReloaded, err)
 	}

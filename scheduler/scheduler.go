@@ -43,6 +43,9 @@ type Scheduler struct {
 	reg      *jobs.Registry
 	runStore atomic.Pointer[slotstore.Store]
 	reloads  reloadMetrics
+	// actor is who the triggers and backfills made through this scheduler
+	// are recorded as made by (actions.go).
+	actor engine.Actor
 }
 
 // Option configures a Scheduler beyond its Config.
@@ -91,7 +94,8 @@ func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
 		return nil, err
 	}
 	rev, _ := cfg.revision() // resolve checked it
-	s := &Scheduler{cfg: cfg, jobs: len(plans), duties: len(duties), replica: cfg.replicaName(), now: time.Now, reg: reg}
+	s := &Scheduler{cfg: cfg, jobs: len(plans), duties: len(duties), replica: cfg.replicaName(), now: time.Now, reg: reg,
+		actor: goActor()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -113,7 +117,7 @@ func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
 		s.registry = prometheus.NewRegistry()
 	}
 	s.eng, err = engine.New(engine.Config{Replica: s.replica, Incarnation: newIncarnation(), Log: s.baseLog, Now: s.now,
-		Grace: grace, Jobs: plans, Duties: duties, PerJobHistograms: cfg.Metrics.PerJobHistograms,
+		Grace: grace, Jobs: plans, Duties: duties, PerJobHistograms: cfg.Metrics.PerJobHistograms, ActionsHistory: cfg.actionsRetain(),
 		Registry: s.registry, Runtime: private, Revision: rev, Lookup: reg.Lookup})
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
@@ -162,6 +166,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	backend.RouteClientLogs(st, s.log)
 	s.runStore.Store(&st)
 	defer s.runStore.Store(nil)
+	// The configuration's revision takes effect on this replica.
+	engine.RecordAction(ctx, st, s.log, s.cfg.actionsRetain(), engine.Slotcron, engine.Act{Kind: "config",
+		Detail: fmt.Sprintf("replica %s started: revision %q, %d jobs, %d duties", s.replica, s.cfg.Revision, s.jobs, s.duties)})
 	tp, stopTracing, err := s.openTracing(ctx)
 	if err != nil {
 		return err

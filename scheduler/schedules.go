@@ -78,11 +78,14 @@ const maxParams = 8 << 10
 // handler of a service that saves a customer's preference, say. Its methods
 // are safe for concurrent use.
 type Schedules struct {
-	st    slotstore.Store
-	cfg   *Config
-	reg   *jobs.Registry
-	by    string
-	close func() error
+	st  slotstore.Store
+	cfg *Config
+	reg *jobs.Registry
+	by  string
+	// via and role are how by writes (go, cli, http) and in which role,
+	// for the actions log (actions.go).
+	via, role string
+	close     func() error
 }
 
 // OpenSchedules opens the store cfg configures, for schedule reads and
@@ -108,7 +111,7 @@ func NewSchedules(st slotstore.Store, cfg *Config, reg *jobs.Registry) *Schedule
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	return &Schedules{st: st, cfg: cfg, reg: reg, by: defaultWriter(), close: func() error { return nil }}
+	return &Schedules{st: st, cfg: cfg, reg: reg, by: defaultWriter(), via: "go", close: func() error { return nil }}
 }
 
 // By returns a copy of s whose writes are recorded as made by who (a
@@ -180,6 +183,7 @@ func (s *Schedules) putAll(ctx context.Context, scs []Schedule, create bool) ([]
 			return nil
 		}
 		res, err := s.st.WriteSchedules(ctx, slotstore.WriteSchedulesParams{By: s.by, Writes: ws})
+		s.recordWrites(ctx, create, ws, res, err)
 		if err != nil {
 			return fmt.Errorf("scheduler: write %d schedules: %w", len(ws), err)
 		}
@@ -224,6 +228,11 @@ func (s *Schedules) Delete(ctx context.Context, id string, version int64) error 
 	}
 	res, err := s.st.WriteSchedules(ctx, slotstore.WriteSchedulesParams{By: s.by,
 		Writes: []slotstore.ScheduleWrite{{ID: id, Delete: true, IfVersion: version}}})
+	if err == nil {
+		s.record(ctx, engine.Act{Kind: "schedule-delete", Target: id, Err: res[0].Err})
+	} else {
+		s.record(ctx, engine.Act{Kind: "schedule-delete", Target: id, Err: err})
+	}
 	if err != nil {
 		return fmt.Errorf("scheduler: delete schedule %s: %w", id, err)
 	}
@@ -299,6 +308,8 @@ func (s *Schedules) setPause(ctx context.Context, id string, paused bool, reason
 		return fmt.Errorf("scheduler: pause schedule %s: %w", id, ErrNoSchedule)
 	}
 	err = s.st.SetPause(ctx, slotstore.PauseParams{Job: id, Paused: paused, By: s.by, Reason: reason})
+	s.record(ctx, engine.Act{Kind: map[bool]string{true: "schedule-pause", false: "schedule-resume"}[paused], Target: id,
+		Reason: reason, Err: err})
 	if err != nil {
 		return fmt.Errorf("scheduler: pause schedule %s: %w", id, err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/slotcron/slotcron/scheduler/internal/backend"
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
+	"github.com/slotcron/slotcron/slotstore"
 )
 
 // ErrBusy is returned by Trigger for a job with overlap: forbid while one of
@@ -78,8 +79,9 @@ type TriggerResult struct {
 // repeatedly.
 func (s *Scheduler) Trigger(ctx context.Context, job string) (TriggerResult, error) {
 	m, end, err := s.eng.Trigger(ctx, job)
+	var st slotstore.Store
 	if errors.Is(err, engine.ErrNotRunning) || s.notRunning(err) {
-		st := s.store
+		st = s.store
 		if st == nil {
 			opened, oerr := backend.OpenLogged(ctx, s.cfg.backendConfig(), s.log)
 			if oerr != nil {
@@ -89,9 +91,12 @@ func (s *Scheduler) Trigger(ctx context.Context, job string) (TriggerResult, err
 			st = opened
 		}
 		m, end, err = s.eng.TriggerOn(ctx, st, job) // reads a schedule held as data from st
-
 	}
-	return TriggerResult{Job: m.Job, Slot: m.Slot, Fence: m.Fence, End: RunEnd(end)}, err
+	res := TriggerResult{Job: m.Job, Slot: m.Slot, Fence: m.Fence, End: RunEnd(end)}
+	if st = s.actStore(st); st != nil {
+		s.record(ctx, st, triggerAct(job, res, err))
+	}
+	return res, err
 }
 
 // notRunning reports whether err is the engine's "no such job" while no

@@ -51,6 +51,7 @@ func (c *Config) resolveContext(ctx context.Context, reg *jobs.Registry) ([]engi
 		add(c.errAt(err.Error(), "log", "level"))
 	}
 	c.checkMax("shutdown_grace", c.ShutdownGrace, add, "shutdown_grace")
+	c.checkMax("actions_history", c.ActionsHistory, add, "actions_history")
 	if _, err := c.revision(); err != nil {
 		add(c.errAt(err.Error(), "revision"))
 	}

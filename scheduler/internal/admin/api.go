@@ -50,6 +50,7 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/jobs/{job}/audit", a.jobAudit)
 	mux.HandleFunc("GET /api/catalog", a.catalog)
 	mux.HandleFunc("GET /api/history", a.history)
+	mux.HandleFunc("GET /api/actions", a.actions)
 	mux.HandleFunc("GET /api/cluster", a.cluster)
 	mux.HandleFunc("POST /api/jobs/{job}/trigger", a.authed(a.trigger))
 	mux.HandleFunc("POST /api/jobs/{job}/backfill", a.authed(a.backfill))

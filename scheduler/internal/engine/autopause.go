@@ -98,6 +98,7 @@ func (s *Engine) tryAutoPause(f failedSlot) error {
 	reason := noteText(fmt.Sprintf("%d failed slots in a row; last error: %s", n, f.err))
 	err = f.st.SetPause(ctx, slotstore.PauseParams{Job: f.p.name, Paused: true, By: autoPauseBy, Reason: reason})
 	s.metrics.storeCall(err)
+	RecordAction(ctx, f.st, s.log, s.actionsRetain, Slotcron, Act{Kind: "pause", Target: f.p.name, Reason: reason, Err: err})
 	if l := s.live.cur.Load(); l != nil {
 		l.pauses.changed() // this replica's next slot reads the pauses anew
 	}

@@ -46,6 +46,9 @@ type Config struct {
 	// Lookup finds a registered job by name, for the schedules held as
 	// data, which Run follows when it is set (follow.go).
 	Lookup func(string) (jobs.Func, bool)
+	// ActionsHistory is how long the store keeps the actions the engine
+	// records (actions.go); 0 for DefaultActionsHistory.
+	ActionsHistory time.Duration
 }
 
 // JobSpec is one job as the configuration resolved it: every duration
@@ -174,7 +177,9 @@ type Engine struct {
 	log, base *slog.Logger
 	now       func() time.Time
 	grace     time.Duration
-	metrics   *metrics
+	// actionsRetain is Config.ActionsHistory.
+	actionsRetain time.Duration
+	metrics       *metrics
 	// tracer starts the spans of runs; Run sets it from RunParams.Tracing
 	// (a run outside Run, TriggerOn's, may read it meanwhile). Nil traces
 	// nothing.
@@ -196,7 +201,7 @@ type Engine struct {
 
 // New builds an engine and registers its metrics.
 func New(c Config) (*Engine, error) {
-	e := &Engine{replica: c.Replica, incarnation: c.Incarnation, log: c.Log.With("replica", c.Replica), base: c.Log, now: c.Now, grace: c.Grace,
+	e := &Engine{replica: c.Replica, incarnation: c.Incarnation, log: c.Log.With("replica", c.Replica), base: c.Log, now: c.Now, grace: c.Grace, actionsRetain: c.ActionsHistory,
 		metrics: newMetrics(c.PerJobHistograms), started: c.Now(), build: buildinfo.Read(), catalogKick: make(chan struct{}, 1),
 		reloads: make(chan reloadReq)}
 	set, _ := newPlanSet(c.Jobs, c.Revision, nil)

@@ -1,0 +1,104 @@
+// The actions log, as the facade writes it: who triggers, backfills,
+// pauses and writes schedules through the Go API and the CLI, recorded in
+// the store after each (engine.RecordAction).
+
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// actionsRetain is how long the store keeps the actions cfg's replicas and
+// tools record.
+func (c *Config) actionsRetain() time.Duration {
+	if c == nil || c.ActionsHistory.D() <= 0 {
+		return engine.DefaultActionsHistory
+	}
+	return c.ActionsHistory.D()
+}
+
+// goActor is who acts through the Go API unless told: "go", the OS user and
+// host.
+func goActor() engine.Actor { return engine.Actor{Who: defaultWriter(), Via: "go"} }
+
+// cliActor is who acts through the CLI: who as --by names it.
+func cliActor(who string) engine.Actor { return engine.Actor{Who: who, Via: "cli"} }
+
+// record appends act, made by s's actor, to st's actions log.
+func (s *Scheduler) record(ctx context.Context, st slotstore.Store, act engine.Act) {
+	engine.RecordAction(ctx, st, s.log, s.cfg.actionsRetain(), s.actor, act)
+}
+
+// actStore is the store a trigger or backfill that answered err acted on:
+// the Run's while one is in progress, else opened (the caller's).
+func (s *Scheduler) actStore(opened slotstore.Store) slotstore.Store {
+	if opened != nil {
+		return opened
+	}
+	if p := s.runStore.Load(); p != nil {
+		return *p
+	}
+	return s.store
+}
+
+// triggerAct is what a trigger of job that answered res and err did.
+func triggerAct(job string, res TriggerResult, err error) engine.Act {
+	act := engine.Act{Kind: "trigger", Target: job, Err: err}
+	if !res.Slot.IsZero() {
+		act.Detail = fmt.Sprintf("slot %s, fence %d, ended %s", res.Slot.UTC().Format(time.RFC3339), res.Fence, res.End)
+	}
+	return act
+}
+
+// backfillAct is what a backfill of job over p that answered res and err
+// did.
+func backfillAct(job string, p BackfillParams, res BackfillResult, err error) engine.Act {
+	return engine.Act{Kind: "backfill", Target: job, Err: err,
+		Detail: fmt.Sprintf("from %s to %s: %d slots to run of %d", p.From.UTC().Format(time.RFC3339),
+			p.To.UTC().Format(time.RFC3339), res.ToRun(), len(res.Slots))}
+}
+
+// as returns a copy of s whose writes are recorded as made via via (cli,
+// http) in role.
+func (s *Schedules) as(via, role string) *Schedules {
+	c := *s
+	c.via, c.role = via, role
+	return &c
+}
+
+// record appends act, made by s's writer, to its store's actions log.
+func (s *Schedules) record(ctx context.Context, act engine.Act) {
+	engine.RecordAction(ctx, s.st, slog.Default(), s.cfg.actionsRetain(), engine.Actor{Who: s.by, Role: s.role, Via: s.via}, act)
+}
+
+// recordWrites records one batch of schedule writes that answered res and
+// err: a write of one schedule as an action on it, a batch of several (a
+// PutAll) as one action that names how many and the first and last IDs,
+// so that writing a million schedules does not append a million entries.
+func (s *Schedules) recordWrites(ctx context.Context, create bool, ws []slotstore.ScheduleWrite, res []slotstore.ScheduleResult, err error) {
+	kind := map[bool]string{true: "schedule-create", false: "schedule-put"}[create]
+	if len(ws) == 1 {
+		act := engine.Act{Kind: kind, Target: ws[0].ID, Err: err}
+		if err == nil && len(res) == 1 {
+			if act.Err = res[0].Err; act.Err == nil {
+				act.Detail = fmt.Sprintf("version %d, runs %s", res[0].Entry.Version, ws[0].Run)
+			}
+		}
+		s.record(ctx, act)
+		return
+	}
+	refused := 0
+	for _, r := range res {
+		if r.Err != nil {
+			refused++
+		}
+	}
+	s.record(ctx, engine.Act{Kind: kind, Err: err,
+		Detail: fmt.Sprintf("%d schedules, %s to %s; %d refused", len(ws), ws[0].ID, ws[len(ws)-1].ID, refused)})
+}

@@ -1,0 +1,121 @@
+package scheduler
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotcron/slotcron/scheduler/internal/admin"
+)
+
+// TestCLIActions: each kind of mutation made through the CLI on a SQLite
+// store — pause and resume of a job and of the cluster, trigger, backfill,
+// a schedule's create, put, pause, resume and delete — appears once in
+// `scheduler actions --json`, newest first, with who, via, what, on what,
+// why and how it ended; the filters and paging select from it.
+func TestCLIActions(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	doc := "store: {sqlite: {path: " + filepath.Join(dir, "s.db") + "}}\nactions_history: 48h\n" +
+		"jobs: {hello: {schedule: '@every 1h'}}\n"
+	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	from := time.Now().Add(-3 * time.Hour).UTC().Format(time.RFC3339)
+	steps := [][]string{
+		{"pause", "--reason", "db migration", "--by", "ops-anna", "hello"},
+		{"resume", "--reason", "migrated", "--by", "ops-anna", "hello"},
+		{"pause", "--reason", "freeze", "--by", "ops-ben"},
+		{"resume", "--reason", "thaw", "--by", "ops-ben"},
+		{"trigger", "hello"},
+		{"backfill", "--from", from, "hello"},
+		{"schedules", "put", "--job", "hello", "--schedule", "0 9 * * *", "tenant-1"},
+		{"schedules", "put", "--job", "hello", "--schedule", "0 10 * * *", "tenant-1"},
+		{"schedules", "pause", "--reason", "on hold", "tenant-1"},
+		{"schedules", "resume", "tenant-1"},
+		{"schedules", "delete", "tenant-1"},
+	}
+	for _, s := range steps {
+		args := append([]string{s[0]}, append([]string{"--config", cfg}, s[1:]...)...)
+		if s[0] == "schedules" {
+			args = append([]string{s[0], s[1], "--config", cfg}, s[2:]...)
+		}
+		if code, out, errs := runCLI(t, args...); code != ExitOK {
+			t.Fatalf("%v: exit %d\n%s%s", s, code, out, errs)
+		}
+	}
+	code, out, errs := runCLI(t, "actions", "--config", cfg, "--json", "-n", "100")
+	if code != ExitOK {
+		t.Fatalf("actions: exit %d\n%s%s", code, out, errs)
+	}
+	var got []admin.ActionView
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var a admin.ActionView
+		if err := json.Unmarshal([]byte(line), &a); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		got = append(got, a)
+	}
+	want := []string{ // oldest first: kind target who reason result
+		"pause hello ops-anna db migration ok",
+		"resume hello ops-anna migrated ok",
+		"pause  ops-ben freeze ok",
+		"resume  ops-ben thaw ok",
+		"trigger hello cli  ok",
+		"backfill hello cli  ok",
+		"schedule-put tenant-1 cli  ok",
+		"schedule-put tenant-1 cli  ok",
+		"schedule-pause tenant-1 cli on hold ok",
+		"schedule-resume tenant-1 cli  ok",
+		"schedule-delete tenant-1 cli  ok",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d actions, want %d:\n%s", len(got), len(want), out)
+	}
+	for i, w := range want {
+		a := got[len(got)-1-i]
+		who := a.Who
+		if strings.HasPrefix(who, "cli ") {
+			who = "cli"
+		}
+		if line := fmt.Sprintf("%s %s %s %s %s", a.Kind, a.Target, who, a.Reason, a.Result); line != w {
+			t.Errorf("action %d: %q, want %q (%+v)", i, line, w, a)
+		}
+		if a.Via != "cli" || a.Seq == 0 || a.At == "" {
+			t.Errorf("action %d: via %q seq %d at %q", i, a.Via, a.Seq, a.At)
+		}
+		if i > 0 && a.Seq <= got[len(got)-i].Seq {
+			t.Errorf("action %d: seq %d not above the one before", i, a.Seq)
+		}
+	}
+	if d := got[len(got)-5].Detail; !strings.Contains(d, "fence") || !strings.Contains(d, "ended succeeded") {
+		t.Errorf("the trigger's detail: %q", d)
+	}
+	if d := got[len(got)-7].Detail; !strings.Contains(d, "version 1") {
+		t.Errorf("the first put's detail: %q", d)
+	}
+	// Filters and pages.
+	if code, out, _ = runCLI(t, "actions", "--config", cfg, "--json", "--who", "ops-ben"); code != ExitOK || strings.Count(out, "\n") != 2 {
+		t.Errorf("--who ops-ben: exit %d\n%s", code, out)
+	}
+	if code, out, _ = runCLI(t, "actions", "--config", cfg, "--json", "--kind", "schedule-put", "--target", "tenant-1"); code != ExitOK ||
+		strings.Count(out, "\n") != 2 {
+		t.Errorf("--kind schedule-put --target tenant-1: exit %d\n%s", code, out)
+	}
+	before := fmt.Sprint(got[2].Seq)
+	if code, out, _ = runCLI(t, "actions", "--config", cfg, "--json", "--before", before, "-n", "3"); code != ExitOK ||
+		strings.Count(out, "\n") != 3 || !strings.Contains(out, fmt.Sprintf(`"seq":%d`, got[3].Seq)) {
+		t.Errorf("--before %s -n 3: exit %d\n%s", before, code, out)
+	}
+	if code, out, _ = runCLI(t, "actions", "--config", cfg); code != ExitOK || !strings.Contains(out, "SEQ") ||
+		!strings.Contains(out, "db migration") {
+		t.Errorf("the table: exit %d\n%s", code, out)
+	}
+	if code, _, errs = runCLI(t, "actions", "--config", cfg, "--since", "yesterday"); code != ExitUsage || !strings.Contains(errs, "--since") {
+		t.Errorf("a bad --since: exit %d %s", code, errs)
+	}
+}

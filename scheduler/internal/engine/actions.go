@@ -1,0 +1,117 @@
+// The actions log as slotcron writes it: after each mutation, whatever its
+// outcome, who made it, in which role and how, what it did to what, and
+// why, appended to the store (slotstore.Action).
+
+package engine
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
+
+// DefaultActionsHistory is how long the store keeps an entry of the actions
+// log unless the configuration's actions_history says otherwise.
+const DefaultActionsHistory = 90 * 24 * time.Hour
+
+// Actor is who makes a mutation: a token's name and role through the HTTP
+// API, "cli user@host" through the CLI, the Go API's writer, or slotcron
+// itself. Via is http, cli, go or slotcron.
+type Actor struct {
+	Who, Role, Via string
+}
+
+// Slotcron is slotcron acting on its own: a pause after failures, a
+// configuration revision taking effect.
+var Slotcron = Actor{Who: "slotcron", Via: "slotcron"}
+
+// Act is one mutation, to record: Kind (pause, resume, trigger, backfill,
+// schedule-put...), the job or schedule it acted on (empty: the cluster),
+// why, what else identifies it, and its outcome (nil: "ok").
+type Act struct {
+	Kind, Target, Reason, Detail string
+	Err                          error
+}
+
+// actionLog is a store that keeps the actions log.
+type actionLog interface {
+	AppendAction(ctx context.Context, a slotstore.Action) (slotstore.Action, error)
+}
+
+// RecordAction appends act, made by a, to st's actions log, kept for retain
+// (DefaultActionsHistory when not positive). The mutation has happened (or
+// failed) already: an append that fails is logged at WARN and changes
+// nothing else. Text is cut to what the store keeps.
+func RecordAction(ctx context.Context, st slotstore.Store, log *slog.Logger, retain time.Duration, a Actor, act Act) {
+	al, ok := st.(actionLog)
+	if !ok {
+		return
+	}
+	if retain <= 0 {
+		retain = DefaultActionsHistory
+	}
+	result := "ok"
+	if act.Err != nil {
+		result = act.Err.Error()
+	}
+	entry := slotstore.Action{Who: cut(a.Who, 200), Role: cut(a.Role, 32), Via: cut(a.Via, 32), Kind: cut(act.Kind, 64),
+		Target: cut(act.Target, 300), Reason: cut(act.Reason, 1000), Result: cut(result, 1000), Detail: cut(act.Detail, 1000),
+		Retain: retain}
+	if entry.Who == "" {
+		entry.Who = "unknown"
+	}
+	// Recorded even when the caller's context has ended: the mutation it
+	// bounded has happened.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxStoreWait)
+	defer cancel()
+	if _, err := al.AppendAction(rctx, entry); err != nil && log != nil {
+		log.Warn("recording an action failed", "kind", entry.Kind, "target", entry.Target, "who", entry.Who,
+			"result", entry.Result, "err", err)
+	}
+}
+
+// cut returns s, valid UTF-8 without NUL bytes, in at most n bytes.
+func cut(s string, n int) string {
+	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// actionReader is a store that lists its actions log.
+type actionReader interface {
+	Actions(ctx context.Context, p slotstore.ActionsParams) ([]slotstore.Action, error)
+}
+
+// ErrNoActionsLog is the answer of a store that keeps no actions log.
+var ErrNoActionsLog = errors.New("this store keeps no actions log")
+
+// ReadActions lists st's actions log as p selects, newest first.
+func ReadActions(ctx context.Context, st slotstore.Store, p slotstore.ActionsParams) ([]slotstore.Action, error) {
+	ar, ok := st.(actionReader)
+	if !ok {
+		return nil, ErrNoActionsLog
+	}
+	return ar.Actions(ctx, p)
+}
+
+// Actions lists the actions log of the Run's store.
+func (r Records) Actions(ctx context.Context, p slotstore.ActionsParams) ([]slotstore.Action, error) {
+	return ReadActions(ctx, r.st, p)
+}
+
+// Record appends act, made by a, to the actions log of the Run's store,
+// kept as the configuration says.
+func (r Records) Record(ctx context.Context, a Actor, act Act) {
+	RecordAction(ctx, r.st, r.l.s.log, r.l.s.actionsRetain, a, act)
+}
