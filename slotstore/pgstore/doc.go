@@ -314,6 +314,13 @@
 // errors with their passwords. After Close every method returns an error
 // wrapping slotstore.ErrClosed.
 //
+// # The actions log
+//
+// AppendAction is one INSERT that takes the schema's actions advisory lock
+// first, so appends commit one at a time in seq order (actions.go says why
+// and what it costs). Actions is one SELECT over the primary key or a
+// filter's index with seq; Prune's one statement deletes expired entries.
+//
 // # Schema
 //
 // The tables live in Options.Schema ("slotcron"). New brings the schema up
@@ -338,7 +345,7 @@
 // grant ON ALL TABLES covers the tables that exist when it is made: after
 // an upgrade whose migrations add a table, grant again (or set ALTER
 // DEFAULT PRIVILEGES for the owner): version 10 added catalog, version 11
-// schedule_head. Version 11:
+// schedule_head, version 12 actions. Version 12:
 //
 //	schema_migrations (version)  one row per applied migration
 //	fences (job)                 the last fence issued per job
@@ -377,6 +384,9 @@
 //	                                                  Schedules with Run
 //	  unique index catalog_by_seq (seq) WHERE seq > 0 ScheduleChanges
 //	schedule_head (one)          one row: seq, the newest sequence number handed out
+//	actions (seq)                the actions log, seq an identity: as slotstore.Action;
+//	                             at, keep_until (at + retain) database clock
+//	  index actions_by_who, _by_kind, _by_target (column, seq); actions_by_keep_until
 //	claim(...)                   the claim function (claims and skips); claim_result its rows
 //	claim(... less p_spec)       the claim of the builds of versions 8 and 9: the one above, no spec
 //	claim(... less p_backfill,   the claim of the builds of versions 3 to 6: the one above,
@@ -475,12 +485,12 @@
 // indexes, schedule_head, the write_schedules function, and an enroll that
 // leaves a live schedule's row alone: a replica of version 10's build still
 // running enrolls through it, and sees a schedule's spec in force as any
-// spec it does not carry). Versions
+// spec it does not carry); 12 the actions table. Versions
 // 4, 5, 6 and 8 changed functions alone: their
 // migrations now change nothing, and today's texts stand in functions/.
 //
-// The store takes two advisory lock keys per schema, derived from a hash
-// of the schema name: one for migrations, one for pruning.
+// The store takes three advisory lock keys per schema, hashed from its
+// name: for migrations, for pruning, for appends to the actions log.
 //
 // Connections must run at READ COMMITTED, the server's default; Open sets
 // it for the pool it opens, and the claim function refuses any other

@@ -25,7 +25,10 @@ var noLaterSlot = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 // time and the others return at once; it skips rows another transaction has
 // locked (a claim or a fenced mutation in progress), so it never waits for,
 // or deadlocks with, them; those rows go at the next prune. It also deletes
-// the beats past their TTL and slotstore.BeatKeep, skipping locked rows too.
+// the beats past their TTL and slotstore.BeatKeep, skipping locked rows too,
+// and the entries of the actions log past their retention
+// (actions_by_keep_until), which no statement but this one deletes or
+// changes, and counts them with the markers.
 const pruneSQL = `WITH turn AS MATERIALIZED (
 		SELECT pg_try_advisory_xact_lock($1) AS mine, clock_timestamp() AS t
 	),
@@ -41,8 +44,11 @@ const pruneSQL = `WITH turn AS MATERIALIZED (
 		DELETE FROM {schema}.replicas WHERE replica IN (
 			SELECT o.replica FROM {schema}.replicas o, turn
 			WHERE turn.mine AND o.keep_until < turn.t FOR UPDATE OF o SKIP LOCKED)
+	),
+	acts AS (
+		DELETE FROM {schema}.actions a USING turn WHERE turn.mine AND a.keep_until < turn.t RETURNING 1
 	)
-	SELECT count(*) FROM gone`
+	SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM acts)`
 
 // History implements slotstore.Store: newest slot first, then by job,
 // filtered by job and state.

@@ -17,8 +17,9 @@ import (
 
 // oldMigrations are the migration files as the builds up to commit 8e30ad2
 // shipped them, each claim text written out whole, and the schemas the
-// builds of version 9 (commit 90428df) and 10 (commit b65f0d0) left: each
-// one's migration, then its function files with their records. So they
+// builds of version 9 (commit 90428df), 10 (commit b65f0d0) and 11 (commit
+// 9635b10) left: each one's migration, then its function files with their
+// records. So they
 // are the schema those builds left, at every version, for the upgrade
 // tests. They are fixtures, named .sql.txt so that nothing takes them for
 // the product's SQL.
@@ -27,8 +28,8 @@ import (
 var oldMigrations embed.FS
 
 // oldVersions is the newest version the fixtures hold: the previous
-// build's. Version 11, schedules held as data, is this build's own.
-const oldVersions = 10
+// build's. Version 12, the actions log, is this build's own.
+const oldVersions = 11
 
 // buildOldSchema creates schema at version as a build of that version
 // left it: the old migration files 1 to version, applied in order in one

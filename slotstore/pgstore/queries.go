@@ -49,6 +49,7 @@ type queries struct {
 	beat, dropBeats, replicas                         string
 	catalog                                           string
 	writeSchedules, changes                           string
+	appendAction                                      string
 	schedulesAll, schedulesByRun, schedulesByIDs      string
 	// channel is the schema's channel of schedule writes (watch.go).
 	channel string
@@ -89,7 +90,8 @@ func newQueries(schema string) queries {
 		// historyInState walks markers_by_state (state, slot DESC, job).
 		historyInState: in(`SELECT ` + columns + ` FROM {schema}.markers
 			WHERE state = $1 AND ($2 = '' OR job = $2) AND slot < $4 ORDER BY slot DESC, job LIMIT $3`),
-		prune: in(pruneSQL),
+		prune:        in(pruneSQL),
+		appendAction: in(appendActionSQL),
 
 		beat:      in(beatSQL),
 		dropBeats: in(dropBeatsSQL),
