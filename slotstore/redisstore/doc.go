@@ -202,6 +202,24 @@
 // and would put its spec in force over a live schedule of the same name:
 // write schedules once every replica runs this version.
 //
+// # The actions log
+//
+// The log is three keys on one hash slot (actions.go): a counter, a sorted
+// set holding each entry as its member, scored by its Seq, and a sorted set
+// of each Seq scored by the entry's expiry (At + Retain). AppendAction is
+// one script call, one round trip: INCR, then the entry and its expiry,
+// at TIME; Redis runs one script at a time, so Seqs are given in the order
+// appends take effect, in a Cluster too, and At follows Seq. Actions reads
+// the log with ZREVRANGEBYSCORE back from Before, Limit members at a time
+// without filters, 500 with, decodes and filters them in the client, and
+// reads on until it has Limit entries or the log ends: a page costs
+// O(log n + Limit) when the filters pass most entries, and up to every
+// entry below Before when they pass few. Entries are kept in memory, as
+// markers are, about 100 bytes more than their text each. Prune deletes
+// the entries whose expiry is before TIME, 500 a script call. The counter
+// is lost with the log when Redis loses its data (a restart without
+// persistence): Seqs then begin again at 1.
+//
 // # Time
 //
 // Every time is Redis's: scripts read TIME, never the client's clock.

@@ -218,7 +218,9 @@ func readHistory(job string, res any) ([]slotstore.Marker, string, error) {
 // index entries of those markers, deletes any marker the contract allows
 // that Redis has not yet, and counts both, together with the entries History
 // found gone since the last Prune. It reads the set of job names, then runs
-// one script call per job, pipelined, for each thousand entries due.
+// one script call per job, pipelined, for each thousand entries due; then
+// it deletes the entries of the actions log past their retention
+// (actions.go).
 func (s *Store) Prune(ctx context.Context) (int, error) {
 	if err := s.begin(ctx, "prune"); err != nil {
 		return 0, err
@@ -257,5 +259,6 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 		}
 		jobs = more
 	}
-	return total, nil
+	n, err := s.pruneActions(ctx)
+	return total + n, err
 }

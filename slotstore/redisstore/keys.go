@@ -53,6 +53,13 @@ import (
 //
 // Schedule writes are published on the channel <prefix>schedules.
 //
+// The actions log's keys share the hash tag {<prefix>actions} (actions.go):
+//
+//	<prefix>actions:head{<prefix>actions}    string  the last Seq given
+//	<prefix>actions:log{<prefix>actions}     zset    seq -> the entry
+//	<prefix>actions:expiry{<prefix>actions}  zset    seq, scored by its
+//	                                                 expiry (Unix ms)
+//
 // The job name is escaped so that it holds no brace (which would end or
 // empty the hash tag) and no two names share keys.
 

@@ -42,8 +42,12 @@ var (
 	beatScript     = load("beat")
 	replicasScript = load("replicas")
 
+	actionScript      = load("action")
+	actionPruneScript = load("actionprune")
+
 	allScripts = []*script{claimScript, renewScript, finishScript, releaseScript, historyScript, pruneScript, enrollScript, catalogScript,
-		liveScript, pauseScript, beatScript, replicasScript, schedWriteScript, schedIndexScript, schedStampScript}
+		liveScript, pauseScript, beatScript, replicasScript, schedWriteScript, schedIndexScript, schedStampScript,
+		actionScript, actionPruneScript}
 )
 
 // load makes the script of scripts/<name>.lua: the prelude, the libraries
