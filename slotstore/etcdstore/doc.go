@@ -42,6 +42,10 @@
 //	sched-live/<id>         empty; each live schedule
 //	sched-run/<run>/<id>    empty; each live schedule, by the job it runs
 //	sched-head              empty; its ModRevision is the newest schedule write's
+//	act/<seq>               an entry of the actions log, seq zero-padded to 19 digits
+//	act-exp/<until>/<seq>   empty; each entry by its expiry (At + Retain, Unix ms,
+//	                        zero-padded), for Prune
+//	act-head                the last Seq of the actions log
 //
 // The schedule indexes hold a schedule's ID as it is, not escaped (an ID
 // is printable ASCII), so that their keys sort as the IDs do and a prefix
@@ -49,11 +53,32 @@
 //
 // Nothing deletes a generation, a job key, a catalog or spec key, a sched/
 // key or the cluster record; Prune deletes markers, with their running
-// copy and holder key, and old beats; a schedule's delete deletes its
+// copy and holder key, old beats, and the entries of the actions log
+// past their retention with their act-exp/ keys; a schedule's delete deletes its
 // sched-live/ and sched-run/ keys, and a put that changes its run its old
 // sched-run/ key.
 // The store reads and writes no other key, so others may share the prefix:
 // leader/etcdleader keeps its terms under leader/ and leader-holder/.
+//
+// # The actions log
+//
+// AppendAction reads act-head, then commits one transaction that puts
+// act-head, the entry and its expiry key if act-head's ModRevision is still
+// the one read: appends take effect one at a time, in Seq order, and a
+// reader that lists an entry has every entry below it to list. Appends that
+// race retry, the transaction's else branch reading act-head again, after
+// a random pause, up to 64 times (ErrConflict): one round trip an append
+// alone, a few under contention. At is the store's clock (below), read
+// before each try, to the millisecond. Actions reads the oldest entry's
+// key and act-head in one read, then ranges of act/ keys back from
+// Before, Limit seqs at a time without filters and 500 with, newest
+// first, filtering in the client, until it has Limit entries or passes
+// the oldest: O(Limit) keys a page when the filters pass most entries, up
+// to every entry below Before when they pass few. Prune reads the act-exp/
+// keys before the store's clock and deletes them with their entries, a
+// transaction per page. Every entry stays in etcd's keyspace, a few
+// hundred bytes more than its text, until Prune deletes it: a log kept
+// for years at a high rate takes from etcd's quota.
 //
 // # The clock
 //

@@ -29,6 +29,10 @@ const (
 	dirLive      = "sched-live/" // sched-live/<id>: each live schedule
 	dirByRun     = "sched-run/"  // sched-run/<run>/<id>: each live schedule, by the job it runs
 	keySchedHead = "sched-head"  // written by every schedule write: its ModRevision is the head
+	// The actions log (actions.go).
+	dirActions   = "act/"     // act/<seq>: an entry, seq zero-padded so keys sort by it
+	dirActExpiry = "act-exp/" // act-exp/<keep until>/<seq>: empty, by expiry (Unix ms, zero-padded)
+	keyActHead   = "act-head" // the last seq given
 )
 
 // slotLayout formats a slot in its keys: fixed width for the years 0001 to
@@ -54,6 +58,13 @@ func (k keys) schedule(id string) string { return k.prefix + dirSchedules + id }
 func (k keys) live() string              { return k.prefix + dirLive }
 func (k keys) byRun(run string) string   { return k.prefix + dirByRun + escape(run) + "/" }
 func (k keys) schedHead() string         { return k.prefix + keySchedHead }
+func (k keys) actions() string           { return k.prefix + dirActions }
+func (k keys) action(seq int64) string   { return fmt.Sprintf("%s%s%019d", k.prefix, dirActions, seq) }
+func (k keys) actExpiry() string         { return k.prefix + dirActExpiry }
+func (k keys) actHead() string           { return k.prefix + keyActHead }
+func (k keys) actExpiryOf(keep, seq int64) string {
+	return fmt.Sprintf("%s%s%019d/%019d", k.prefix, dirActExpiry, keep, seq)
+}
 func (k keys) beat(replica string) string {
 	return k.prefix + dirBeats + escape(replica)
 }

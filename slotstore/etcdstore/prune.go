@@ -19,7 +19,8 @@ const prunePage = 500
 // marker renewed, finished or claimed again since the read is kept. Pages
 // and deletions read and write only current revisions, so a compaction of
 // the cluster's history never fails them. It also deletes the beats past
-// their TTL and slotstore.BeatKeep.
+// their TTL and slotstore.BeatKeep, and the entries of the actions log
+// past their retention (actions.go).
 func (s *Store) Prune(ctx context.Context) (int, error) {
 	if err := s.begin(ctx, "prune"); err != nil {
 		return 0, err
@@ -67,7 +68,8 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 	if _, err := s.deleteUnchanged(ctx, "prune: delete old beats", old); err != nil {
 		return n, err
 	}
-	return n, nil
+	acts, err := s.pruneActions(ctx)
+	return n + acts, err
 }
 
 // deleteMarkers deletes each of ms whose key's ModRevision is still its
