@@ -79,6 +79,12 @@ func (a *amnesiac) Replicas(ctx context.Context) ([]slotstore.Replica, error) {
 func (a *amnesiac) History(ctx context.Context, p slotstore.HistoryParams) ([]slotstore.Marker, error) {
 	return a.store().History(ctx, p)
 }
+func (a *amnesiac) AppendAction(ctx context.Context, x slotstore.Action) (slotstore.Action, error) {
+	return a.store().AppendAction(ctx, x)
+}
+func (a *amnesiac) Actions(ctx context.Context, p slotstore.ActionsParams) ([]slotstore.Action, error) {
+	return a.store().Actions(ctx, p)
+}
 func (a *amnesiac) Prune(ctx context.Context) (int, error) { return a.store().Prune(ctx) }
 func (a *amnesiac) Close() error                           { return nil }
 

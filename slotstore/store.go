@@ -88,9 +88,19 @@ type Store interface {
 	Replicas(ctx context.Context) ([]Replica, error)
 	// History lists markers, newest slot first.
 	History(ctx context.Context, p HistoryParams) ([]Marker, error)
+	// AppendAction appends a to the actions log, in one atomic step, with
+	// the next Seq and the store's time as At, and returns the entry as
+	// stored. An invalid a is ErrInvalid, wrapped with the field's name,
+	// and appends nothing. Entries are never changed afterwards (The
+	// actions log in the package documentation).
+	AppendAction(ctx context.Context, a Action) (Action, error)
+	// Actions lists the entries of the actions log p selects, newest
+	// first (descending Seq), at most p.Limit.
+	Actions(ctx context.Context, p ActionsParams) ([]Action, error)
 	// Prune deletes markers whose retention has ended and that are not
-	// running under a live lease or retrying before their retry is due. It
-	// returns how many it deleted.
+	// running under a live lease or retrying before their retry is due,
+	// and the entries of the actions log whose At + Retain is before the
+	// store's clock. It returns how many of both it deleted.
 	Prune(ctx context.Context) (int, error)
 	// Close releases the store's resources. Calls after Close return
 	// ErrClosed.

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,25 +12,6 @@ import (
 	"github.com/slotcron/slotcron/slotstore"
 )
 
-// actionStore is a store that keeps the actions log.
-type actionStore interface {
-	slotstore.Store
-	AppendAction(ctx context.Context, a slotstore.Action) (slotstore.Action, error)
-	Actions(ctx context.Context, p slotstore.ActionsParams) ([]slotstore.Action, error)
-}
-
-// withActions runs fn on a store that keeps the actions log, and skips a
-// store that does not.
-func withActions(fn func(*testing.T, actionStore)) func(*testing.T, slotstore.Store) {
-	return func(t *testing.T, s slotstore.Store) {
-		as, ok := s.(actionStore)
-		if !ok {
-			t.Skip("the store keeps no actions log")
-		}
-		fn(t, as)
-	}
-}
-
 // action is an entry of the actions log by who, of kind on target, kept
 // for an hour.
 func action(who, kind, target string) slotstore.Action {
@@ -41,7 +21,7 @@ func action(who, kind, target string) slotstore.Action {
 
 // appendOK appends a and returns the stored entry, failing the test on an
 // error.
-func appendOK(t *testing.T, s actionStore, a slotstore.Action) slotstore.Action {
+func appendOK(t *testing.T, s slotstore.Store, a slotstore.Action) slotstore.Action {
 	t.Helper()
 	got, err := s.AppendAction(t.Context(), a)
 	if err != nil {
@@ -51,7 +31,7 @@ func appendOK(t *testing.T, s actionStore, a slotstore.Action) slotstore.Action 
 }
 
 // listActions lists the entries p selects, failing the test on an error.
-func listActions(t *testing.T, s actionStore, p slotstore.ActionsParams) []slotstore.Action {
+func listActions(t *testing.T, s slotstore.Store, p slotstore.ActionsParams) []slotstore.Action {
 	t.Helper()
 	got, err := s.Actions(t.Context(), p)
 	if err != nil {
@@ -89,7 +69,7 @@ func wantActions(t *testing.T, what string, got []slotstore.Action, want ...slot
 // Actions lists the entries as they were returned, newest first; text
 // round-trips byte for byte, at its bounds too; after Close both calls
 // fail with ErrClosed.
-func testActionsAppend(t *testing.T, s actionStore) {
+func testActionsAppend(t *testing.T, s slotstore.Store) {
 	if got := listActions(t, s, slotstore.ActionsParams{}); len(got) != 0 {
 		t.Fatalf("a new store lists actions %+v", got)
 	}
@@ -133,7 +113,7 @@ func testActionsAppend(t *testing.T, s actionStore) {
 // testActionsInvalid: an entry with a required field empty, a field over
 // its bound or not text, or a Retain out of bounds is ErrInvalid naming
 // the field, and appends nothing; bad paging parameters are ErrInvalid.
-func testActionsInvalid(t *testing.T, s actionStore) {
+func testActionsInvalid(t *testing.T, s slotstore.Store) {
 	ctx := t.Context()
 	bad := map[string]func(a *slotstore.Action){
 		"who":    func(a *slotstore.Action) { a.Who = "" },
@@ -174,7 +154,7 @@ func testActionsInvalid(t *testing.T, s actionStore) {
 // testActionsFilters: Who, Kind and Target select exact values, alone and
 // together; Since selects the entries appended at or after it by the
 // store's clock; Limit keeps the newest.
-func testActionsFilters(t *testing.T, s actionStore) {
+func testActionsFilters(t *testing.T, s slotstore.Store) {
 	a := appendOK(t, s, action("alice", "pause", "a"))
 	b := appendOK(t, s, action("bob", "pause", "b"))
 	c := appendOK(t, s, action("alice", "trigger", "a"))
@@ -199,7 +179,7 @@ func testActionsFilters(t *testing.T, s actionStore) {
 
 // testActionsPages: paging by Before over several pages, with and without
 // a filter, lists every entry once, newest first.
-func testActionsPages(t *testing.T, s actionStore) {
+func testActionsPages(t *testing.T, s slotstore.Store) {
 	var all, bobs []slotstore.Action
 	for i := range 23 {
 		who := []string{"alice", "bob", "carol"}[i%3]
@@ -237,7 +217,7 @@ func testActionsPages(t *testing.T, s actionStore) {
 
 // testActionsConcurrent: appends from many goroutines at once each get
 // their own Seq, increasing in each goroutine's order, and are all listed.
-func testActionsConcurrent(t *testing.T, s actionStore) {
+func testActionsConcurrent(t *testing.T, s slotstore.Store) {
 	const writers, each = 8, 10
 	var (
 		wg   sync.WaitGroup
@@ -283,7 +263,7 @@ func testActionsConcurrent(t *testing.T, s actionStore) {
 
 // testActionsPrune: Prune deletes the entries whose At + Retain is before
 // the store's clock, counts them, and keeps the others.
-func testActionsPrune(t *testing.T, s actionStore) {
+func testActionsPrune(t *testing.T, s slotstore.Store) {
 	short := action("alice", "pause", "a")
 	short.Retain = shortLease
 	gone := appendOK(t, s, short)

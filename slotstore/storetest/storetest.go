@@ -94,12 +94,12 @@ func Run(t *testing.T, newStore func(t *testing.T) slotstore.Store) {
 		{"ScheduleInvalid", testScheduleInvalid},
 		{"ScheduleConcurrent", testScheduleConcurrent},
 		{"ScheduleWatch", testScheduleWatch},
-		{"ActionsAppend", withActions(testActionsAppend)},
-		{"ActionsInvalid", withActions(testActionsInvalid)},
-		{"ActionsFilters", withActions(testActionsFilters)},
-		{"ActionsPages", withActions(testActionsPages)},
-		{"ActionsConcurrent", withActions(testActionsConcurrent)},
-		{"ActionsPrune", withActions(testActionsPrune)},
+		{"ActionsAppend", testActionsAppend},
+		{"ActionsInvalid", testActionsInvalid},
+		{"ActionsFilters", testActionsFilters},
+		{"ActionsPages", testActionsPages},
+		{"ActionsConcurrent", testActionsConcurrent},
+		{"ActionsPrune", testActionsPrune},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

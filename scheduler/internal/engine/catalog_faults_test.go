@@ -140,6 +140,12 @@ func (s *swapStore) Schedules(ctx context.Context, p slotstore.ScheduleParams) (
 func (s *swapStore) ScheduleChanges(ctx context.Context, p slotstore.ChangesParams) (slotstore.Changes, error) {
 	return s.st().ScheduleChanges(ctx, p)
 }
+func (s *swapStore) AppendAction(ctx context.Context, a slotstore.Action) (slotstore.Action, error) {
+	return s.st().AppendAction(ctx, a)
+}
+func (s *swapStore) Actions(ctx context.Context, p slotstore.ActionsParams) ([]slotstore.Action, error) {
+	return s.st().Actions(ctx, p)
+}
 func (s *swapStore) Enroll(ctx context.Context, p slotstore.EnrollParams) ([]slotstore.Generation, error) {
 	return s.st().Enroll(ctx, p)
 }

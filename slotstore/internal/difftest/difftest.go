@@ -8,8 +8,9 @@
 // spec or none; claims of several incarnations; enrolments of a few specs,
 // with and without revisions and Supersedes, which decide the specs in
 // force the claims and skips are checked against; now and then a batch
-// with an invalid request) and compares every answer, and the two catalogs
-// after each enrolment. Leases are either Short, expired by the next
+// with an invalid request; appends to the actions log and reads of its
+// pages, with filters, Before and Since) and compares every answer, and
+// the two catalogs after each enrolment. Leases are either Short, expired by the next
 // operation, or an hour, never; retries are due either at once or in the
 // year 2200; a backfill's retention is the default one or an hour, which
 // has ended for the old slots and for no other. So both stores agree on
@@ -107,7 +108,7 @@ func Run(t *testing.T, s slotstore.Store, o Options) {
 	for step := range o.Steps {
 		time.Sleep(o.Pause)
 		d.step = step
-		switch n := d.rng.IntN(12); {
+		switch n := d.rng.IntN(13); {
 		case n < 3 && len(d.refs) > 0:
 			d.mutate()
 		case n < 4:
@@ -116,12 +117,14 @@ func Run(t *testing.T, s slotstore.Store, o Options) {
 			d.enrollSpecs()
 		case n < 6:
 			d.writeSchedules()
+		case n == 12:
+			d.actions()
 		default:
 			d.claim()
 		}
 	}
-	t.Logf("seed %d: %d answers compared, %d of them superseded; %d enrolments changed a spec in force; %d schedule writes",
-		o.Seed, d.answers, d.superseded, d.switches, d.writes)
+	t.Logf("seed %d: %d answers compared, %d of them superseded; %d enrolments changed a spec in force; %d schedule writes; "+
+		"%d actions appended, %d pages of them compared", o.Seed, d.answers, d.superseded, d.switches, d.writes, len(d.acts.got), d.actionReads)
 }
 
 type jobFence struct {
@@ -150,6 +153,10 @@ type driver struct {
 	// writes counts the schedule writes compared (schedules.go).
 	writes  int
 	inForce map[string]string // per job, its spec in force at the last comparison
+	// acts and actionReads are the entries appended to both actions logs
+	// and the pages of them compared (actions.go).
+	acts        actionLog
+	actionReads int
 }
 
 var jobNames = []string{"a", "b", "s"}
