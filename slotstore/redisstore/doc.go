@@ -215,7 +215,7 @@
 // reads on until it has Limit entries or the log ends: a page costs
 // O(log n + Limit) when the filters pass most entries, and up to every
 // entry below Before when they pass few. Entries are kept in memory, as
-// markers are, about 100 bytes more than their text each. Prune deletes
+// markers are: each its text and an entry in each sorted set. Prune deletes
 // the entries whose expiry is before TIME, 500 a script call. The counter
 // is lost with the log when Redis loses its data (a restart without
 // persistence): Seqs then begin again at 1.
