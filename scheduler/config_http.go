@@ -1,12 +1,14 @@
 package scheduler
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -22,9 +24,10 @@ func (c *Config) checkHTTP(add func(*ConfigError)) {
 			add(c.errAt(fmt.Sprintf("listen %q: want host:port, such as 127.0.0.1:9090", l), "http", "listen"))
 		}
 	}
-	seen := map[string]int{}
+	seen, sums := map[string]int{}, map[[sha256.Size]byte]int{}
 	if h.Token != "" {
 		seen["token"] = -1
+		sums[sha256.Sum256([]byte(strings.TrimSpace(h.Token)))] = -1
 	}
 	for i, t := range h.Tokens {
 		at := func(key, msg string) { add(c.tokenErr(i, key, msg)) }
@@ -50,11 +53,31 @@ func (c *Config) checkHTTP(add func(*ConfigError)) {
 			at("", "neither file nor env: say where the token is, file: (its content) or env: (a variable's value)")
 		case h.Listen != "":
 			key := map[bool]string{true: "file", false: "env"}[t.File != ""]
-			if _, err := admin.ReadTokens(t.source()); errors.Is(err, admin.ErrEmptyToken) {
+			toks, err := admin.ReadTokens(t.source())
+			if errors.Is(err, admin.ErrEmptyToken) {
 				at(key, "the token is empty")
 			} else if err != nil {
 				at(key, err.Error())
 			}
+			c.checkSameToken(i, key, toks, sums, add)
+		}
+	}
+}
+
+// checkSameToken refuses a token of the i-th entry that an earlier entry
+// (index in sums; -1 for http.token) has too: a caller would go by the
+// first one's name and role. The error names the entries, never the token.
+func (c *Config) checkSameToken(i int, key string, toks []string, sums map[[sha256.Size]byte]int, add func(*ConfigError)) {
+	for _, tok := range toks {
+		sum := sha256.Sum256([]byte(tok))
+		prev, dup := sums[sum]
+		switch {
+		case !dup:
+			sums[sum] = i
+		case prev < 0:
+			add(c.tokenErr(i, key, "holds the same token as http.token: give each caller a token of its own"))
+		case prev != i:
+			add(c.tokenErr(i, key, fmt.Sprintf("holds the same token as http.tokens[%d]: give each caller a token of its own", prev)))
 		}
 	}
 }

@@ -34,6 +34,10 @@ func TestHTTPTokenErrors(t *testing.T) {
 		{"empty variable", "    - {name: a, role: reader, env: SLOTCRON_TEST_BLANK}\n", "test.yaml:4: http.tokens[0].env: the token is empty"},
 		{"unset variable", "    - {name: a, role: reader, env: SLOTCRON_TEST_UNSET_TOKEN}\n", "test.yaml:4: http.tokens[0].env: environment variable SLOTCRON_TEST_UNSET_TOKEN is not set"},
 		{"unreadable file", "    - {name: a, role: reader, file: " + filepath.Join(dir, "nope") + "}\n", "test.yaml:4: http.tokens[0].file: open " + filepath.Join(dir, "nope")},
+		{"the same token twice", "    - {name: a, role: reader, file: " + good + "}\n    - {name: b, role: admin, file: " + good + "}\n",
+			"test.yaml:5: http.tokens[1].file: holds the same token as http.tokens[0]"},
+		{"http.token's token", "    - {name: a, role: reader, env: SLOTCRON_TEST_READER}\n  token: r3ader-t0ken\n",
+			"test.yaml:4: http.tokens[0].env: holds the same token as http.token"},
 		{"unknown key", "    - {name: a, role: reader, file: " + good + ", files: [x]}\n", `test.yaml:4: http.tokens[0].files: unknown key (did you mean "file"?)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
