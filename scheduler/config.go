@@ -278,9 +278,41 @@ type HTTPConfig struct {
 	// under /api/ and the dashboard at /, such as 127.0.0.1:9090. Empty
 	// means no HTTP server.
 	Listen string `yaml:"listen"`
-	// Token is the bearer token the API's mutations (trigger, pause,
-	// resume) require. Empty disables them.
+	// Token is a bearer token of the admin role, named "token": the
+	// single token of configurations before Tokens, kept working. Empty
+	// means none.
 	Token string `yaml:"token"`
+	// Tokens are the bearer tokens that may call the API, each with a
+	// name and a role (reader, operator, admin). None, and no Token,
+	// refuses every mutation.
+	Tokens []HTTPToken `yaml:"tokens"`
+	// ReadAuth makes the API's reads, the dashboard's data and
+	// /api/whoami need a token of the reader role or above. Default: on
+	// when Listen is not a loopback address, off on loopback.
+	ReadAuth *bool `yaml:"read_auth"`
+	// OpenMetrics serves /metrics without a token; off, it needs the
+	// reader role. Default: on. /healthz and /readyz are always open.
+	OpenMetrics *bool `yaml:"open_metrics"`
+}
+
+// HTTPToken is one bearer token of the HTTP API: who holds it, what it may
+// do, and where it is read from, a file or an environment variable
+// (exactly one). Only its SHA-256 is kept in memory. A file holds one token
+// a line, trimmed, and is re-read on SIGHUP and when it changes: to rotate,
+// write the new token beside the old, move the clients, then remove the old.
+type HTTPToken struct {
+	// Name is the caller's name in logs and in what its writes record;
+	// required, unique.
+	Name string `yaml:"name"`
+	// Role is reader (reads, the dashboard), operator (trigger, backfill,
+	// pause and resume a job or a schedule) or admin (also the cluster's
+	// pause and resume, schedule writes).
+	Role string `yaml:"role"`
+	// File is a file whose content is the token.
+	File string `yaml:"file"`
+	// Env is an environment variable whose value is the token, read at
+	// start-up.
+	Env string `yaml:"env"`
 }
 
 // Warnings returns what in c is allowed but most likely a mistake, each

@@ -161,6 +161,12 @@ func checkKeys(src *source, n *yaml.Node, t reflect.Type, path string, errs *Con
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
+	if n.Kind == yaml.SequenceNode && t.Kind() == reflect.Slice {
+		for i, item := range n.Content {
+			checkKeys(src, item, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs)
+		}
+		return
+	}
 	if n.Kind != yaml.MappingNode || t == reflect.TypeOf(yaml.Node{}) {
 		return
 	}

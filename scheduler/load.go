@@ -221,7 +221,8 @@ func (s *source) line(path ...string) int {
 }
 
 // lookup returns the line of the deepest key of path present in the
-// document, and the value at path; nil when path is not all there.
+// document, and the value at path; nil when path is not all there. In a
+// sequence, a key is an item's index, and its line the item's.
 func (s *source) lookup(path ...string) (int, *yaml.Node) {
 	if s == nil || len(s.root.Content) == 0 {
 		return 0, nil
@@ -230,6 +231,15 @@ func (s *source) lookup(path ...string) (int, *yaml.Node) {
 	for _, key := range path {
 		if n.Kind == yaml.AliasNode {
 			n = n.Alias
+		}
+		if n.Kind == yaml.SequenceNode {
+			// A key of a sequence is an item's index: "0", "1"...
+			i, err := strconv.Atoi(key)
+			if err != nil || i < 0 || i >= len(n.Content) {
+				return line, nil
+			}
+			line, n = n.Content[i].Line, n.Content[i]
+			continue
 		}
 		if n.Kind != yaml.MappingNode {
 			return line, nil

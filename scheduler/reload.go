@@ -151,8 +151,12 @@ func (s *Scheduler) reloadOnHangup(ctx context.Context, path string) (stop func(
 	}
 }
 
-// reloadFile loads, validates and applies the file at path.
+// reloadFile re-reads the HTTP API's token files, then loads, validates and
+// applies the file at path.
 func (s *Scheduler) reloadFile(ctx context.Context, path string) {
+	if s.guard != nil {
+		s.guard.Reload() // a rotation applies even when the file is refused
+	}
 	s.log.Info("reloading the configuration", "file", path)
 	cfg, err := loadAndValidate(ctx, path, s.reg)
 	if err == nil {

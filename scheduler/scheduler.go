@@ -46,6 +46,9 @@ type Scheduler struct {
 	// actor is who the triggers and backfills made through this scheduler
 	// are recorded as made by (actions.go).
 	actor engine.Actor
+	// guard holds the HTTP API's tokens, re-read on SIGHUP; nil without
+	// http.listen.
+	guard *admin.Guard
 }
 
 // Option configures a Scheduler beyond its Config.
@@ -129,6 +132,11 @@ func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
 	if err := fencemetrics.Register(s.registry); err != nil {
 		return nil, fmt.Errorf("scheduler: register fence metrics: %w", err)
 	}
+	if cfg.HTTP.Listen != "" {
+		if s.guard, err = cfg.HTTP.guard(s.registry, s.log); err != nil {
+			return nil, fmt.Errorf("scheduler: http tokens: %w", err)
+		}
+	}
 	if len(duties) > 0 {
 		if err := leader.Register(s.registry); err != nil {
 			return nil, fmt.Errorf("scheduler: register duty metrics: %w", err)
@@ -185,7 +193,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	if h := s.cfg.HTTP; h.Listen != "" {
 		rp.Serve = func(ctx context.Context) (func(), error) {
-			return admin.Serve(ctx, s.eng, admin.Options{Listen: h.Listen, Token: h.Token, Gatherer: s.registry, StoreKind: kind,
+			return admin.Serve(ctx, s.eng, admin.Options{Listen: h.Listen, Guard: s.guard, Gatherer: s.registry, StoreKind: kind,
 				Schedules: scheduleAPI{NewSchedules(st, s.cfg, s.reg).By("http")}})
 		}
 	}

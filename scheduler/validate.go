@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"net"
 	"os"
 	"regexp"
 	"sort"
@@ -37,11 +36,7 @@ func (c *Config) resolveContext(ctx context.Context, reg *jobs.Registry) ([]engi
 
 	c.checkStore(add)
 	c.checkTracing(add)
-	if l := c.HTTP.Listen; l != "" {
-		if _, _, err := net.SplitHostPort(l); err != nil {
-			add(c.errAt(fmt.Sprintf("listen %q: want host:port, such as 127.0.0.1:9090", l), "http", "listen"))
-		}
-	}
+	c.checkHTTP(add)
 	switch c.Log.Format {
 	case "", "text", "json":
 	default:

@@ -3,7 +3,6 @@ package admin
 import (
 	"cmp"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,12 +14,11 @@ import (
 	"github.com/slotcron/slotcron/slotstore"
 )
 
-// api serves the JSON API under /api/: reads for anyone who can reach the
-// port, mutations (trigger, pause, resume, backfill) only with the bearer
-// token.
+// api serves the JSON API under /api/: each route needs a role of its
+// caller's token (the guard's), reads none unless read_auth.
 type api struct {
 	e         Engine
-	token     string
+	g         *Guard
 	storeKind string
 	// reads holds a token for each store read in flight, at most maxReads.
 	reads chan struct{}
@@ -28,8 +26,8 @@ type api struct {
 	schedules Schedules
 }
 
-func newAPI(e Engine, o Options) *api {
-	return &api{e: e, token: o.Token, storeKind: o.StoreKind, reads: make(chan struct{}, maxReads), schedules: o.Schedules}
+func newAPI(e Engine, o Options, g *Guard) *api {
+	return &api{e: e, g: g, storeKind: o.StoreKind, reads: make(chan struct{}, maxReads), schedules: o.Schedules}
 }
 
 // store returns the store of the Run in progress, its reads bounded by the
@@ -44,19 +42,24 @@ func (a *api) store(w http.ResponseWriter) (*boundedStore, bool) {
 }
 
 func (a *api) routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/jobs", a.jobs)
-	mux.HandleFunc("GET /api/jobs/{job}", a.job)
-	mux.HandleFunc("GET /api/jobs/{job}/history", a.jobHistory)
-	mux.HandleFunc("GET /api/jobs/{job}/audit", a.jobAudit)
-	mux.HandleFunc("GET /api/catalog", a.catalog)
-	mux.HandleFunc("GET /api/history", a.history)
-	mux.HandleFunc("GET /api/actions", a.actions)
-	mux.HandleFunc("GET /api/cluster", a.cluster)
-	mux.HandleFunc("POST /api/jobs/{job}/trigger", a.authed(a.trigger))
-	mux.HandleFunc("POST /api/jobs/{job}/backfill", a.authed(a.backfill))
-	mux.HandleFunc("POST /api/pause", a.authed(a.pause(true)))
-	mux.HandleFunc("POST /api/resume", a.authed(a.pause(false)))
-	a.scheduleRoutes(mux)
+	read := func(h http.HandlerFunc) http.HandlerFunc { return a.g.need(a.g.readRole(), h) }
+	mux.HandleFunc("GET /api/whoami", read(whoami))
+	mux.HandleFunc("GET /api/jobs", read(a.jobs))
+	mux.HandleFunc("GET /api/jobs/{job}", read(a.job))
+	mux.HandleFunc("GET /api/jobs/{job}/history", read(a.jobHistory))
+	mux.HandleFunc("GET /api/jobs/{job}/audit", read(a.jobAudit))
+	mux.HandleFunc("GET /api/catalog", read(a.catalog))
+	mux.HandleFunc("GET /api/history", read(a.history))
+	mux.HandleFunc("GET /api/actions", read(a.actions))
+	mux.HandleFunc("GET /api/cluster", read(a.cluster))
+	mux.HandleFunc("POST /api/jobs/{job}/trigger", a.g.need(RoleOperator, a.trigger))
+	mux.HandleFunc("POST /api/jobs/{job}/backfill", a.g.need(RoleOperator, a.backfill))
+	// A job's pause needs operator, the cluster's admin (pause checks).
+	mux.HandleFunc("POST /api/pause", a.g.need(RoleOperator, a.pause(true)))
+	mux.HandleFunc("POST /api/resume", a.g.need(RoleOperator, a.pause(false)))
+	a.scheduleRoutes(mux, read)
+	// The page is static, with no data in it: open, so that it can ask
+	// for the token the API wants.
 	mux.HandleFunc("GET /{$}", dashboard)
 }
 
@@ -162,27 +165,6 @@ func (a *api) pathJob(w http.ResponseWriter, r *http.Request) (string, bool) {
 		return job, false
 	}
 	return job, true
-}
-
-// authed lets a request through only with "Authorization: Bearer <token>"
-// matching http.token; with no token configured, mutations are refused.
-func (a *api) authed(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		token := a.token
-		if token == "" {
-			httpError(w, http.StatusForbidden, codeForbidden, "mutations are disabled: set http.token")
-			return
-		}
-		// The scheme is case-insensitive (RFC 9110), the token is not.
-		scheme, got, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-		got = strings.TrimLeft(got, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="slotcron"`)
-			httpError(w, http.StatusUnauthorized, codeUnauthorized, "bad or missing bearer token")
-			return
-		}
-		next(w, r)
-	}
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -68,6 +68,7 @@ func TestCatalogInBrowser(t *testing.T) {
 			document.getElementById('spec-card').textContent.includes('this replica’s spec differs')`)
 	b.keys("#token", "s3cret")
 	b.click(`#token-form button[type="submit"]`)
+	b.wait("the actions on, for the token's role", `return !document.getElementById('trigger').disabled`)
 	b.click("#trigger")
 	b.wait("the trigger refused, naming the spec in force", `
 		const m = document.getElementById('trigger-msg').textContent;

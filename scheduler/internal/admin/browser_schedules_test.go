@@ -56,6 +56,7 @@ func TestSchedulesInBrowser(t *testing.T) {
 	b.shot("schedule")
 	b.keys("#token", "s3cret")
 	b.click(`#token-form button[type="submit"]`)
+	b.wait("the actions on, for the token's role", `return !document.getElementById('s-pause').disabled`)
 	b.click("#s-pause")
 	b.wait("a pause without a reason is refused", `return document.getElementById('s-msg').textContent.includes('reason is required')`)
 	b.keys("#s-pause-reason", "tenant on hold")

@@ -101,14 +101,14 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.wait("no markup from the API became elements", noMarkup)
 	b.shot("job")
 
-	// Actions: refused without the token, with the API's error inline.
+	// Actions: disabled without the token, saying the role they need.
 	b.open("#/jobs/nightly")
 	b.wait("the nightly job's page", `return document.getElementById('job-name').textContent === 'nightly' && document.getElementById('job-settings').textContent.includes('Europe/Berlin')`)
-	b.click("#trigger")
-	b.wait("the refusal, inline", `return document.getElementById('trigger-msg').textContent.includes('bad or missing bearer token')`)
+	b.wait("trigger disabled, with the reason", `const t = document.getElementById('trigger'); return t.disabled && t.title === 'needs the operator role'`)
 	b.keys("#token", "s3cret")
 	b.click(`#token-form button[type="submit"]`)
-	b.wait("the token kept for this tab, not in the URL", `return sessionStorage.getItem('slotcron.token') === 's3cret' && !location.href.includes('s3cret')`)
+	b.wait("the token kept for this tab, not in the URL, and the actions on", `return sessionStorage.getItem('slotcron.token') === 's3cret' && !location.href.includes('s3cret') &&
+		!document.getElementById('trigger').disabled && document.getElementById('token-state').textContent.includes('token (admin)')`)
 	b.click("#trigger")
 	b.wait("the manual slot, started and then in the history", `
 		const msg = document.getElementById('trigger-msg').textContent;

@@ -100,12 +100,11 @@ class APIError extends Error {
 const token = () => sessionStorage.getItem(TOKEN_KEY) || '';
 async function api(method, path, body) {
   const opts = { method, headers: {}, cache: 'no-store' };
-  if (method !== 'GET') {
-    if (token()) opts.headers.Authorization = 'Bearer ' + token();
-    if (body !== undefined) {
-      opts.headers['Content-Type'] = 'application/json';
-      opts.body = JSON.stringify(body);
-    }
+  // The token goes with every request: reads may need one (read_auth).
+  if (token()) opts.headers.Authorization = 'Bearer ' + token();
+  if (method !== 'GET' && body !== undefined) {
+    opts.headers['Content-Type'] = 'application/json';
+    opts.body = JSON.stringify(body);
   }
   let resp;
   try {
@@ -120,7 +119,10 @@ async function api(method, path, body) {
   try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
   if (!resp.ok) {
     let msg = data && data.error ? data.error : resp.status + ' ' + resp.statusText;
-    if (resp.status === 401) msg += ': enter the API token at the top of the page';
+    if (resp.status === 401) {
+      msg += ': enter the API token at the top of the page';
+      askToken();
+    }
     throw new APIError(resp.status, data && data.code || 'http_' + resp.status, msg);
   }
   return { data, headers: resp.headers, status: resp.status };
@@ -155,22 +157,56 @@ function report(err) {
 }
 setInterval(paintStatus, 1000);
 
-// --- the token -------------------------------------------------------
+// --- the token and what it may do ------------------------------------
 
+// caller is who the token is, as /api/whoami says: {name, role}; role ''
+// for an anonymous reader; null until known or while refused.
+let caller = null;
+const ROLES = ['', 'reader', 'operator', 'admin'];
+const may = (role) => !!caller && ROLES.indexOf(caller.role) >= ROLES.indexOf(role);
+// gate marks btn as needing role, and paints it: disabled, with the
+// reason as its title, for a caller below it.
+function gate(btn, role) {
+  btn.dataset.needs = role;
+  paintGate(btn);
+  return btn;
+}
+function paintGate(btn) {
+  const ok = may(btn.dataset.needs);
+  btn.disabled = !ok;
+  btn.title = ok ? '' : 'needs the ' + btn.dataset.needs + ' role';
+}
 function paintToken() {
-  $('#token-state').textContent = token() ? 'token set for this tab' : 'no token: actions are refused';
+  const who = caller && caller.name ? caller.name + ' (' + caller.role + ')' : '';
+  $('#token-state').textContent = who ? 'token of ' + who + ' for this tab'
+    : token() ? 'token set for this tab' : 'no token: reads only, if this replica allows them';
+  document.querySelectorAll('[data-needs]').forEach(paintGate);
+}
+// askToken says the API wants a token and puts the cursor where it goes.
+function askToken() {
+  caller = null;
+  $('#token-state').textContent = token() ? 'the token was refused: enter another' : 'this replica wants a token: enter it here';
+  document.querySelectorAll('[data-needs]').forEach(paintGate);
+  if (document.activeElement !== $('#token')) $('#token').focus();
+}
+// whoami learns what the token may do, and repaints the actions.
+async function whoami() {
+  try {
+    caller = (await api('GET', '/api/whoami')).data;
+    paintToken();
+  } catch (e) { if (e.status !== 401) { caller = null; paintToken(); } }
 }
 $('#token').value = token();
 $('#token-form').addEventListener('submit', (ev) => {
   ev.preventDefault();
   const v = $('#token').value.trim();
   if (v) sessionStorage.setItem(TOKEN_KEY, v); else sessionStorage.removeItem(TOKEN_KEY);
-  paintToken();
+  whoami().then(() => kick());
 });
 $('#token-forget').addEventListener('click', () => {
   sessionStorage.removeItem(TOKEN_KEY);
   $('#token').value = '';
-  paintToken();
+  whoami().then(() => kick());
 });
 paintToken();
 

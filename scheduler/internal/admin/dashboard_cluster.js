@@ -5,7 +5,7 @@ function clusterView() {
   const pauseState = h('div', { id: 'cluster-pause' });
   const reason = h('input', { id: 'cluster-reason', type: 'text', required: true, maxLength: 1000, placeholder: 'why (required)' });
   const by = h('input', { id: 'cluster-by', type: 'text', maxLength: 1000, placeholder: 'your name (optional)' });
-  const submit = h('button', { type: 'submit', id: 'cluster-submit', text: 'Pause the whole cluster…' });
+  const submit = gate(h('button', { type: 'submit', id: 'cluster-submit', text: 'Pause the whole cluster…' }), 'admin');
   const form = h('form', { class: 'action', id: 'cluster-form', noValidate: true }, h('label', {}, 'Reason', reason), h('label', {}, 'By', by), submit);
   const pmsg = h('p', { class: 'msg', id: 'cluster-msg', role: 'status' });
   const confirmBox = h('div', { class: 'confirm', id: 'cluster-confirm', hidden: true });

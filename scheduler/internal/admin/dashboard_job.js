@@ -14,7 +14,7 @@ function jobView(name) {
 
   // Trigger.
   const triggerMsg = h('p', { class: 'msg', id: 'trigger-msg', role: 'status' });
-  const triggerBtn = h('button', {
+  const triggerBtn = gate(h('button', {
     type: 'button', id: 'trigger', class: 'primary', text: 'Trigger now', on: {
       click: async () => {
         triggerBtn.disabled = true;
@@ -22,15 +22,15 @@ function jobView(name) {
           const r = await api('POST', path + '/trigger');
           msg(triggerMsg, 'Started ' + r.data.key + ' with fence ' + r.data.fence + '.', true);
           kick();
-        } catch (e) { msg(triggerMsg, 'Trigger refused: ' + e.message); } finally { triggerBtn.disabled = false; }
+        } catch (e) { msg(triggerMsg, 'Trigger refused: ' + e.message); } finally { paintGate(triggerBtn); }
       },
     },
-  });
+  }), 'operator');
 
   // Pause and resume.
   const reason = h('input', { id: 'pause-reason', type: 'text', required: true, maxLength: 1000, placeholder: 'why (required)' });
   const by = h('input', { id: 'pause-by', type: 'text', maxLength: 1000, placeholder: 'your name (optional)' });
-  const pauseBtn = h('button', { type: 'submit', id: 'pause-submit', text: 'Pause job' });
+  const pauseBtn = gate(h('button', { type: 'submit', id: 'pause-submit', text: 'Pause job' }), 'operator');
   const pauseMsg = h('p', { class: 'msg', id: 'pause-msg', role: 'status' });
   const pauseTitle = h('h3', { class: 'small', id: 'pause-title', text: 'Pause' });
   const pauseForm = h('form', { class: 'action', id: 'pause-form', noValidate: true },
@@ -45,7 +45,7 @@ function jobView(name) {
       msg(pauseMsg, (paused ? 'Resumed' : 'Paused') + ' ' + name + '.', true);
       reason.value = '';
       kick();
-    } catch (e) { msg(pauseMsg, (paused ? 'Resume' : 'Pause') + ' refused: ' + e.message); } finally { pauseBtn.disabled = false; }
+    } catch (e) { msg(pauseMsg, (paused ? 'Resume' : 'Pause') + ' refused: ' + e.message); } finally { paintGate(pauseBtn); }
   });
 
   // Backfill, previewed first.
@@ -54,7 +54,7 @@ function jobView(name) {
   const to = h('input', { id: 'bf-to', type: 'text', value: new Date(now()).toISOString().replace(/\.\d+Z$/, 'Z'), size: 22, spellcheck: false });
   const bfMsg = h('p', { class: 'msg', id: 'bf-msg', role: 'status' });
   const bfPlan = h('div', { id: 'bf-plan' });
-  const previewBtn = h('button', { type: 'submit', id: 'bf-preview', text: 'Preview (dry run)' });
+  const previewBtn = gate(h('button', { type: 'submit', id: 'bf-preview', text: 'Preview (dry run)' }), 'operator');
   const startBtn = h('button', { type: 'button', id: 'bf-start', class: 'danger', text: 'Run the backfill', disabled: true });
   const bfForm = h('form', { class: 'action', id: 'bf-form' },
     h('label', {}, 'From (RFC 3339)', from), h('label', {}, 'To (RFC 3339)', to), previewBtn, startBtn);
@@ -76,7 +76,7 @@ function jobView(name) {
       startBtn.disabled = true;
       bfPlan.replaceChildren();
       msg(bfMsg, 'Backfill refused: ' + e.message);
-    } finally { previewBtn.disabled = false; }
+    } finally { paintGate(previewBtn); }
   });
   startBtn.addEventListener('click', async () => {
     startBtn.disabled = true;

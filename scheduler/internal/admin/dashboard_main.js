@@ -29,4 +29,5 @@ function route() {
 window.addEventListener('hashchange', route);
 document.addEventListener('visibilitychange', () => { if (!document.hidden) kick(); });
 api('GET', '/api/cluster').then((r) => paintHeader(r.data), () => {});
+whoami();
 route();

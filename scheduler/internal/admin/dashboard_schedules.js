@@ -70,7 +70,7 @@ function scheduleView(id) {
   const def = h('dl', { class: 'kv', id: 'schedule-def' });
   const recent = h('tbody', { id: 'schedule-history' });
   const reason = h('input', { id: 's-pause-reason', type: 'text', maxLength: 1000, placeholder: 'why (required to pause)' });
-  const pauseBtn = h('button', { type: 'submit', id: 's-pause', text: 'Pause' });
+  const pauseBtn = gate(h('button', { type: 'submit', id: 's-pause', text: 'Pause' }), 'operator');
   const actMsg = h('p', { class: 'msg', id: 's-msg', role: 'status' });
   const pauseForm = h('form', { class: 'action', id: 's-pause-form', noValidate: true }, h('label', {}, 'Reason', reason), pauseBtn);
   pauseForm.addEventListener('submit', async (ev) => {
@@ -83,9 +83,9 @@ function scheduleView(id) {
       msg(actMsg, (paused ? 'Resumed ' : 'Paused ') + id + '.', true);
       reason.value = '';
       kick();
-    } catch (e) { msg(actMsg, (paused ? 'Resume' : 'Pause') + ' refused: ' + e.message); } finally { pauseBtn.disabled = false; }
+    } catch (e) { msg(actMsg, (paused ? 'Resume' : 'Pause') + ' refused: ' + e.message); } finally { paintGate(pauseBtn); }
   });
-  const delBtn = h('button', {
+  const delBtn = gate(h('button', {
     type: 'button', id: 's-delete', class: 'danger', text: 'Delete', on: {
       click: async () => {
         if (!window.confirm('Delete schedule ' + id + '? No slot of it starts once it is deleted.')) return;
@@ -94,10 +94,10 @@ function scheduleView(id) {
           await api('DELETE', path);
           msg(actMsg, 'Deleted ' + id + '.', true);
           kick();
-        } catch (e) { msg(actMsg, 'Delete refused: ' + e.message); } finally { delBtn.disabled = false; }
+        } catch (e) { msg(actMsg, 'Delete refused: ' + e.message); } finally { paintGate(delBtn); }
       },
     },
-  });
+  }), 'admin');
   const root = h('section', { id: 'schedule-view' },
     h('p', {}, h('a', { href: '#/schedules', text: '← Schedules' })), title,
     h('div', { class: 'cards' },

@@ -2,8 +2,12 @@
 // /readyz, the JSON API under /api/ and the dashboard at /. It talks to the
 // engine through the Engine interface only.
 //
-// Reads are open to anyone who can reach the port; mutations (trigger,
-// pause, resume, backfill) need the bearer token. Every read of the store is
+// Each route needs a role of its caller's bearer token (Guard): the reads
+// reader when read_auth is on (else none), a job's trigger, backfill, pause
+// and resume operator, the cluster's pause and the schedules' writes admin;
+// /healthz, /readyz and the static page are open, /metrics unless
+// open_metrics is off. Failed authentications are logged, counted and
+// limited per client address. Every read of the store is
 // bounded: the jobs list pages, each job's status reads a fixed number of
 // its newest markers with bounded concurrency, a filtered history scan
 // stops after a fixed number of markers and says so, every request's reads
@@ -67,7 +71,11 @@ type Engine interface {
 type Options struct {
 	// Listen is the address to listen on, host:port.
 	Listen string
-	// Token is the bearer token mutations require; empty disables them.
+	// Guard decides who may call what; nil is a guard with Token alone,
+	// an admin token named "token", reads and /metrics open.
+	Guard *Guard
+	// Token is the bearer token of the guard built when Guard is nil;
+	// empty refuses every mutation.
 	Token string
 	// Gatherer is what /metrics serves.
 	Gatherer prometheus.Gatherer
@@ -85,32 +93,77 @@ func Serve(ctx context.Context, e Engine, o Options) (wait func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("http: listen %s: %w", o.Listen, err)
 	}
-	srv := &http.Server{Handler: Handler(e, o), ReadHeaderTimeout: 5 * time.Second}
+	g := guardOf(e, o)
+	srv := &http.Server{Handler: handler(e, o, g), ReadHeaderTimeout: 5 * time.Second, MaxHeaderBytes: maxHeader}
 	done := make(chan struct{})
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		g.watch(wctx, tokenPoll)
+	}()
 	go func() {
 		defer close(done)
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			e.Log().Error("http server failed", "err", err)
 		}
 	}()
-	e.Log().Info("http listening", "addr", ln.Addr().String())
+	e.Log().Info("http listening", "addr", ln.Addr().String(), "read_auth", g.readAuth, "open_metrics", g.openMetrics)
+	if g.readAuth && !g.configured() {
+		e.Log().Warn("http reads need a token (http.read_auth) and none is configured: the API and the dashboard refuse every read")
+	}
 	return func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 		<-done
+		stopWatch()
+		<-watched
 	}, nil
 }
 
+// tokenPoll is how often Serve re-reads the token files, to see a
+// rotation without a SIGHUP.
+const tokenPoll = 3 * time.Second
+
+// maxHeader bounds a request's headers (http.DefaultMaxHeaderBytes, said).
+const maxHeader = 1 << 20
+
+// guardOf is o's guard, or one with o.Token alone.
+func guardOf(e Engine, o Options) *Guard {
+	if o.Guard != nil {
+		return o.Guard
+	}
+	var srcs []TokenSource
+	if o.Token != "" {
+		srcs = []TokenSource{{Name: "token", Role: RoleAdmin, Value: o.Token}}
+	}
+	var log *slog.Logger
+	if e != nil {
+		log = e.Log()
+	}
+	g, err := NewGuard(GuardConfig{Tokens: srcs, OpenMetrics: true, Log: log})
+	if err != nil {
+		panic(err) // a token given as a value, not empty, is read without error
+	}
+	return g
+}
+
 // Handler serves every endpoint.
-func Handler(e Engine, o Options) http.Handler {
+func Handler(e Engine, o Options) http.Handler { return handler(e, o, guardOf(e, o)) }
+
+func handler(e Engine, o Options, g *Guard) http.Handler {
 	mux := http.NewServeMux()
 	if o.Gatherer != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
+		var h http.Handler = promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{})
+		if !g.openMetrics {
+			h = g.need(RoleReader, h.ServeHTTP)
+		}
+		mux.Handle("GET /metrics", h)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	a := newAPI(e, o)
+	a := newAPI(e, o, g)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		st, ok := a.store(w)
 		if !ok {

@@ -25,8 +25,9 @@ type pausesView struct {
 }
 
 // pause answers POST /api/pause and POST /api/resume. Parameters (query or
-// JSON body): job (none: the whole cluster), reason (required), by (who;
-// default "http" and the caller's address).
+// JSON body): job (none: the whole cluster, which needs the admin role),
+// reason (required), by (who; default the token's name and the caller's
+// address).
 func (a *api) pause(paused bool) http.HandlerFunc {
 	verb := map[bool]string{true: "pause", false: "resume"}[paused]
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -40,6 +41,9 @@ func (a *api) pause(paused bool) http.HandlerFunc {
 			// An empty job is not the cluster: pausing everything takes
 			// leaving the job out, not a form field left blank.
 			httpError(w, http.StatusBadRequest, codeBadRequest, verb+": job is empty; leave it out to "+verb+" the whole cluster")
+			return
+		}
+		if job == "" && !a.g.allowed(w, r, RoleAdmin, verb+" of the whole cluster") {
 			return
 		}
 		reason, by, ok := readPauseNote(w, r, ps, verb, true)

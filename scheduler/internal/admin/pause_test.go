@@ -71,13 +71,13 @@ func TestPauseReason(t *testing.T) {
 		t.Errorf("the pause is not logged with who and why:\n%s", logs)
 	}
 
-	// Query parameters; by defaults to the caller's address.
+	// Query parameters; by defaults to the token's name and the caller's address.
 	code, _, body = r.do(t, "POST", "/api/pause?reason=maintenance+window", "", true)
 	if code != http.StatusOK || !strings.Contains(body, `"all":true`) {
 		t.Fatalf("cluster pause: %d %s", code, body)
 	}
-	if n := pauses().Notes[""]; n.By != "http 192.0.2.1:1234" || n.Reason != "maintenance window" {
-		t.Errorf("cluster note %+v, want by the caller's address", n)
+	if n := pauses().Notes[""]; n.By != "token (http 192.0.2.1:1234)" || n.Reason != "maintenance window" {
+		t.Errorf("cluster note %+v, want by the token's name and the caller's address", n)
 	}
 	code, _, body = r.do(t, "POST", "/api/resume", `{"reason": "done", "by": "bob"}`, true)
 	if code != http.StatusOK || !strings.Contains(body, `"all":false`) {

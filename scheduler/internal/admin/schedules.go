@@ -104,15 +104,16 @@ const (
 	codeNoSchedules     = "no_schedules"
 )
 
-// scheduleRoutes adds the routes of /api/schedules.
-func (a *api) scheduleRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/schedules", a.withSchedules(a.listSchedules))
-	mux.HandleFunc("GET /api/schedules/{id}", a.withSchedules(a.getSchedule))
-	mux.HandleFunc("POST /api/schedules", a.authed(a.withSchedules(a.putSchedule(true))))
-	mux.HandleFunc("PUT /api/schedules/{id}", a.authed(a.withSchedules(a.putSchedule(false))))
-	mux.HandleFunc("DELETE /api/schedules/{id}", a.authed(a.withSchedules(a.deleteSchedule)))
-	mux.HandleFunc("POST /api/schedules/{id}/pause", a.authed(a.withSchedules(a.pauseSchedule(true))))
-	mux.HandleFunc("POST /api/schedules/{id}/resume", a.authed(a.withSchedules(a.pauseSchedule(false))))
+// scheduleRoutes adds the routes of /api/schedules, the reads through read:
+// a schedule's pause needs operator, its writes admin.
+func (a *api) scheduleRoutes(mux *http.ServeMux, read func(http.HandlerFunc) http.HandlerFunc) {
+	mux.HandleFunc("GET /api/schedules", read(a.withSchedules(a.listSchedules)))
+	mux.HandleFunc("GET /api/schedules/{id}", read(a.withSchedules(a.getSchedule)))
+	mux.HandleFunc("POST /api/schedules", a.g.need(RoleAdmin, a.withSchedules(a.putSchedule(true))))
+	mux.HandleFunc("PUT /api/schedules/{id}", a.g.need(RoleAdmin, a.withSchedules(a.putSchedule(false))))
+	mux.HandleFunc("DELETE /api/schedules/{id}", a.g.need(RoleAdmin, a.withSchedules(a.deleteSchedule)))
+	mux.HandleFunc("POST /api/schedules/{id}/pause", a.g.need(RoleOperator, a.withSchedules(a.pauseSchedule(true))))
+	mux.HandleFunc("POST /api/schedules/{id}/resume", a.g.need(RoleOperator, a.withSchedules(a.pauseSchedule(false))))
 }
 
 // withSchedules answers 503 while the replica serves no schedules (no Run
@@ -239,9 +240,14 @@ func (a *api) scheduleError(w http.ResponseWriter, err error) {
 	}
 }
 
-// writer names who writes through the API: the bearer of the token, from
-// the caller's address.
-func writer(r *http.Request) string { return "http " + r.RemoteAddr }
+// writer names who writes through the API: the name of the caller's token
+// and the caller's address.
+func writer(r *http.Request) string {
+	if c := callerOf(r); c.name != "" {
+		return c.name + " (http " + r.RemoteAddr + ")"
+	}
+	return "http " + r.RemoteAddr
+}
 
 // ifMatch returns the version a write must find: If-Match's ("3" or 3),
 // else body's; both given must agree.
