@@ -64,17 +64,27 @@ func backfillAct(job string, p BackfillParams, res BackfillResult, err error) en
 			p.To.UTC().Format(time.RFC3339), res.ToRun(), len(res.Slots))}
 }
 
-// as returns a copy of s whose writes are recorded as made via via (cli,
-// http) in role.
-func (s *Schedules) as(via, role string) *Schedules {
+// as returns a copy of s whose writes the actions log records as made by
+// a (the CLI's user, the HTTP API's caller) rather than by its writer
+// through the Go API.
+func (s *Schedules) as(a engine.Actor) *Schedules {
 	c := *s
-	c.via, c.role = via, role
+	c.actor = a
 	return &c
 }
 
-// record appends act, made by s's writer, to its store's actions log.
+// record appends act to s's store's actions log: made by its actor, or by
+// its writer through the Go API; a ctx that carries an actor (the HTTP
+// API's caller) names it instead.
 func (s *Schedules) record(ctx context.Context, act engine.Act) {
-	engine.RecordAction(ctx, s.st, slog.Default(), s.cfg.actionsRetain(), engine.Actor{Who: s.by, Role: s.role, Via: s.via}, act)
+	a := s.actor
+	if ca, ok := engine.ActorOf(ctx); ok {
+		a = ca
+	}
+	if a.Who == "" {
+		a = engine.Actor{Who: s.by, Via: "go"}
+	}
+	engine.RecordAction(ctx, s.st, slog.Default(), s.cfg.actionsRetain(), a, act)
 }
 
 // recordWrites records one batch of schedule writes that answered res and

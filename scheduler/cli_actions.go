@@ -12,7 +12,6 @@ import (
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler/internal/admin"
 	"github.com/slotcron/slotcron/scheduler/internal/backend"
-	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -61,7 +60,7 @@ how it ended. Entries are kept for actions_history (default 90 days).
 		return err
 	}
 	defer st.Close()
-	as, err := engine.ReadActions(ctx, st, p)
+	as, err := st.Actions(ctx, p)
 	if err != nil {
 		return fmt.Errorf("read the actions log: %w", err)
 	}

@@ -99,7 +99,7 @@ func cmdSchedules(ctx context.Context, args []string, stdout, stderr io.Writer, 
 		return err
 	}
 	defer s.Close()
-	return run(s.By(defaultBy()).as("cli", ""), pos)
+	return run(s.By(defaultBy()).as(cliActor(defaultBy())), pos)
 }
 
 func hasFile(fs *flag.FlagSet) bool { f := fs.Lookup("f"); return f != nil && f.Value.String() != "" }

@@ -1,15 +1,18 @@
 package scheduler
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/internal/testserver"
+	"github.com/slotcron/slotcron/scheduler/internal/admin"
 	"github.com/slotcron/slotcron/slotstore/memstore"
 )
 
@@ -122,6 +125,24 @@ func TestHTTPSchedules(t *testing.T) {
 	}
 	if code, body = send(t, "PUT", base+"/t2", `{"job":"digest","schedule":"@daily"}`, auth...); code != http.StatusOK {
 		t.Fatalf("a put that replaces: %d %s", code, body)
+	}
+	// Each write is in the actions log, by the token's name and role.
+	code, body = send(t, "GET", strings.TrimSuffix(base, "schedules")+"actions?target=t1", "")
+	var page struct{ Actions []admin.ActionView }
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &page) != nil {
+		t.Fatalf("actions: %d %s", code, body)
+	}
+	var got []string
+	for _, a := range slices.Backward(page.Actions) {
+		got = append(got, a.Kind+" "+strings.SplitN(a.Result, ":", 2)[0])
+		if a.Who != "token" || a.Role != "admin" || a.Via != "http" {
+			t.Errorf("an action by %q (%s, via %s), not the token's name and role", a.Who, a.Role, a.Via)
+		}
+	}
+	want := []string{"schedule-create ok", "schedule-put slotstore", "schedule-put ok", "schedule-pause ok",
+		"schedule-resume ok", "schedule-delete ok", "schedule-create ok"}
+	if !slices.Equal(got, want) {
+		t.Errorf("the actions on t1:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -82,10 +82,10 @@ type Schedules struct {
 	cfg *Config
 	reg *jobs.Registry
 	by  string
-	// via and role are how by writes (go, cli, http) and in which role,
-	// for the actions log (actions.go).
-	via, role string
-	close     func() error
+	// actor is who the actions log records as writing, when not by
+	// through the Go API (actions.go).
+	actor engine.Actor
+	close func() error
 }
 
 // OpenSchedules opens the store cfg configures, for schedule reads and
@@ -111,7 +111,7 @@ func NewSchedules(st slotstore.Store, cfg *Config, reg *jobs.Registry) *Schedule
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	return &Schedules{st: st, cfg: cfg, reg: reg, by: defaultWriter(), via: "go", close: func() error { return nil }}
+	return &Schedules{st: st, cfg: cfg, reg: reg, by: defaultWriter(), close: func() error { return nil }}
 }
 
 // By returns a copy of s whose writes are recorded as made by who (a

@@ -75,6 +75,11 @@ func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m, err := a.e.Start(r.Context(), job)
+	act := engine.Act{Kind: "trigger", Target: job, Err: err}
+	if err == nil {
+		act.Detail = fmt.Sprintf("slot %s, fence %d, started", m.Slot.UTC().Format(time.RFC3339), m.Fence)
+	}
+	a.record(r, act)
 	switch {
 	case errors.Is(err, engine.ErrSpecConflict):
 		a.answerConflict(r.Context(), w, job)
@@ -103,6 +108,14 @@ func (a *api) trigger(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]any{
 		"job": m.Job, "slot": slot, "key": m.Job + "@" + slot, "fence": m.Fence,
 	})
+}
+
+// record appends act, made by r's caller, to the actions log of the Run's
+// store; nothing without a Run.
+func (a *api) record(r *http.Request, act engine.Act) {
+	if rec, ok := a.e.Records(); ok {
+		rec.Record(r.Context(), actorOf(callerOf(r)), act)
+	}
 }
 
 // inConflict reports whether this replica's spec of job is not the spec in

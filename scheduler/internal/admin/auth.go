@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
 )
 
 // codeRateLimited answers a client refused for too many failed
@@ -18,6 +20,15 @@ type callerKey struct{}
 func callerOf(r *http.Request) caller {
 	c, _ := r.Context().Value(callerKey{}).(caller)
 	return c
+}
+
+// actorOf is who c is in the actions log: its token's name and role, or
+// "anonymous".
+func actorOf(c caller) engine.Actor {
+	if c.name == "" {
+		return engine.Actor{Who: "anonymous", Via: "http"}
+	}
+	return engine.Actor{Who: c.name, Role: c.role.String(), Via: "http"}
 }
 
 // readRole is the role the reads need: reader with read_auth, else none.
@@ -37,7 +48,8 @@ func (g *Guard) need(role Role, next http.HandlerFunc) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		next(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+		ctx := engine.WithActor(context.WithValue(r.Context(), callerKey{}, c), actorOf(c))
+		next(w, r.WithContext(ctx))
 	}
 }
 

@@ -89,6 +89,10 @@ func (a *api) backfill(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	plan, err := a.e.StartBackfill(ctx, job, p)
+	if !p.DryRun {
+		a.record(r, engine.Act{Kind: "backfill", Target: job, Err: err, Detail: fmt.Sprintf("from %s to %s: %d slots to run of %d",
+			p.From.UTC().Format(time.RFC3339), p.To.UTC().Format(time.RFC3339), plan.ToRun(), len(plan.Slots))})
+	}
 	switch {
 	case errors.Is(err, engine.ErrNoJob):
 		httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", job))

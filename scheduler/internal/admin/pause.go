@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -68,6 +69,7 @@ func (a *api) pause(paused bool) http.HandlerFunc {
 		}
 		err = st.SetPause(ctx, slotstore.PauseParams{Job: job, Paused: paused, By: by, Reason: reason})
 		a.storeCall(ctx, err)
+		a.record(r, engine.Act{Kind: verb, Target: job, Reason: reason, Err: err})
 		if errors.Is(err, slotstore.ErrInvalid) {
 			httpError(w, http.StatusBadRequest, codeBadRequest, verb+": "+err.Error())
 			return

@@ -6,7 +6,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 	"time"
@@ -38,20 +37,11 @@ type Act struct {
 	Err                          error
 }
 
-// actionLog is a store that keeps the actions log.
-type actionLog interface {
-	AppendAction(ctx context.Context, a slotstore.Action) (slotstore.Action, error)
-}
-
 // RecordAction appends act, made by a, to st's actions log, kept for retain
 // (DefaultActionsHistory when not positive). The mutation has happened (or
 // failed) already: an append that fails is logged at WARN and changes
 // nothing else. Text is cut to what the store keeps.
 func RecordAction(ctx context.Context, st slotstore.Store, log *slog.Logger, retain time.Duration, a Actor, act Act) {
-	al, ok := st.(actionLog)
-	if !ok {
-		return
-	}
 	if retain <= 0 {
 		retain = DefaultActionsHistory
 	}
@@ -69,7 +59,7 @@ func RecordAction(ctx context.Context, st slotstore.Store, log *slog.Logger, ret
 	// bounded has happened.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxStoreWait)
 	defer cancel()
-	if _, err := al.AppendAction(rctx, entry); err != nil && log != nil {
+	if _, err := st.AppendAction(rctx, entry); err != nil && log != nil {
 		log.Warn("recording an action failed", "kind", entry.Kind, "target", entry.Target, "who", entry.Who,
 			"result", entry.Result, "err", err)
 	}
@@ -88,30 +78,27 @@ func cut(s string, n int) string {
 	return s
 }
 
-// actionReader is a store that lists its actions log.
-type actionReader interface {
-	Actions(ctx context.Context, p slotstore.ActionsParams) ([]slotstore.Action, error)
-}
-
-// ErrNoActionsLog is the answer of a store that keeps no actions log.
-var ErrNoActionsLog = errors.New("this store keeps no actions log")
-
-// ReadActions lists st's actions log as p selects, newest first.
-func ReadActions(ctx context.Context, st slotstore.Store, p slotstore.ActionsParams) ([]slotstore.Action, error) {
-	ar, ok := st.(actionReader)
-	if !ok {
-		return nil, ErrNoActionsLog
-	}
-	return ar.Actions(ctx, p)
-}
-
 // Actions lists the actions log of the Run's store.
 func (r Records) Actions(ctx context.Context, p slotstore.ActionsParams) ([]slotstore.Action, error) {
-	return ReadActions(ctx, r.st, p)
+	return r.st.Actions(ctx, p)
 }
 
 // Record appends act, made by a, to the actions log of the Run's store,
 // kept as the configuration says.
 func (r Records) Record(ctx context.Context, a Actor, act Act) {
 	RecordAction(ctx, r.st, r.l.s.log, r.l.s.actionsRetain, a, act)
+}
+
+type actorKey struct{}
+
+// WithActor returns ctx carrying a, who acts under it: what a store write
+// made with ctx records in the actions log as its author.
+func WithActor(ctx context.Context, a Actor) context.Context {
+	return context.WithValue(ctx, actorKey{}, a)
+}
+
+// ActorOf returns the actor ctx carries, if any.
+func ActorOf(ctx context.Context) (Actor, bool) {
+	a, ok := ctx.Value(actorKey{}).(Actor)
+	return a, ok
 }
