@@ -89,10 +89,7 @@ func (a *api) backfill(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	plan, err := a.e.StartBackfill(ctx, job, p)
-	if !p.DryRun {
-		a.record(r, engine.Act{Kind: "backfill", Target: job, Err: err, Detail: fmt.Sprintf("from %s to %s: %d slots to run of %d",
-			p.From.UTC().Format(time.RFC3339), p.To.UTC().Format(time.RFC3339), plan.ToRun(), len(plan.Slots))})
-	}
+	a.recordBackfill(r, job, p, plan, err)
 	switch {
 	case errors.Is(err, engine.ErrNoJob):
 		httpError(w, http.StatusNotFound, codeNoJob, fmt.Sprintf("no such job %q", job))
@@ -138,4 +135,14 @@ func (a *api) plannedTo(job string, plan engine.BackfillResult, to time.Time) (t
 	last := plan.Slots[len(plan.Slots)-1].Slot
 	next := j.Schedule.Next(last)
 	return last, !next.IsZero() && !next.After(to)
+}
+
+// recordBackfill records a backfill of job over p that planned plan and
+// answered err in the actions log; a dry run changes nothing to record.
+func (a *api) recordBackfill(r *http.Request, job string, p engine.BackfillParams, plan engine.BackfillResult, err error) {
+	if p.DryRun {
+		return
+	}
+	a.record(r, engine.Act{Kind: "backfill", Target: job, Err: err, Detail: fmt.Sprintf("from %s to %s: %d slots to run of %d",
+		p.From.UTC().Format(time.RFC3339), p.To.UTC().Format(time.RFC3339), plan.ToRun(), len(plan.Slots))})
 }
