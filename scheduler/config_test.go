@@ -120,6 +120,8 @@ func TestValidateRules(t *testing.T) {
 		{"zero history", "defaults: {history: '0'}\njobs: {hello: {schedule: '@hourly'}}", "defaults.history: a history of 0s"},
 		{"zero max_backoff", "jobs: {hello: {schedule: '@hourly', retries: {max_backoff: 0ms}}}", "jobs.hello.retries.max_backoff: a retries.max_backoff of 0s"},
 		{"zero shutdown_grace", "shutdown_grace: 0s\njobs: {hello: {schedule: '@hourly'}}", "test.yaml:1: shutdown_grace: a shutdown_grace of 0s"},
+		{"zero actions_history", "actions_history: 0s\njobs: {hello: {schedule: '@hourly'}}", "test.yaml:1: actions_history: an actions_history of 0s"},
+		{"long actions_history", "actions_history: 100000h\njobs: {hello: {schedule: '@hourly'}}", "test.yaml:1: actions_history: actions_history 100000h0m0s is longer"},
 		{"big catch_up_limit", "jobs: {hello: {schedule: '@hourly', catch_up: all, catch_up_limit: 100000000}}", "jobs.hello.catch_up_limit: catch_up_limit 100000000 is more than 1000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,11 +25,14 @@ var zeroRefused = map[string]string{
 // zeroGrace is why shutdown_grace: 0s is refused.
 const zeroGrace = "a shutdown_grace of 0s would cancel running jobs the moment SIGTERM comes; give the time they may take to finish, or leave it out for the default 25s"
 
+// zeroActions is why actions_history: 0s is refused.
+const zeroActions = "an actions_history of 0s would forget each action as it is recorded; leave it out for the default 2160h (90 days)"
+
 // zeroDutyLease is why a duty's lease: 0s is refused.
 const zeroDutyLease = "a lease of 0s would end before the duty began; give at least 1s, or leave lease out for the default 15s"
 
 // zeroDurations reports every duration written as 0 where 0 is refused:
-// shutdown_grace, the policies of defaults and of each job, and each
+// shutdown_grace, actions_history, the policies of defaults and of each job, and each
 // duty's lease.
 func (s *source) zeroDurations() ConfigErrors {
 	if len(s.root.Content) == 0 {
@@ -58,6 +61,8 @@ func (s *source) zeroDurations() ConfigErrors {
 		switch k.Value {
 		case "shutdown_grace":
 			report(k, v, "shutdown_grace", zeroGrace)
+		case "actions_history":
+			report(k, v, "actions_history", zeroActions)
 		case "defaults":
 			policy(v, "defaults")
 		case "jobs":
