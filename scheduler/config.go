@@ -293,6 +293,22 @@ type HTTPConfig struct {
 	// OpenMetrics serves /metrics without a token; off, it needs the
 	// reader role. Default: on. /healthz and /readyz are always open.
 	OpenMetrics *bool `yaml:"open_metrics"`
+	// TLS, when set, serves HTTPS only, from a certificate and key read
+	// again when they change; nil serves plain HTTP.
+	TLS *HTTPTLS `yaml:"tls"`
+}
+
+// HTTPTLS is the listener's TLS: its certificate and key files (PEM),
+// and optionally the CAs client certificates are verified against, with
+// the role of each client by its certificate's common name.
+type HTTPTLS struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ClientCAFile, when set, lets a client present a certificate instead
+	// of a token; ClientRoles names the role (reader, operator, admin) of
+	// each certificate's subject common name, and refuses any other.
+	ClientCAFile string            `yaml:"client_ca_file"`
+	ClientRoles  map[string]string `yaml:"client_roles"`
 }
 
 // HTTPToken is one bearer token of the HTTP API: who holds it, what it may

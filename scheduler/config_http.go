@@ -2,11 +2,14 @@ package scheduler
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 
@@ -24,6 +27,7 @@ func (c *Config) checkHTTP(add func(*ConfigError)) {
 			add(c.errAt(fmt.Sprintf("listen %q: want host:port, such as 127.0.0.1:9090", l), "http", "listen"))
 		}
 	}
+	c.checkTLS(add)
 	seen, sums := map[string]int{}, map[[sha256.Size]byte]int{}
 	if h.Token != "" {
 		seen["token"] = -1
@@ -125,6 +129,57 @@ func (h HTTPConfig) guard(reg prometheus.Registerer, log *slog.Logger) (*admin.G
 	for _, t := range h.Tokens {
 		srcs = append(srcs, t.source())
 	}
-	return admin.NewGuard(admin.GuardConfig{Tokens: srcs, ReadAuth: h.readAuth(), OpenMetrics: h.OpenMetrics == nil || *h.OpenMetrics,
-		Registerer: reg, Log: log})
+	gc := admin.GuardConfig{Tokens: srcs, ReadAuth: h.readAuth(), OpenMetrics: h.OpenMetrics == nil || *h.OpenMetrics,
+		Registerer: reg, Log: log}
+	if h.TLS != nil {
+		gc.ClientRoles = map[string]admin.Role{}
+		for name, role := range h.TLS.ClientRoles {
+			gc.ClientRoles[name], _ = admin.ParseRole(role) // checked by checkTLS
+		}
+	}
+	return admin.NewGuard(gc)
+}
+
+// checkTLS checks http.tls: both files given, and readable with a
+// certificate when the block serves; a client CA file when client roles
+// are given; each client role known.
+func (c *Config) checkTLS(add func(*ConfigError)) {
+	t := c.HTTP.TLS
+	if t == nil {
+		return
+	}
+	at := func(key, msg string) { add(c.errAt(msg, "http", "tls", key)) }
+	switch {
+	case t.CertFile == "":
+		at("cert_file", "TLS needs the certificate's file (PEM), with its chain")
+	case t.KeyFile == "":
+		at("key_file", "TLS needs the key's file (PEM)")
+	case c.HTTP.Listen != "":
+		if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
+			at("cert_file", err.Error())
+		}
+	}
+	if len(t.ClientRoles) > 0 && t.ClientCAFile == "" {
+		at("client_roles", "client roles need client_ca_file: the CAs their certificates are verified against")
+	}
+	if t.ClientCAFile != "" && c.HTTP.Listen != "" {
+		if pem, err := os.ReadFile(t.ClientCAFile); err != nil {
+			at("client_ca_file", err.Error())
+		} else if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			at("client_ca_file", "no PEM certificate in "+t.ClientCAFile)
+		}
+	}
+	for name, role := range t.ClientRoles {
+		if _, ok := admin.ParseRole(role); !ok {
+			at("client_roles", fmt.Sprintf("%s: unknown role %q: reader, operator or admin", name, role))
+		}
+	}
+}
+
+// tlsFiles is h's TLS as the admin server takes it; nil for none.
+func (h HTTPConfig) tlsFiles() *admin.TLSFiles {
+	if h.TLS == nil {
+		return nil
+	}
+	return &admin.TLSFiles{CertFile: h.TLS.CertFile, KeyFile: h.TLS.KeyFile, ClientCAFile: h.TLS.ClientCAFile}
 }

@@ -23,8 +23,9 @@ fi
 # Debian packages whose programs the tests start themselves, each on a free
 # loopback port of its own: redis-server (and redis-cli, for Cluster set-up),
 # PostgreSQL (initdb and postgres, run as the postgres user), Prometheus
-# (prometheus and promtool) and Chromium (run headless).
-packages=(redis-server redis-tools postgresql prometheus chromium)
+# (prometheus and promtool), Chromium (run headless) and curl (the TLS tests
+# call the listener as an operator would).
+packages=(redis-server redis-tools postgresql prometheus chromium curl)
 need=()
 for pkg in "${packages[@]}"; do
 	dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")

@@ -62,6 +62,9 @@ func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request, need Role) 
 	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
 	token = strings.TrimLeft(token, " ")
 	bearer := ok && strings.EqualFold(scheme, "Bearer") && token != ""
+	if !bearer && r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		return g.byCertificate(w, r, need)
+	}
 	if need == RoleNone && !bearer {
 		return caller{}, true // another scheme's credentials, a proxy's, are not ours to judge
 	}
@@ -139,4 +142,24 @@ func (g *Guard) failed(r *http.Request, reason string, attrs ...any) {
 func whoami(w http.ResponseWriter, r *http.Request) {
 	c := callerOf(r)
 	writeJSON(w, http.StatusOK, map[string]string{"name": c.name, "role": c.role.String()})
+}
+
+// byCertificate authenticates r by its client certificate, verified
+// against the client CAs: the caller is its subject's common name, in the
+// role http.tls.client_roles gives it; a name given none is refused (403),
+// counted and logged as forbidden.
+func (g *Guard) byCertificate(w http.ResponseWriter, r *http.Request, need Role) (caller, bool) {
+	name := r.TLS.PeerCertificates[0].Subject.CommonName
+	role, ok := g.clientRoles[name]
+	if !ok {
+		g.failed(r, failForbidden)
+		httpError(w, http.StatusForbidden, codeForbidden, fmt.Sprintf("client certificate %q has no role: add it to http.tls.client_roles", name))
+		return caller{}, false
+	}
+	c := caller{name: name, role: role}
+	if c.role < need {
+		g.forbid(w, r, c, need, "")
+		return caller{}, false
+	}
+	return c, true
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,7 @@ type Guard struct {
 	log         *slog.Logger
 	failures    *prometheus.CounterVec
 	limit       *limiter
+	clientRoles map[string]Role // a verified client certificate's role, by its common name
 
 	keys atomic.Pointer[[]key]
 	// mu serialises reloads; readErr is the last error of each source
@@ -63,6 +65,9 @@ type GuardConfig struct {
 	Registerer prometheus.Registerer
 	// Log is where failures and reloads are logged; nil discards them.
 	Log *slog.Logger
+	// ClientRoles gives the role of a verified client certificate (TLS
+	// with a client CA) by its subject's common name.
+	ClientRoles map[string]Role
 }
 
 // The reasons of a failed authentication, the label of the failures metric.
@@ -77,7 +82,7 @@ const (
 // cannot be read is an error naming its source, never the token.
 func NewGuard(c GuardConfig) (*Guard, error) {
 	g := &Guard{sources: slices.Clone(c.Tokens), readAuth: c.ReadAuth, openMetrics: c.OpenMetrics, log: c.Log,
-		limit: newLimiter(), readErr: map[int]string{}}
+		limit: newLimiter(), readErr: map[int]string{}, clientRoles: maps.Clone(c.ClientRoles)}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}

@@ -25,6 +25,7 @@ package admin
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -84,14 +85,27 @@ type Options struct {
 	StoreKind string
 	// Schedules serves /api/schedules; nil answers 503 there.
 	Schedules Schedules
+	// TLS, when set, serves HTTPS only (tls.go).
+	TLS *TLSFiles
 }
 
 // Serve listens on o.Listen and serves until ctx ends; wait returns once
 // the server has stopped. A listen error is returned at once.
 func Serve(ctx context.Context, e Engine, o Options) (wait func(), err error) {
+	var tc *tls.Config
+	if o.TLS != nil {
+		c, err := newCerts(*o.TLS, e.Log())
+		if err != nil {
+			return nil, err
+		}
+		tc = c.config()
+	}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("http: listen %s: %w", o.Listen, err)
+	}
+	if tc != nil {
+		ln = tls.NewListener(ln, tc)
 	}
 	g := guardOf(e, o)
 	srv := &http.Server{Handler: handler(e, o, g), ReadHeaderTimeout: 5 * time.Second, MaxHeaderBytes: maxHeader}
@@ -108,7 +122,7 @@ func Serve(ctx context.Context, e Engine, o Options) (wait func(), err error) {
 			e.Log().Error("http server failed", "err", err)
 		}
 	}()
-	e.Log().Info("http listening", "addr", ln.Addr().String(), "read_auth", g.readAuth, "open_metrics", g.openMetrics)
+	e.Log().Info("http listening", "addr", ln.Addr().String(), "tls", tc != nil, "read_auth", g.readAuth, "open_metrics", g.openMetrics)
 	if g.readAuth && !g.configured() {
 		e.Log().Warn("http reads need a token (http.read_auth) and none is configured: the API and the dashboard refuse every read")
 	}
