@@ -84,7 +84,11 @@ func (s *Schedules) record(ctx context.Context, act engine.Act) {
 	if a.Who == "" {
 		a = engine.Actor{Who: s.by, Via: "go"}
 	}
-	engine.RecordAction(ctx, s.st, slog.Default(), s.cfg.actionsRetain(), a, act)
+	log := s.log
+	if log == nil {
+		log = slog.Default()
+	}
+	engine.RecordAction(ctx, s.st, log, s.cfg.actionsRetain(), a, act)
 }
 
 // recordWrites records one batch of schedule writes that answered res and
@@ -109,6 +113,17 @@ func (s *Schedules) recordWrites(ctx context.Context, create bool, ws []slotstor
 			refused++
 		}
 	}
+	if err == nil && refused > 0 {
+		err = fmt.Errorf("%d of %d refused", refused, len(ws))
+	}
 	s.record(ctx, engine.Act{Kind: kind, Err: err,
 		Detail: fmt.Sprintf("%d schedules, %s to %s; %d refused", len(ws), ws[0].ID, ws[len(ws)-1].ID, refused)})
+}
+
+// httpSchedules is the schedules of st as the HTTP API writes them: their
+// failed records logged with the replica's lines.
+func (s *Scheduler) httpSchedules(st slotstore.Store) *Schedules {
+	sc := NewSchedules(st, s.cfg, s.reg).By("http")
+	sc.log = s.log
+	return sc
 }

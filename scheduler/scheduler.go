@@ -194,7 +194,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if h := s.cfg.HTTP; h.Listen != "" {
 		rp.Serve = func(ctx context.Context) (func(), error) {
 			return admin.Serve(ctx, s.eng, admin.Options{Listen: h.Listen, Guard: s.guard, Gatherer: s.registry, StoreKind: kind,
-				Schedules: scheduleAPI{NewSchedules(st, s.cfg, s.reg).By("http")}, TLS: h.tlsFiles()})
+				Schedules: scheduleAPI{s.httpSchedules(st)}, TLS: h.tlsFiles()})
 		}
 	}
 	s.log.Info("scheduler started", "jobs", s.jobs, "store", kind)

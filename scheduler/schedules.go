@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -85,6 +86,7 @@ type Schedules struct {
 	// actor is who the actions log records as writing, when not by
 	// through the Go API (actions.go).
 	actor engine.Actor
+	log   *slog.Logger // where a failed record of a write is logged; nil: slog's default
 	close func() error
 }
 

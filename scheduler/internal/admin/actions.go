@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
@@ -60,7 +61,8 @@ func (a *api) actions(w http.ResponseWriter, r *http.Request) {
 		p.Before = n
 	}
 	if v := q.Get("since"); v != "" {
-		t, err := time.Parse(time.RFC3339, v)
+		// A "+" of an offset left unencoded in the query arrives as a space.
+		t, err := time.Parse(time.RFC3339, strings.ReplaceAll(v, " ", "+"))
 		if err != nil {
 			httpError(w, http.StatusBadRequest, codeBadRequest, "since: want an RFC 3339 time, such as 2026-12-07T00:00:00Z")
 			return

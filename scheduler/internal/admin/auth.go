@@ -54,8 +54,8 @@ func (g *Guard) need(role Role, next http.HandlerFunc) http.HandlerFunc {
 }
 
 // authenticate finds r's caller and checks it has role need, or answers:
-// 429 rate_limited, before the token is read, to a client over its limit
-// of failures; 401 unauthorized for no token or a token not ours; 403
+// 429 rate_limited to a client over its limit of failures whose token is
+// not ours (or missing); 401 unauthorized for no token or a token not ours; 403
 // forbidden for a role below need, or no token configured at all.
 func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request, need Role) (caller, bool) {
 	// The scheme is case-insensitive (RFC 9110), the token is not.
@@ -76,18 +76,22 @@ func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request, need Role) 
 		httpError(w, http.StatusForbidden, codeForbidden, what+": set http.tokens")
 		return caller{}, false
 	}
-	client := clientOf(r)
-	if !g.limit.allow(client) {
-		g.failures.WithLabelValues(failLimited).Inc()
-		w.Header().Set("Retry-After", "1")
-		httpError(w, http.StatusTooManyRequests, codeRateLimited, "too many failed authentications from this address: try again later")
-		return caller{}, false
-	}
+	// A token of ours passes whatever its address's failures: the limit
+	// bounds what guesses cost (their logs, their counts), and must not
+	// let a guesser — or a client sharing a proxy's address — lock out
+	// those who hold a token. A lookup is one SHA-256.
 	c, found := caller{}, false
 	reason := failMissing
 	if bearer {
 		c, found = g.lookup(token)
 		reason = failUnknown
+	}
+	client := clientOf(r)
+	if !found && !g.limit.allow(client) {
+		g.failures.WithLabelValues(failLimited).Inc()
+		w.Header().Set("Retry-After", "1")
+		httpError(w, http.StatusTooManyRequests, codeRateLimited, "too many failed authentications from this address: try again later")
+		return caller{}, false
 	}
 	if !found {
 		g.failed(r, reason)

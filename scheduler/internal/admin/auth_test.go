@@ -191,9 +191,11 @@ func TestFailedAuthLimited(t *testing.T) {
 	if limited != 2*failBurst {
 		t.Fatalf("%d failures from one address, %d answered 429, want all but the first %d", 3*failBurst, limited, failBurst)
 	}
-	code, _, body := r.as(t, roleTokens[RoleAdmin], attacker, "GET", "/api/jobs", "")
-	wantError(t, "a good token from the limited address", code, body, http.StatusTooManyRequests, codeRateLimited)
-	limited++
+	// A token of ours passes from the limited address: the limit must not
+	// lock out who holds one (behind a proxy, everyone shares an address).
+	if code, _, body := r.as(t, roleTokens[RoleAdmin], attacker, "GET", "/api/jobs", ""); code != http.StatusOK {
+		t.Errorf("a good token from the limited address: %d %s, want 200", code, body)
+	}
 	if code, _, body := r.as(t, roleTokens[RoleReader], other, "GET", "/api/jobs", ""); code != http.StatusOK {
 		t.Errorf("another address: %d %s, want 200", code, body)
 	}

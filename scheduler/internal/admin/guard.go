@@ -121,9 +121,10 @@ func appendKeys(keys []key, i int, src TokenSource, toks []string) []key {
 }
 
 // Reload re-reads the tokens of every source. A source that cannot be read
-// now, or holds no token, keeps the tokens it had, and the error is logged
-// (once, until it changes): a file half-written or briefly missing does
-// not lock its callers out. To revoke a token, write its file without it.
+// now keeps the tokens it had, and the error is logged (once, until it
+// changes): a file briefly missing does not lock its callers out. A file
+// read and empty holds no token: its tokens are revoked. To revoke a token,
+// write its file without it.
 func (g *Guard) Reload() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -132,11 +133,26 @@ func (g *Guard) Reload() {
 	var changed []string
 	for i, src := range g.sources {
 		if src.File == "" && src.Env == "" {
-			keys = appendKeys(keys, i, src, []string{src.Value})
+			// A value of the configuration, read as NewGuard read it.
+			if toks, err := ReadTokens(src); err == nil {
+				keys = appendKeys(keys, i, src, toks)
+			}
 			continue
 		}
 		was := slices.DeleteFunc(slices.Clone(old), func(k key) bool { return k.source != i })
 		toks, err := ReadTokens(src)
+		if errors.Is(err, ErrEmptyToken) && src.File != "" {
+			// Read, and empty: its tokens are revoked, a leaked one with
+			// them.
+			if msg := err.Error(); g.readErr[i] != msg {
+				g.readErr[i] = msg
+				g.log.Warn("http token file holds no token: its tokens are refused from now on", "name", src.Name)
+			}
+			if len(was) > 0 {
+				changed = append(changed, src.Name)
+			}
+			continue
+		}
 		if err != nil {
 			if msg := err.Error(); g.readErr[i] != msg {
 				g.readErr[i] = msg

@@ -86,7 +86,7 @@ func ReadTokens(src TokenSource) ([]string, error) {
 		if len(b) > maxTokenFile {
 			return nil, fmt.Errorf("%s: longer than %d KiB, not a token file", src.File, maxTokenFile>>10)
 		}
-		text = string(b)
+		text = strings.TrimPrefix(string(b), "\ufeff") // a byte-order mark some editors write
 	case src.Env != "":
 		v, ok := os.LookupEnv(src.Env)
 		if !ok {

@@ -142,3 +142,43 @@ func TestReadTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenReadsEdgeCases: http.token's value, trimmed when the guard is
+// made, is trimmed again at a re-read; a file with a byte-order mark and
+// CRLF lines gives its tokens; a file emptied revokes its tokens, one
+// that cannot be read keeps them.
+func TestTokenReadsEdgeCases(t *testing.T) {
+	dir := t.TempDir()
+	ci, bom := filepath.Join(dir, "ci"), filepath.Join(dir, "bom")
+	for f, text := range map[string]string{ci: "ci-t0ken\n", bom: "\ufeffbom-t0ken\r\nsecond-t0ken\r\n"} {
+		if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := NewGuard(GuardConfig{Tokens: []TokenSource{{Name: "token", Role: RoleAdmin, Value: "legacy-t0ken\n"},
+		{Name: "ci", Role: RoleOperator, File: ci}, {Name: "bom", Role: RoleReader, File: bom}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		for _, tok := range []string{"legacy-t0ken", "ci-t0ken", "bom-t0ken", "second-t0ken"} {
+			if _, ok := g.lookup(tok); !ok {
+				t.Errorf("%q refused", tok)
+			}
+		}
+		g.Reload()
+	}
+	if err := os.WriteFile(ci, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(bom); err != nil {
+		t.Fatal(err)
+	}
+	g.Reload()
+	if _, ok := g.lookup("ci-t0ken"); ok {
+		t.Error("a token whose file was emptied is still taken")
+	}
+	if _, ok := g.lookup("bom-t0ken"); !ok {
+		t.Error("a token whose file is briefly missing was dropped")
+	}
+}
