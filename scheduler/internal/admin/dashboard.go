@@ -15,7 +15,7 @@ var (
 	assets embed.FS
 	// scripts are the page's script, in order, in one function's scope.
 	scripts = []string{"dashboard.js", "dashboard_jobs.js", "dashboard_catalog.js", "dashboard_job.js", "dashboard_cluster.js", "dashboard_schedules.js",
-		"dashboard_main.js"}
+		"dashboard_actions.js", "dashboard_main.js"}
 
 	pageCSS = asset("dashboard.css")
 	pageJS  = func() string {

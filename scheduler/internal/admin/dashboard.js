@@ -3,7 +3,8 @@
 // DOM is built from text nodes and properties, never from markup.
 //
 // The page's script is this file and dashboard_jobs.js, dashboard_catalog.js,
-// dashboard_job.js, dashboard_cluster.js and dashboard_main.js, in that order, in one
+// dashboard_job.js, dashboard_cluster.js, dashboard_schedules.js,
+// dashboard_actions.js and dashboard_main.js, in that order, in one
 // function's scope (dashboard.go puts them together).
 
 const REFRESH_MS = 5000;

@@ -15,11 +15,13 @@ function route() {
   const hash = location.hash || '#/';
   const decode = (re) => { const m = re.exec(hash); try { return m ? decodeURIComponent(m[1]) : null; } catch (e) { return null; } };
   const name = decode(/^#\/jobs\/(.+)$/), sched = decode(/^#\/schedules\/(.+)$/);
+  const acts = /^#\/actions(?:\?(.*))?$/.exec(hash);
   view = name !== null ? jobView(name) : sched !== null ? scheduleView(sched) : hash === '#/cluster' ? clusterView()
-    : hash === '#/schedules' ? schedulesView() : jobsView();
+    : hash === '#/schedules' ? schedulesView() : acts ? actionsView(acts[1]) : jobsView();
   $('#main').replaceChildren(view.root);
   const schedules = view.name === 'schedules' || view.name === 'schedule';
-  for (const [id, on] of [['#nav-jobs', view.name === 'jobs' || view.name === 'job'], ['#nav-schedules', schedules], ['#nav-cluster', view.name === 'cluster']]) {
+  for (const [id, on] of [['#nav-jobs', view.name === 'jobs' || view.name === 'job'], ['#nav-schedules', schedules], ['#nav-cluster', view.name === 'cluster'],
+    ['#nav-actions', view.name === 'actions']]) {
     if (on) $(id).setAttribute('aria-current', 'page'); else $(id).removeAttribute('aria-current');
   }
   if (view.name !== 'job' && view.name !== 'schedule') document.title = 'slotcron';
