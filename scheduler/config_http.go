@@ -169,8 +169,17 @@ func (c *Config) checkTLS(add func(*ConfigError)) {
 			at("client_ca_file", "no PEM certificate in "+t.ClientCAFile)
 		}
 	}
+	names := map[string]bool{"token": c.HTTP.Token != ""}
+	for _, tok := range c.HTTP.Tokens {
+		names[tok.Name] = true
+	}
 	for name, role := range t.ClientRoles {
-		if _, ok := admin.ParseRole(role); !ok {
+		switch _, ok := admin.ParseRole(role); {
+		case strings.TrimSpace(name) == "":
+			at("client_roles", "an empty common name: a certificate with none is no one to record; name its subject's CN")
+		case names[name]:
+			at("client_roles", fmt.Sprintf("%s: a token has that name too: the log could not tell who called; name them apart", name))
+		case !ok:
 			at("client_roles", fmt.Sprintf("%s: unknown role %q: reader, operator or admin", name, role))
 		}
 	}

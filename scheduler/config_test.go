@@ -124,6 +124,8 @@ func TestValidateRules(t *testing.T) {
 		{"tls with unreadable files", "http: {listen: '127.0.0.1:0', tls: {cert_file: /nonexistent.pem, key_file: /nonexistent.key}}\njobs: {hello: {schedule: '@hourly'}}", "http.tls.cert_file: open /nonexistent.pem"},
 		{"tls client role unknown", "http: {tls: {cert_file: a, key_file: b, client_ca_file: c, client_roles: {x: boss}}}\njobs: {hello: {schedule: '@hourly'}}", "http.tls.client_roles: x: unknown role \"boss\""},
 		{"tls client roles without a CA", "http: {tls: {cert_file: a, key_file: b, client_roles: {x: admin}}}\njobs: {hello: {schedule: '@hourly'}}", "http.tls.client_roles: client roles need client_ca_file"},
+		{"tls client role named empty", "http: {tls: {cert_file: a, key_file: b, client_ca_file: c, client_roles: {\"\": admin}}}\njobs: {hello: {schedule: '@hourly'}}", "http.tls.client_roles: an empty common name"},
+		{"tls client role named as a token", "http: {token: x, tls: {cert_file: a, key_file: b, client_ca_file: c, client_roles: {token: admin}}}\njobs: {hello: {schedule: '@hourly'}}", "http.tls.client_roles: token: a token has that name too"},
 		{"zero actions_history", "actions_history: 0s\njobs: {hello: {schedule: '@hourly'}}", "test.yaml:1: actions_history: an actions_history of 0s"},
 		{"long actions_history", "actions_history: 100000h\njobs: {hello: {schedule: '@hourly'}}", "test.yaml:1: actions_history: actions_history 100000h0m0s is longer"},
 		{"big catch_up_limit", "jobs: {hello: {schedule: '@hourly', catch_up: all, catch_up_limit: 100000000}}", "jobs.hello.catch_up_limit: catch_up_limit 100000000 is more than 1000"},

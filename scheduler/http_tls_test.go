@@ -137,8 +137,8 @@ func TestHTTPTLS(t *testing.T) {
 	if out, err := curl("--cacert", caFile, "https://"+addr+"/healthz"); err != nil || strings.TrimSpace(out) != "ok" {
 		t.Fatalf("curl --cacert /healthz: %v %q", err, out)
 	}
-	if out, err := curl("-w", " %{http_code}", "http://"+addr+"/healthz"); err == nil && !strings.HasSuffix(out, " 400") {
-		t.Fatalf("plain HTTP was answered: %q", out)
+	if out, err := curl("-w", " %{http_code}", "http://"+addr+"/healthz"); err != nil || !strings.HasSuffix(out, " 400") {
+		t.Fatalf("plain HTTP: %v %q, want a 400", err, out)
 	}
 	if out, err := curl("https://" + addr + "/healthz"); err == nil {
 		t.Fatalf("a certificate no CA of the system's signed was accepted: %q", out)
@@ -162,6 +162,17 @@ func TestHTTPTLS(t *testing.T) {
 		"https://"+addr+"/api/pause", "-H", "Content-Type: application/json", "-d", `{"job":"hello","reason":"x"}`)
 	if err != nil || !strings.HasSuffix(out, " 403") || !strings.Contains(out, "no role") {
 		t.Fatalf("a certificate with no role: %v %q", err, out)
+	}
+	// A certificate of the same name from another CA ends the handshake;
+	// one with no role reads as anyone may.
+	other := newTestCA(t)
+	forgedCert, forgedKey := other.issue(t, dir, "forged", "ci-bot", 400, false)
+	if out, err := curl("--cacert", caFile, "--cert", forgedCert, "--key", forgedKey, "https://"+addr+"/api/whoami"); err == nil {
+		t.Fatalf("a certificate another CA signed was taken: %q", out)
+	}
+	out, err = curl("--cacert", caFile, "--cert", strangerCert, "--key", strangerKey, "-w", " %{http_code}", "https://"+addr+"/api/whoami")
+	if err != nil || !strings.HasSuffix(out, " 200") || strings.Contains(out, "stranger") {
+		t.Fatalf("an open read with a certificate that has no role: %v %q", err, out)
 	}
 	out, err = curl("--cacert", caFile, "https://"+addr+"/api/actions?kind=pause")
 	if err != nil || !strings.Contains(out, `"who":"ci-bot"`) || !strings.Contains(out, `"reason":"by certificate"`) {

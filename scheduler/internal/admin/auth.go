@@ -155,9 +155,16 @@ func whoami(w http.ResponseWriter, r *http.Request) {
 func (g *Guard) byCertificate(w http.ResponseWriter, r *http.Request, need Role) (caller, bool) {
 	name := r.TLS.PeerCertificates[0].Subject.CommonName
 	role, ok := g.clientRoles[name]
+	if name == "" {
+		ok = false // a certificate with no common name is no one to record
+	}
+	if !ok && need == RoleNone {
+		return caller{}, true // an open read: as anonymous as a caller with no certificate
+	}
 	if !ok {
 		g.failed(r, failForbidden)
-		httpError(w, http.StatusForbidden, codeForbidden, fmt.Sprintf("client certificate %q has no role: add it to http.tls.client_roles", name))
+		g.log.Warn("http client certificate has no role", "name", name, "remote", r.RemoteAddr, "route", r.Pattern)
+		httpError(w, http.StatusForbidden, codeForbidden, fmt.Sprintf("client certificate %q has no role: add its common name to http.tls.client_roles", name))
 		return caller{}, false
 	}
 	c := caller{name: name, role: role}

@@ -7,6 +7,7 @@
 package admin
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -24,12 +25,8 @@ type TLSFiles struct {
 	CertFile, KeyFile string
 	// ClientCAFile, when set, holds the CAs client certificates are
 	// verified against (PEM); a client may then present one instead of a
-	// token.
+	// token, in the role GuardConfig.ClientRoles gives its common name.
 	ClientCAFile string
-	// ClientRoles gives the role of each client certificate by its
-	// subject's common name; a verified certificate whose name is not here
-	// is refused.
-	ClientRoles map[string]Role
 }
 
 // certCheck is the least time between two looks at the files.
@@ -44,7 +41,8 @@ type certs struct {
 	mu      sync.Mutex
 	cert    *tls.Certificate
 	cas     *x509.CertPool
-	stamp   string // the files' sizes and times when last read
+	stamp   string // the files' digest when last read
+	failed  string // the digest whose read failed last, logged once
 	checked time.Time
 }
 
@@ -57,21 +55,24 @@ func newCerts(f TLSFiles, log *slog.Logger) (*certs, error) {
 	return c, nil
 }
 
-// stampOf is the sizes and modification times of the files, or the error
-// of the first that cannot be read.
+// stampOf is a digest of the files' contents, or the error of the first
+// that cannot be read: a pair copied in with its old times (cp -p, tar),
+// or of the same size, is still seen. The files are small, and looked at
+// at most every certCheck.
 func (c *certs) stampOf() (string, error) {
-	s := ""
+	h := sha256.New()
 	for _, name := range []string{c.files.CertFile, c.files.KeyFile, c.files.ClientCAFile} {
 		if name == "" {
 			continue
 		}
-		fi, err := os.Stat(name)
+		b, err := os.ReadFile(name)
 		if err != nil {
 			return "", err
 		}
-		s += fmt.Sprintf("%s:%d:%d;", name, fi.Size(), fi.ModTime().UnixNano())
+		fmt.Fprintf(h, "%s:%d:", name, len(b))
+		h.Write(b)
 	}
-	return s, nil
+	return string(h.Sum(nil)), nil
 }
 
 // read reads the files anew.
@@ -115,11 +116,18 @@ func (c *certs) current() (*tls.Certificate, *x509.CertPool) {
 	if !due {
 		return cert, cas
 	}
-	if now, err := c.stampOf(); err == nil && now == stamp {
+	now, err := c.stampOf()
+	if err == nil && now == stamp {
 		return cert, cas
 	}
 	if err := c.read(); err != nil {
-		c.log.Error("reading the TLS files again failed; serving the certificate read before", "err", err)
+		c.mu.Lock()
+		again := c.failed == now && now != ""
+		c.failed = now
+		c.mu.Unlock()
+		if !again {
+			c.log.Error("reading the TLS files again failed; serving the certificate read before", "err", err)
+		}
 		return cert, cas
 	}
 	c.log.Info("tls certificate read again", "cert_file", c.files.CertFile)
