@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,14 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/scheduler/internal/admin"
 )
 
-// TestCLIActions: each kind of mutation made through the CLI on a SQLite
-// store — pause and resume of a job and of the cluster, trigger, backfill,
-// a schedule's create, put, pause, resume and delete — appears once in
-// `scheduler actions --json`, newest first, with who, via, what, on what,
-// why and how it ended; the filters and paging select from it.
+// TestCLIActions: each of the ten kinds of action on a SQLite store — a
+// replica's configuration taking effect as it runs; through the CLI, pause
+// and resume of a job and of the cluster, trigger, backfill, a schedule's
+// create, put, pause, resume and delete — appears once in `scheduler
+// actions --json`, newest first, with who, via, what, on what, why and how
+// it ended; the filters and paging select from it.
 func TestCLIActions(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "c.yaml")
@@ -25,6 +28,23 @@ func TestCLIActions(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A replica runs a moment: its revision takes effect.
+	loaded, err := loadConfig(context.Background(), cfg, demoRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(loaded, demoRegistry(), WithLogger(testLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, s)
+	poll.Until(t, 10*time.Second, "the replica's configuration in the log", func() error {
+		if code, out, _ := runCLI(t, "actions", "--config", cfg, "--json", "--kind", "config"); code != ExitOK || !strings.Contains(out, "started") {
+			return fmt.Errorf("exit %d: %q", code, out)
+		}
+		return nil
+	})
+	stop()
 	from := time.Now().Add(-3 * time.Hour).UTC().Format(time.RFC3339)
 	steps := [][]string{
 		{"pause", "--reason", "db migration", "--by", "ops-anna", "hello"},
@@ -33,7 +53,7 @@ func TestCLIActions(t *testing.T) {
 		{"resume", "--reason", "thaw", "--by", "ops-ben"},
 		{"trigger", "hello"},
 		{"backfill", "--from", from, "hello"},
-		{"schedules", "put", "--job", "hello", "--schedule", "0 9 * * *", "tenant-1"},
+		{"schedules", "put", "--create", "--job", "hello", "--schedule", "0 9 * * *", "tenant-1"},
 		{"schedules", "put", "--job", "hello", "--schedule", "0 10 * * *", "tenant-1"},
 		{"schedules", "pause", "--reason", "on hold", "tenant-1"},
 		{"schedules", "resume", "tenant-1"},
@@ -61,13 +81,14 @@ func TestCLIActions(t *testing.T) {
 		got = append(got, a)
 	}
 	want := []string{ // oldest first: kind target who reason result
+		"config  slotcron  ok",
 		"pause hello ops-anna db migration ok",
 		"resume hello ops-anna migrated ok",
 		"pause  ops-ben freeze ok",
 		"resume  ops-ben thaw ok",
 		"trigger hello cli  ok",
 		"backfill hello cli  ok",
-		"schedule-put tenant-1 cli  ok",
+		"schedule-create tenant-1 cli  ok",
 		"schedule-put tenant-1 cli  ok",
 		"schedule-pause tenant-1 cli on hold ok",
 		"schedule-resume tenant-1 cli  ok",
@@ -85,25 +106,32 @@ func TestCLIActions(t *testing.T) {
 		if line := fmt.Sprintf("%s %s %s %s %s", a.Kind, a.Target, who, a.Reason, a.Result); line != w {
 			t.Errorf("action %d: %q, want %q (%+v)", i, line, w, a)
 		}
-		if a.Via != "cli" || a.Seq == 0 || a.At == "" {
+		if via := map[bool]string{true: "slotcron", false: "cli"}[i == 0]; a.Via != via || a.Seq == 0 || a.At == "" {
 			t.Errorf("action %d: via %q seq %d at %q", i, a.Via, a.Seq, a.At)
 		}
 		if i > 0 && a.Seq <= got[len(got)-i].Seq {
 			t.Errorf("action %d: seq %d not above the one before", i, a.Seq)
 		}
 	}
-	if d := got[len(got)-5].Detail; !strings.Contains(d, "fence") || !strings.Contains(d, "ended succeeded") {
+	if d := got[len(got)-6].Detail; !strings.Contains(d, "fence") || !strings.Contains(d, "ended succeeded") {
 		t.Errorf("the trigger's detail: %q", d)
 	}
-	if d := got[len(got)-7].Detail; !strings.Contains(d, "version 1") {
-		t.Errorf("the first put's detail: %q", d)
+	if d := got[len(got)-8].Detail; !strings.Contains(d, "version 1") {
+		t.Errorf("the create's detail: %q", d)
+	}
+	kinds := map[string]bool{}
+	for _, a := range got {
+		kinds[a.Kind] = true
+	}
+	if len(kinds) != 10 {
+		t.Errorf("%d kinds of action, want the ten: %v", len(kinds), kinds)
 	}
 	// Filters and pages.
 	if code, out, _ = runCLI(t, "actions", "--config", cfg, "--json", "--who", "ops-ben"); code != ExitOK || strings.Count(out, "\n") != 2 {
 		t.Errorf("--who ops-ben: exit %d\n%s", code, out)
 	}
 	if code, out, _ = runCLI(t, "actions", "--config", cfg, "--json", "--kind", "schedule-put", "--target", "tenant-1"); code != ExitOK ||
-		strings.Count(out, "\n") != 2 {
+		strings.Count(out, "\n") != 1 {
 		t.Errorf("--kind schedule-put --target tenant-1: exit %d\n%s", code, out)
 	}
 	before := fmt.Sprint(got[2].Seq)
