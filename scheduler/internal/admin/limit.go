@@ -9,7 +9,7 @@ import (
 
 // The failed authentications a client may have: a bucket of failBurst that
 // refills at failRate a second. A client whose bucket is empty is answered
-// 429 without its token being looked at, until the bucket refills.
+// 429, until the bucket refills, unless its token is one of ours.
 const (
 	failBurst = 10
 	failRate  = 2.0

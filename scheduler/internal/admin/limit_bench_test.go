@@ -16,7 +16,7 @@ import (
 
 // BenchmarkFailedLogins: 1,000 requests from one address, each with a
 // token that is not configured (the first few answered 401, the rest 429
-// before the token is read), against 1,000 requests of /healthz, which
+// once its token is found unknown), against 1,000 requests of /healthz, which
 // needs nothing, through the same handler: what an attacker's guesses
 // cost the listener, per 1,000. Compare the two in one run:
 //
