@@ -150,7 +150,7 @@ func TestHTTPTLS(t *testing.T) {
 	}
 	out, err = curl("--cacert", caFile, "--cert", botCert, "--key", botKey, "-X", "POST", "-w", " %{http_code}", "https://"+addr+"/api/pause",
 		"-H", "Content-Type: application/json", "-d", `{"reason":"all of it"}`)
-	if err != nil || !strings.HasSuffix(out, " 403") || !strings.Contains(out, "needs the admin role") {
+	if err != nil || !strings.HasSuffix(out, " 403") || !strings.Contains(out, `needs the admin role; client certificate \"ci-bot\" has the operator role`) {
 		t.Fatalf("a cluster pause by an operator's certificate: %v %q", err, out)
 	}
 	out, err = curl("--cacert", caFile, "--cert", botCert, "--key", botKey, "-X", "POST", "-w", " %{http_code}", "https://"+addr+"/api/pause",

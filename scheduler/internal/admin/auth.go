@@ -128,7 +128,10 @@ func (g *Guard) forbid(w http.ResponseWriter, r *http.Request, c caller, need Ro
 		what = r.Method + " " + r.URL.Path
 	}
 	who := "an anonymous caller"
-	if c.name != "" {
+	switch {
+	case c.cert:
+		who = fmt.Sprintf("client certificate %q has the %s role", c.name, c.role)
+	case c.name != "":
 		who = fmt.Sprintf("token %q has the %s role", c.name, c.role)
 	}
 	httpError(w, http.StatusForbidden, codeForbidden, fmt.Sprintf("%s needs the %s role; %s", what, need, who))
@@ -167,7 +170,7 @@ func (g *Guard) byCertificate(w http.ResponseWriter, r *http.Request, need Role)
 		httpError(w, http.StatusForbidden, codeForbidden, fmt.Sprintf("client certificate %q has no role: add its common name to http.tls.client_roles", name))
 		return caller{}, false
 	}
-	c := caller{name: name, role: role}
+	c := caller{name: name, role: role, cert: true}
 	if c.role < need {
 		g.forbid(w, r, c, need, "")
 		return caller{}, false

@@ -49,6 +49,7 @@ type key struct {
 type caller struct {
 	name string
 	role Role
+	cert bool // named by a client certificate, not a token
 }
 
 // GuardConfig configures a Guard.
