@@ -23,16 +23,26 @@ func (c *Config) actionsRetain() time.Duration {
 	return c.ActionsHistory.D()
 }
 
-// goActor is who acts through the Go API unless told: "go", the OS user and
-// host.
-func goActor() engine.Actor { return engine.Actor{Who: defaultWriter(), Via: "go"} }
-
-// cliActor is who acts through the CLI: who as --by names it.
+// cliActor is who acts through the CLI: who as --by names it. A command
+// puts it in its context (engine.WithActor), as the HTTP API puts its
+// caller, and what records an action takes it from there (actorOf).
 func cliActor(who string) engine.Actor { return engine.Actor{Who: who, Via: "cli"} }
 
-// record appends act, made by s's actor, to st's actions log.
+// actorOf is who acts under ctx: the actor it carries, else who writes
+// through the Go API (by; "go", the OS user and host, when empty).
+func actorOf(ctx context.Context, by string) engine.Actor {
+	if a, ok := engine.ActorOf(ctx); ok {
+		return a
+	}
+	if by == "" {
+		by = defaultWriter()
+	}
+	return engine.Actor{Who: by, Via: "go"}
+}
+
+// record appends act, made by ctx's actor, to st's actions log.
 func (s *Scheduler) record(ctx context.Context, st slotstore.Store, act engine.Act) {
-	engine.RecordAction(ctx, st, s.log, s.cfg.actionsRetain(), s.actor, act)
+	engine.RecordAction(ctx, st, s.log, s.cfg.actionsRetain(), actorOf(ctx, ""), act)
 }
 
 // actStore is the store a trigger or backfill that answered err acted on:
@@ -64,26 +74,11 @@ func backfillAct(job string, p BackfillParams, res BackfillResult, err error) en
 			p.To.UTC().Format(time.RFC3339), res.ToRun(), len(res.Slots))}
 }
 
-// as returns a copy of s whose writes the actions log records as made by
-// a (the CLI's user, the HTTP API's caller) rather than by its writer
-// through the Go API.
-func (s *Schedules) as(a engine.Actor) *Schedules {
-	c := *s
-	c.actor = a
-	return &c
-}
-
-// record appends act to s's store's actions log: made by its actor, or by
-// its writer through the Go API; a ctx that carries an actor (the HTTP
-// API's caller) names it instead.
+// record appends act to s's store's actions log, made by ctx's actor (the
+// CLI's user, the HTTP API's caller), else by s's writer through the Go
+// API.
 func (s *Schedules) record(ctx context.Context, act engine.Act) {
-	a := s.actor
-	if ca, ok := engine.ActorOf(ctx); ok {
-		a = ca
-	}
-	if a.Who == "" {
-		a = engine.Actor{Who: s.by, Via: "go"}
-	}
+	a := actorOf(ctx, s.by)
 	log := s.log
 	if log == nil {
 		log = slog.Default()

@@ -12,6 +12,8 @@ import (
 
 	"github.com/slotcron/slotcron/internal/poll"
 	"github.com/slotcron/slotcron/scheduler/internal/admin"
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
+	"github.com/slotcron/slotcron/slotstore"
 )
 
 // TestCLIActions: each of the ten kinds of action on a SQLite store — a
@@ -145,5 +147,32 @@ func TestCLIActions(t *testing.T) {
 	}
 	if code, _, errs = runCLI(t, "actions", "--config", cfg, "--since", "yesterday"); code != ExitUsage || !strings.Contains(errs, "--since") {
 		t.Errorf("a bad --since: exit %d %s", code, errs)
+	}
+}
+
+// TestGoAPIActions: a write through the Go API is recorded as made by its
+// writer (By) via go; a context that carries an actor — the CLI's user,
+// the HTTP API's caller — names that actor instead.
+func TestGoAPIActions(t *testing.T) {
+	st, _, reg := rig(&recorder{}, "hello")
+	scs := NewSchedules(st, nil, reg).By("billing-svc")
+	ctx := context.Background()
+	if _, err := scs.Put(ctx, Schedule{ID: "t1", Job: "hello", Schedule: "@hourly"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := scs.Delete(engine.WithActor(ctx, engine.Actor{Who: "ci-bot", Role: "admin", Via: "http"}), "t1", 0); err != nil {
+		t.Fatal(err)
+	}
+	as, err := st.Actions(ctx, slotstore.ActionsParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range as {
+		got = append(got, strings.Join([]string{a.Kind, a.Target, a.Who, a.Role, a.Via, a.Result}, "|"))
+	}
+	want := "schedule-delete|t1|ci-bot|admin|http|ok\nschedule-put|t1|billing-svc||go|ok"
+	if strings.Join(got, "\n") != want {
+		t.Errorf("the actions log:\n%s\nwant\n%s", strings.Join(got, "\n"), want)
 	}
 }

@@ -204,8 +204,7 @@ manual. Exit 0 only if the run succeeded.
 	if err != nil {
 		return err
 	}
-	s.actor = cliActor(defaultBy())
-	res, err := s.Trigger(ctx, pos[0])
+	res, err := s.Trigger(engine.WithActor(ctx, cliActor(defaultBy())), pos[0])
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler/internal/backend"
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -65,7 +66,7 @@ func cmdBackfill(ctx context.Context, args []string, stdout, stderr io.Writer, r
 			return usageError{msg: fmt.Sprintf("backfill: --to %q: %v", *to, err)}
 		}
 	}
-	res, err := s.Backfill(ctx, job, p)
+	res, err := s.Backfill(engine.WithActor(ctx, cliActor(defaultBy())), job, p)
 	if errors.Is(err, ErrBackfillRange) {
 		return usageError{msg: "backfill: " + err.Error()}
 	}
@@ -105,7 +106,6 @@ func backfiller(ctx context.Context, cfg *Config, reg *jobs.Registry, st slotsto
 	if err != nil {
 		return nil, nil, err
 	}
-	s.actor = cliActor(defaultBy())
 	if _, ok := cfg.Jobs[job]; !ok {
 		if err := s.eng.TakeSchedule(ctx, st, job); err != nil {
 			return nil, nil, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler/internal/admin"
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
 )
 
 const schedulesUsage = `usage: scheduler schedules <put|get|list|delete|pause|resume> [flags] [ID]
@@ -42,6 +43,7 @@ func cmdSchedules(ctx context.Context, args []string, stdout, stderr io.Writer, 
 		return flag.ErrHelp
 	}
 	sub, rest := args[0], args[1:]
+	ctx = engine.WithActor(ctx, cliActor(defaultBy()))
 	fs, path := newFlags("schedules "+sub, stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
 	var run func(*Schedules, []string) error
@@ -99,7 +101,7 @@ func cmdSchedules(ctx context.Context, args []string, stdout, stderr io.Writer, 
 		return err
 	}
 	defer s.Close()
-	return run(s.By(defaultBy()).as(cliActor(defaultBy())), pos)
+	return run(s.By(defaultBy()), pos)
 }
 
 func hasFile(fs *flag.FlagSet) bool { f := fs.Lookup("f"); return f != nil && f.Value.String() != "" }

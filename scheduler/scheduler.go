@@ -43,9 +43,6 @@ type Scheduler struct {
 	reg      *jobs.Registry
 	runStore atomic.Pointer[slotstore.Store]
 	reloads  reloadMetrics
-	// actor is who the triggers and backfills made through this scheduler
-	// are recorded as made by (actions.go).
-	actor engine.Actor
 	// guard holds the HTTP API's tokens, re-read on SIGHUP; nil without
 	// http.listen.
 	guard *admin.Guard
@@ -97,8 +94,7 @@ func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
 		return nil, err
 	}
 	rev, _ := cfg.revision() // resolve checked it
-	s := &Scheduler{cfg: cfg, jobs: len(plans), duties: len(duties), replica: cfg.replicaName(), now: time.Now, reg: reg,
-		actor: goActor()}
+	s := &Scheduler{cfg: cfg, jobs: len(plans), duties: len(duties), replica: cfg.replicaName(), now: time.Now, reg: reg}
 	for _, o := range opts {
 		o(s)
 	}

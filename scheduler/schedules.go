@@ -79,13 +79,10 @@ const maxParams = 8 << 10
 // handler of a service that saves a customer's preference, say. Its methods
 // are safe for concurrent use.
 type Schedules struct {
-	st  slotstore.Store
-	cfg *Config
-	reg *jobs.Registry
-	by  string
-	// actor is who the actions log records as writing, when not by
-	// through the Go API (actions.go).
-	actor engine.Actor
+	st    slotstore.Store
+	cfg   *Config
+	reg   *jobs.Registry
+	by    string
 	log   *slog.Logger // where a failed record of a write is logged; nil: slog's default
 	close func() error
 }

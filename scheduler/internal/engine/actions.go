@@ -7,9 +7,7 @@ package engine
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/slotcron/slotcron/slotstore"
 )
@@ -49,8 +47,8 @@ func RecordAction(ctx context.Context, st slotstore.Store, log *slog.Logger, ret
 	if act.Err != nil {
 		result = act.Err.Error()
 	}
-	entry := slotstore.Action{Who: cut(a.Who, 200), Role: cut(a.Role, 32), Via: cut(a.Via, 32), Kind: cut(act.Kind, 64),
-		Target: cut(act.Target, 300), Reason: cut(act.Reason, 1000), Result: cut(result, 1000), Detail: cut(act.Detail, 1000),
+	entry := slotstore.Action{Who: fitText(a.Who, 200), Role: fitText(a.Role, 32), Via: fitText(a.Via, 32), Kind: fitText(act.Kind, 64),
+		Target: fitText(act.Target, 300), Reason: fitText(act.Reason, 1000), Result: fitText(result, 1000), Detail: fitText(act.Detail, 1000),
 		Retain: retain}
 	if entry.Who == "" {
 		entry.Who = "unknown"
@@ -63,19 +61,6 @@ func RecordAction(ctx context.Context, st slotstore.Store, log *slog.Logger, ret
 		log.Warn("recording an action failed", "kind", entry.Kind, "target", entry.Target, "who", entry.Who,
 			"result", entry.Result, "err", err)
 	}
-}
-
-// cut returns s, valid UTF-8 without NUL bytes, in at most n bytes.
-func cut(s string, n int) string {
-	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // Actions lists the actions log of the Run's store.

@@ -147,16 +147,18 @@ func failedRow(ctx context.Context, st slotstore.Store, job string, slot time.Ti
 	}
 }
 
-// noteText makes s text a pause's note may hold: UTF-8 without NUL bytes
-// (an error may hold anything), cut at a rune's start to the most a note
-// may hold.
-func noteText(s string) string {
+// noteText makes s text a pause's note may hold (fitText).
+func noteText(s string) string { return fitText(s, maxPauseNote) }
+
+// fitText makes s text a store keeps in n bytes: UTF-8 without NUL bytes
+// (an error may hold anything), cut at a rune's start, "…" marking the cut.
+func fitText(s string, n int) string {
 	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-	if len(s) <= maxPauseNote {
+	if len(s) <= n {
 		return s
 	}
 	const more = "…"
-	cut := maxPauseNote - len(more)
+	cut := n - len(more)
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
