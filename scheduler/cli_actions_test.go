@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,9 +41,12 @@ func TestCLIActions(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := start(t, s)
-	poll.Until(t, 10*time.Second, "the replica's configuration in the log", func() error {
-		if code, out, _ := runCLI(t, "actions", "--config", cfg, "--json", "--kind", "config"); code != ExitOK || !strings.Contains(out, "started") {
-			return fmt.Errorf("exit %d: %q", code, out)
+	// Run records it before it schedules anything, once it holds its
+	// store; stop waits for Run. Reading the log meanwhile would open the
+	// file beside it.
+	poll.Until(t, 10*time.Second, "the replica to run", func() error {
+		if s.runStore.Load() == nil {
+			return errors.New("no store yet")
 		}
 		return nil
 	})
