@@ -3,6 +3,7 @@ package schedule
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/robfig/cron/v3"
@@ -29,13 +30,22 @@ func (s *Schedule) parseCalendar(fs []string) error {
 	if len(fs) == 5 {
 		fs = append([]string{"0"}, fs...)
 	}
-	sched, err := parser.Parse(strings.Join(fs, " "))
+	plain, kinds, sp, err := s.takeSpecials(fs)
 	if err != nil {
-		return s.blameField(fs, err)
+		return err
+	}
+	sched, err := parser.Parse(strings.Join(plain, " "))
+	if err != nil {
+		return s.blameField(plain, err)
 	}
 	s.setFields(sched)
+	if sp != nil {
+		s.f.dom = specialSet(s.f.dom, kinds[3])
+		s.f.dow = specialSet(s.f.dow, kinds[5])
+		s.f.sp = sp
+	}
 	for i, set := range s.f.sets() {
-		if set&^starBit == 0 {
+		if set&^starBit == 0 && kinds[i] == noSpecial {
 			return invalid(s.spec, nil, "%s field %q: matches no value", fieldNames[i], fs[i])
 		}
 	}
@@ -45,10 +55,56 @@ func (s *Schedule) parseCalendar(fs []string) error {
 	return nil
 }
 
+// Kinds of a day field in a spec with specials.
+const (
+	noSpecial    = iota // plain values only, as the parser reads them
+	mixedSpecial        // plain values and specials
+	onlySpecial         // specials alone: the parser reads a stand-in "1"
+)
+
+// takeSpecials takes the day specials out of the six fields fs: it returns
+// the fields for the parser, the kind of each field, and the specials, nil
+// if there are none.
+func (s *Schedule) takeSpecials(fs []string) ([]string, [6]int, *daySpecials, error) {
+	plain := slices.Clone(fs)
+	var kinds [6]int
+	var sp daySpecials
+	for i, field := range fs {
+		rest, err := splitSpecials(i, field, &sp)
+		if err != nil {
+			return nil, kinds, nil, invalid(s.spec, nil, "%v", err)
+		}
+		switch {
+		case rest == "":
+			rest, kinds[i] = "1", onlySpecial
+		case rest != field:
+			kinds[i] = mixedSpecial
+		}
+		plain[i] = rest
+	}
+	if !sp.hasDom() && !sp.hasDow() {
+		return plain, kinds, nil, nil
+	}
+	return plain, kinds, &sp, nil
+}
+
+// specialSet returns the bit set of a day field of the given kind, for the
+// cron day rule: a field with a special is never "*", and one of specials
+// alone has no plain value.
+func specialSet(set uint64, kind int) uint64 {
+	switch kind {
+	case onlySpecial:
+		return 0
+	case mixedSpecial:
+		return set &^ starBit
+	}
+	return set
+}
+
 // setFields copies the bit sets of a parsed calendar spec.
 func (s *Schedule) setFields(sched cron.Schedule) {
 	spec := sched.(*cron.SpecSchedule)
-	s.f = fields{spec.Second, spec.Minute, spec.Hour, spec.Dom, spec.Month, spec.Dow}
+	s.f = fields{second: spec.Second, minute: spec.Minute, hour: spec.Hour, dom: spec.Dom, month: spec.Month, dow: spec.Dow}
 }
 
 // sets returns the six bit sets in spec order, seconds first.

@@ -17,14 +17,21 @@ const starBit = 1 << 63
 // the callers (fixed.go, elapsed.go).
 type fields struct {
 	second, minute, hour, dom, month, dow uint64
+	// sp holds the day specials ("L", "15W", "MON#2", "5L"...), nil when
+	// the spec has none, so that plain specs never look at them.
+	sp *daySpecials
 }
 
 // dayMatches reports whether the day of w matches, as cron defines it: if
 // either the day-of-month or the day-of-week field is "*", both must match;
-// otherwise either may.
+// otherwise either may. A field with a special is never "*".
 func (f *fields) dayMatches(w time.Time) bool {
 	domMatch := f.dom&(1<<uint(w.Day())) != 0
 	dowMatch := f.dow&(1<<uint(w.Weekday())) != 0
+	if f.sp != nil {
+		domMatch = domMatch || f.sp.domMatches(w)
+		dowMatch = dowMatch || f.sp.dowMatches(w)
+	}
 	if f.dom&starBit != 0 || f.dow&starBit != 0 {
 		return domMatch && dowMatch
 	}
