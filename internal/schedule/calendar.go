@@ -22,6 +22,9 @@ func (s *Schedule) parseCalendar(fs []string) error {
 		}
 		s.setFields(sched)
 		s.fixed = fs[0] != "@hourly"
+		if s.fixed {
+			s.dst, _ = DST{}.normal()
+		}
 		return nil
 	}
 	if len(fs) != 5 && len(fs) != 6 {
@@ -52,6 +55,9 @@ func (s *Schedule) parseCalendar(fs []string) error {
 	// The hour field decides how DST is handled: numbers are wall times
 	// that fire once a local day; "*" or a step follows elapsed time.
 	s.fixed = !strings.ContainsAny(fs[2], "*?/")
+	if s.fixed {
+		s.dst, _ = DST{}.normal()
+	}
 	return nil
 }
 

@@ -10,6 +10,7 @@ var propertySpecs = []string{
 	"30 2 * * *", "0 2 * * *", "30 1 * * *", "0 0 * * *", "0,30 2 * * *", "*/10 1-3 * * *", "45 23 * * 0",
 	"*/30 * * * *", "0 * * * *", "0 */2 * * *", "15 0-23/3 * * *", "*/7 * * * * *", "@hourly",
 	"@daily", "@weekly", "@monthly", "@yearly", "0 0 29 2 *", "0 0 1,15 * 1", "@every 7s", "@every 25h",
+	"0 9 LW * *", "0 10 * * MON#2", "0 18 * * 5L", "30 2 L-3 * *", "0 2 15W * *", "0 0 1,L * 5#5", "*/20 2 * * SUNL",
 }
 
 var propertyZones = []string{"", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "America/Santiago", "Asia/Kolkata"}
@@ -32,6 +33,30 @@ func TestNextPrevConsistent(t *testing.T) {
 					}
 				}
 				checkNextPrev(t, s, x)
+			}
+		}
+	}
+}
+
+// The same under every DST rule, for the fixed-time specs.
+func TestNextPrevConsistentDST(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	lo := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	hi := time.Date(2060, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	for _, tz := range propertyZones {
+		for _, spec := range propertySpecs {
+			if !mustParse(t, spec, tz).Fixed() {
+				continue
+			}
+			for _, rule := range dstRules[1:] {
+				s := mustDST(t, spec, tz, rule)
+				for range 100 {
+					x := time.Unix(lo+rng.Int64N(hi-lo), 0)
+					if _, end := x.In(s.loc).ZoneBounds(); !end.IsZero() && rng.IntN(4) > 0 {
+						x = end.Add(time.Duration(rng.Int64N(int64(4*time.Hour))) - 2*time.Hour)
+					}
+					checkNextPrev(t, s, x)
+				}
 			}
 		}
 	}

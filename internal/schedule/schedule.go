@@ -13,6 +13,7 @@ type Schedule struct {
 	every time.Duration // > 0 for "@every", else 0
 	f     fields
 	fixed bool // calendar spec whose hour field is fixed numbers
+	dst   DST  // for fixed-time: the rule, spelled out; else zero
 	// from and until bound the slots (Unix seconds, inclusive) when set
 	// (Within); 0 for no bound.
 	from, until int64
