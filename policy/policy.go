@@ -40,10 +40,22 @@ const (
 	// holder's renewal, finish and release fail as a lost lease, and the
 	// engine cancels that run.
 	OverlapReplace Overlap = "replace"
+	// OverlapQueue makes the new slot wait while another slot of the job
+	// runs under a live lease: its claim records nothing, and the slot is
+	// claimed again when that run ends, within its starting deadline
+	// measured from the slot. One slot waits at most: when the job's next
+	// slot comes due, the one still waiting is recorded skipped (reason
+	// "overlap"), and the new one waits in its place. A slot whose holder's
+	// lease has expired does not count, as with OverlapForbid. Backfills and
+	// manual triggers treat it as OverlapForbid.
+	OverlapQueue Overlap = "queue"
 )
 
-// Valid reports whether o is OverlapAllow, OverlapForbid or OverlapReplace.
-func (o Overlap) Valid() bool { return o == OverlapAllow || o == OverlapForbid || o == OverlapReplace }
+// Valid reports whether o is OverlapAllow, OverlapForbid, OverlapReplace or
+// OverlapQueue.
+func (o Overlap) Valid() bool {
+	return o == OverlapAllow || o == OverlapForbid || o == OverlapReplace || o == OverlapQueue
+}
 
 // CatchUp says which slots a replica that starts tries among those that
 // came due within the last starting deadline while it was not running.

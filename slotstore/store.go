@@ -216,6 +216,13 @@ const (
 	// SkipRequest.Spec) that is not the job's spec in force. Nothing was
 	// changed; Marker holds the job and slot only.
 	Superseded
+	// Queued: a Claim with policy.OverlapQueue that would create the
+	// slot's first marker came while another slot of the job runs under a
+	// live lease (one won earlier in the same batch included). Nothing was
+	// changed; Marker holds the job and slot only, and Remaining is the
+	// least time left, by the store's clock, on the leases of the job's
+	// other running slots: when the first of them may end.
+	Queued
 )
 
 func (s Status) String() string {
@@ -238,6 +245,8 @@ func (s Status) String() string {
 		return "not yet"
 	case Superseded:
 		return "superseded"
+	case Queued:
+		return "queued"
 	}
 	return fmt.Sprintf("Status(%d)", int(s))
 }
@@ -273,8 +282,10 @@ type ClaimResult struct {
 	// Marker is the slot's marker as the claim left it.
 	Marker Marker
 	// Remaining is the holder's remaining lease when Status is Held, the
-	// time until the retry is due when Status is Waiting, and the time
-	// until the skip may be recorded when Status is NotYet.
+	// time until the retry is due when Status is Waiting, the time until
+	// the skip may be recorded when Status is NotYet, and the least
+	// remaining lease of the job's other running slots when Status is
+	// Queued.
 	Remaining time.Duration
 	// Replaced lists the claims a winning claim with
 	// policy.OverlapReplace superseded, oldest slot first; empty otherwise.

@@ -222,6 +222,9 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 				res.Replaced = append(res.Replaced, old.Ref())
 			}
 		}
+		if d == rules.DecideQueue {
+			res.Remaining = rules.QueueWait(running, r, now)
+		}
 		out[i] = res
 	}
 	return out, nil

@@ -57,10 +57,14 @@ const (
 	// claim may win, alone: the store's clock has not reached the claim's
 	// NotBefore. Apply answers NotYet.
 	DecideNotYet
+	// DecideQueue leaves the slot, which has no marker, alone: its claim
+	// has policy.OverlapQueue and another slot of the job runs under a
+	// live lease. Apply answers Queued.
+	DecideQueue
 )
 
 // Changes reports whether the decision writes the slot's marker.
-func (d Decision) Changes() bool { return d != DecideLose && d != DecideNotYet }
+func (d Decision) Changes() bool { return d != DecideLose && d != DecideNotYet && d != DecideQueue }
 
 // Decide applies the claim rules to the slot's current marker (nil when the
 // slot has none) for r, a normalized request (NormalizeClaim), at the
@@ -105,6 +109,10 @@ func Decide(m *slotstore.Marker, r slotstore.ClaimRequest, now, born time.Time, 
 		case policy.OverlapReplace:
 			if len(others(running, r.Job, r.Slot)) > 0 {
 				return DecideReplace
+			}
+		case policy.OverlapQueue:
+			if liveOther(running, r.Job, r.Slot, now) {
+				return DecideQueue
 			}
 		}
 		return DecideWin
@@ -208,7 +216,8 @@ func others(running []slotstore.Marker, job string, slot time.Time) []slotstore.
 // incarnation are the claimant's (slotstore.ClaimParams). fence is used only
 // for DecideWin and DecideReplace and must come from the job's fence source.
 // For DecideReplace the caller also stores what Supersede returns and lists
-// it in ClaimResult.Replaced. A win of a skipped marker (a backfill) is a
+// it in ClaimResult.Replaced; for DecideQueue it sets ClaimResult.Remaining
+// to QueueWait(running, r, now). A win of a skipped marker (a backfill) is a
 // first claim's: attempt 1, no previous holder, not manual, backfilled.
 func Apply(d Decision, m slotstore.Marker, r slotstore.ClaimRequest, replica, incarnation string, fence int64, now time.Time) (slotstore.Marker, slotstore.ClaimResult) {
 	switch d {
@@ -251,7 +260,15 @@ func Apply(d Decision, m slotstore.Marker, r slotstore.ClaimRequest, replica, in
 		return m, slotstore.ClaimResult{Status: slotstore.Skipped, Marker: m}
 	case DecideNotYet:
 		return m, slotstore.ClaimResult{Status: slotstore.NotYet, Remaining: r.NotBefore.Sub(now)}
+	case DecideQueue:
+		return m, slotstore.ClaimResult{Status: slotstore.Queued, Marker: slotstore.Marker{Job: r.Job, Slot: r.Slot}}
 	}
+	return m, answer(m, now)
+}
+
+// answer is what a claim that changes nothing reports of m, the slot's
+// marker (a zero marker for none).
+func answer(m slotstore.Marker, now time.Time) slotstore.ClaimResult {
 	res := slotstore.ClaimResult{Marker: m}
 	switch m.State {
 	case "":
@@ -271,7 +288,20 @@ func Apply(d Decision, m slotstore.Marker, r slotstore.ClaimRequest, replica, in
 	default:
 		res.Status = slotstore.Finished
 	}
-	return m, res
+	return res
+}
+
+// QueueWait is the Remaining of a claim decided DecideQueue: the least time
+// left, at now, on the live leases of the job's other running slots among
+// running, the markers Decide saw.
+func QueueWait(running []slotstore.Marker, r slotstore.ClaimRequest, now time.Time) time.Duration {
+	wait := time.Duration(-1)
+	for _, o := range others(running, r.Job, r.Slot) {
+		if left := o.LeaseEnd.Sub(now); left > 0 && (wait < 0 || left < wait) {
+			wait = left
+		}
+	}
+	return max(wait, 0)
 }
 
 // Supersede returns the markers of running, the job's running markers as

@@ -73,11 +73,11 @@ func NormalizeClaims(reqs []slotstore.ClaimRequest) ([]slotstore.ClaimRequest, e
 }
 
 // ChecksOverlap reports whether Decide may need the job's running markers
-// for r, a normalized request: it does only for a claim with OverlapForbid
-// or OverlapReplace that may create the slot's first marker, and for a
-// Backfill claim with OverlapForbid, which may win a skipped slot.
+// for r, a normalized request: it does only for a claim with OverlapForbid,
+// OverlapReplace or OverlapQueue that may create the slot's first marker,
+// and for a Backfill claim with OverlapForbid, which may win a skipped slot.
 func ChecksOverlap(r slotstore.ClaimRequest) bool {
-	return (!r.TakeoverOnly || r.Backfill) && (r.Overlap == policy.OverlapForbid || r.Overlap == policy.OverlapReplace)
+	return (!r.TakeoverOnly || r.Backfill) && r.Overlap != policy.OverlapAllow
 }
 
 // ReadsRunning reports whether Decide reads the job's running markers for
