@@ -90,32 +90,7 @@ func (d Decision) Changes() bool { return d != DecideLose && d != DecideNotYet &
 func Decide(m *slotstore.Marker, r slotstore.ClaimRequest, now, born time.Time, running []slotstore.Marker) Decision {
 	r = Effective(r, now)
 	if m == nil {
-		if r.TakeoverOnly {
-			return DecideLose
-		}
-		if !(slotstore.Generation{Born: born}).Covers(r.Slot) && !r.Term {
-			return DecideDataLoss
-		}
-		// A replica whose clock runs ahead tries early; it gets the slot
-		// when the store's clock reaches r.NotBefore.
-		if now.Before(r.NotBefore) {
-			return DecideNotYet
-		}
-		switch r.Overlap {
-		case policy.OverlapForbid:
-			if liveOther(running, r.Job, r.Slot, now) {
-				return DecideSkip
-			}
-		case policy.OverlapReplace:
-			if len(others(running, r.Job, r.Slot)) > 0 {
-				return DecideReplace
-			}
-		case policy.OverlapQueue:
-			if liveOther(running, r.Job, r.Slot, now) {
-				return DecideQueue
-			}
-		}
-		return DecideWin
+		return decideFirst(r, now, born, running)
 	}
 	// A marker claimed before the job's generation began came back from
 	// before a loss (a restored backup): its slot may have finished since,
@@ -168,6 +143,36 @@ func Decide(m *slotstore.Marker, r slotstore.ClaimRequest, now, born time.Time, 
 		return DecideWin
 	}
 	return DecideLose
+}
+
+// decideFirst is Decide for a slot with no marker.
+func decideFirst(r slotstore.ClaimRequest, now, born time.Time, running []slotstore.Marker) Decision {
+	if r.TakeoverOnly {
+		return DecideLose
+	}
+	if !(slotstore.Generation{Born: born}).Covers(r.Slot) && !r.Term {
+		return DecideDataLoss
+	}
+	// A replica whose clock runs ahead tries early; it gets the slot
+	// when the store's clock reaches r.NotBefore.
+	if now.Before(r.NotBefore) {
+		return DecideNotYet
+	}
+	switch r.Overlap {
+	case policy.OverlapForbid:
+		if liveOther(running, r.Job, r.Slot, now) {
+			return DecideSkip
+		}
+	case policy.OverlapReplace:
+		if len(others(running, r.Job, r.Slot)) > 0 {
+			return DecideReplace
+		}
+	case policy.OverlapQueue:
+		if liveOther(running, r.Job, r.Slot, now) {
+			return DecideQueue
+		}
+	}
+	return DecideWin
 }
 
 // Effective returns r, a normalized request, as the store decides it at its
