@@ -47,7 +47,14 @@
 // slot of the job, live lease or expired, replaced (Reason "replaced by "
 // and the winner's slot): its lease ends, its fence stays, and its holder's
 // Renew, Finish and Release fail with ErrLeaseLost; ClaimResult.Replaced
-// lists them.
+// lists them. policy.OverlapQueue changes nothing while another slot of
+// the job runs under a live lease, one won earlier in the same batch
+// included: the claim answers Queued, with Marker holding the job and slot
+// only and Remaining the least time left on those leases by the store's
+// clock; it writes no marker and issues no fence, and the same claim made
+// again once no such run is left wins as any first claim does. A running
+// slot under an expired lease does not hold it back, as with forbid. A
+// backfill never queues (ErrInvalid): the engine claims it with forbid.
 //
 // A failed or timed-out run may ask for a retry (FinishParams.RetryAt): the
 // slot waits in state retrying, claims before RetryAt answer Waiting and

@@ -91,6 +91,9 @@ func (s *Store) decideClaim(p slotstore.ClaimParams, r slotstore.ClaimRequest, s
 	}
 	m, res := rules.Apply(d, base, r, p.Replica, p.Incarnation, fence, st.now)
 	res.Marker = stored(m)
+	if d == rules.DecideQueue {
+		res.Remaining = rules.QueueWait(running, r, st.now)
+	}
 	if !d.Changes() {
 		return res
 	}

@@ -321,6 +321,9 @@ func (st *stmts) claimAll(ctx context.Context, p slotstore.ClaimParams, reqs []s
 				res.Replaced = append(res.Replaced, old.Ref())
 			}
 		}
+		if d == rules.DecideQueue {
+			res.Remaining = rules.QueueWait(running, r, now)
+		}
 		out[i] = res
 	}
 	return out, nil
