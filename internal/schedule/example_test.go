@@ -61,3 +61,49 @@ func ExampleSchedule_Prev() {
 	// Output:
 	// 2026-03-09T13:00:00Z
 }
+
+// A fixed-time schedule may choose what happens to the wall times a clock
+// change skips or repeats: here none on the spring-forward day, and both
+// occurrences of 02:30 on the fall-back day.
+func ExampleSchedule_WithDST() {
+	s, err := schedule.Parse("30 2 * * *", "Europe/Berlin")
+	if err != nil {
+		panic(err)
+	}
+	s, err = s.WithDST(schedule.DST{Gap: schedule.GapSkip, Repeat: schedule.RepeatBoth})
+	if err != nil {
+		panic(err)
+	}
+	for _, from := range []string{"2026-03-28T12:00:00Z", "2026-10-24T12:00:00Z"} {
+		x, _ := time.Parse(time.RFC3339, from)
+		for range 2 {
+			x = s.Next(x)
+			fmt.Println(x.Format(time.RFC3339), x.In(s.Location()).Format("01-02 15:04 MST"))
+		}
+	}
+	// Output:
+	// 2026-03-30T00:30:00Z 03-30 02:30 CEST
+	// 2026-03-31T00:30:00Z 03-31 02:30 CEST
+	// 2026-10-25T00:30:00Z 10-25 02:30 CEST
+	// 2026-10-25T01:30:00Z 10-25 02:30 CET
+}
+
+// Day specials: the last weekday of the month, and the second Monday.
+func ExampleParse_specials() {
+	for _, spec := range []string{"0 9 LW * *", "0 10 * * MON#2"} {
+		s, err := schedule.Parse(spec, "UTC")
+		if err != nil {
+			panic(err)
+		}
+		x := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+		for range 2 {
+			x = s.Next(x)
+			fmt.Println(spec, x.Format("2006-01-02 Mon"))
+		}
+	}
+	// Output:
+	// 0 9 LW * * 2026-05-29 Fri
+	// 0 9 LW * * 2026-06-30 Tue
+	// 0 10 * * MON#2 2026-05-11 Mon
+	// 0 10 * * MON#2 2026-06-08 Mon
+}

@@ -20,10 +20,22 @@ func FuzzNext(f *testing.F) {
 	}
 	f.Add("CRON_TZ=Australia/Lord_Howe 0 2 * * *", uint8(0), int64(1791041400), uint32(1800))
 	f.Add("TZ=America/Santiago 0 0 * * *", uint8(0), int64(1788667200), uint32(1))
+	// Day specials, and the DST rules (zone/8 picks one) around Berlin's
+	// 2026 transitions.
+	f.Add("0 30 2 L-3 * *", uint8(1+8), int64(1774742400), uint32(3600))
+	f.Add("30 2 * * *", uint8(1+16), int64(1792886400), uint32(3600))
+	f.Add("0,30 2 LW * 5L", uint8(1+24), int64(1774742400), uint32(59))
+	f.Add("0 10 * * MON#2,FRIL", uint8(2+8), int64(1772323200), uint32(86400))
+	f.Add("0 0 1W,15W,31W * *", uint8(3), int64(1785542400), uint32(1))
 	f.Fuzz(func(t *testing.T, spec string, zone uint8, unix int64, delta uint32) {
 		s, err := Parse(spec, propertyZones[int(zone)%len(propertyZones)])
 		if err != nil {
 			return
+		}
+		if rule := dstRules[int(zone/8)%len(dstRules)]; s.Fixed() {
+			if s, err = s.WithDST(rule); err != nil {
+				t.Fatalf("%q: WithDST(%+v): %v", spec, rule, err)
+			}
 		}
 		// Keep t within years 1900-2200, where the tz data means something.
 		const lo, span = -2208988800, 9467280000
@@ -75,6 +87,11 @@ func FuzzParse(f *testing.F) {
 		{"0 * * * *", "Mars/Base"}, {"TZ=Local 0 * * * *", "UTC"}, {"CRON_TZ= 0 * * * *", ""},
 		{"TZ=UTC TZ=UTC 0 * * * *", ""}, {"@every 1500ms", ""}, {"@every -5s", ""}, {"@every 1s 2s", ""},
 		{"@fortnightly", ""}, {"@daily 5", ""},
+		// Day specials, from TestParseSpecials and TestParseSpecialsErrors.
+		{"0 0 L * *", ""}, {"0 0 L-3 * *", ""}, {"0 0 15W * *", ""}, {"0 0 LW * *", ""}, {"0 0 * * MON#2", ""},
+		{"0 0 * * 5L", ""}, {"0 0 1,15,L * *", ""}, {"0 0 * * mon#1,fril", "Europe/Berlin"}, {"0 0 * * 7#5", ""},
+		{"0 0 L-40 * *", ""}, {"0 0 * * MON#6", ""}, {"0 0 * * L", ""}, {"0 0 1#2 * *", ""}, {"0 0 * * 5W", ""},
+		{"0 L * * *", ""}, {"0 0 L, * *", ""}, {"0 0 32W * *", ""}, {"0 0 * * #", ""}, {"0 0 L-L * *", ""},
 		// Zones with odd offsets and rules.
 		{"0 2 * * *", "Australia/Lord_Howe"}, {"30 1 * * *", "Asia/Kathmandu"}, {"0 0 * * *", "Etc/GMT-14"},
 		{"0 0 * * *", "Antarctica/Troll"}, {"*/5 * * * *", "Factory"},

@@ -22,7 +22,9 @@ var fieldNames = [6]string{"second", "minute", "hour", "day-of-month", "month", 
 // a leading seconds field; or is a descriptor: @yearly (@annually),
 // @monthly, @weekly, @daily (@midnight), @hourly, or "@every D" where D is a
 // Go duration of a whole number of seconds, at least 1s. A "CRON_TZ=Zone "
-// or "TZ=Zone " prefix overrides tz.
+// or "TZ=Zone " prefix overrides tz. The day fields also take the specials
+// "L", "L-n", "nW" and "LW" (day-of-month), "D#n" and "DL" (day-of-week);
+// see the package documentation.
 //
 // tz is an IANA zone name; "" means UTC. "Local" is refused: every replica
 // must compute the same slots, whatever zone its host is set to.
