@@ -14,6 +14,8 @@ func BenchmarkNext(b *testing.B) {
 		{"0 0 29 2 *", "UTC"},
 		{"0 0 30 2 *", "UTC"},
 		{"@every 7s", ""},
+		{"0 9 LW * *", "Europe/Berlin"},
+		{"0 10 * * MON#2,FRIL", "UTC"},
 	} {
 		s := mustParse(b, bc.spec, bc.tz)
 		start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
