@@ -39,9 +39,10 @@ func stopAll(stops ...func()) {
 }
 
 // overlap: forbid skips slots, cluster-wide, while an earlier slot runs;
-// replace cancels the earlier run and runs the new slot.
+// replace cancels the earlier run and runs the new slot; queue makes the
+// new slot wait for the earlier run's end, one slot waiting at most.
 func TestOverlap(t *testing.T) {
-	for _, policy := range []string{"allow", "forbid", "replace"} {
+	for _, policy := range []string{"allow", "forbid", "replace", "queue"} {
 		t.Run(policy, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				st, rec, reg := rig(&recorder{sleep: 25 * time.Second}, "slow")
@@ -75,6 +76,16 @@ func TestOverlap(t *testing.T) {
 				case "forbid": // 0 runs to 25 s; 10 and 20 are skipped; 30 runs
 					if len(evs) != 2 || states[slotstore.StateSkipped] != 2 || !evs[0].finished {
 						t.Errorf("forbid: %d runs, states %v", len(evs), states)
+					}
+				case "queue": // 0 runs to 25 s; 10 waits until 20 replaces it; 20 starts at 25 s; 30 waits
+					if len(evs) != 2 || states[slotstore.StateSkipped] != 1 || !evs[0].finished {
+						t.Fatalf("queue: %d runs, states %v", len(evs), states)
+					}
+					if got := evs[1].run.Slot.Sub(evs[0].run.Slot); got != 20*time.Second {
+						t.Errorf("queue: the second run is of the slot %v after the first, want 20s", got)
+					}
+					if evs[1].started.Before(evs[0].ended) || evs[1].started.Sub(evs[0].ended) > 50*time.Millisecond {
+						t.Errorf("queue: the waiting slot started %v after its predecessor ended", evs[1].started.Sub(evs[0].ended))
 					}
 				case "replace": // each slot replaces the one before
 					// The loop cancels a replaced run of its own as

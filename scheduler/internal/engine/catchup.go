@@ -345,7 +345,7 @@ func (l *loop) logMissed(recorded []slotstore.SkipRequest) {
 	var order []*burst
 	bursts := map[[2]string]*burst{}
 	for _, q := range recorded {
-		if q.Reason == reasonPaused {
+		if q.Reason == reasonPaused || q.Reason == slotstore.ReasonOverlap {
 			l.logSkipped(slog.LevelInfo, q, slotstore.Marker{Reason: q.Reason, Holder: l.s.replica})
 			continue
 		}

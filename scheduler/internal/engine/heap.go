@@ -22,6 +22,10 @@ const (
 	// lapse records a slot skipped, with reason, once its starting window
 	// has closed for every replica, if none claimed it.
 	lapse
+	// queued is a slot of a job with overlap queue whose claim the store
+	// answered Queued: it waits for the job's running slot to end (queue.go),
+	// still bound by its starting deadline.
+	queued
 )
 
 // entry is one thing the loop must do at a given time.
@@ -43,6 +47,10 @@ type entry struct {
 	// replica's clock runs ahead of the store's, and the window is judged
 	// by the store's (guarantee 7) rather than by this replica's.
 	closes time.Time
+	// dropped marks a queued entry that no longer stands for the job's
+	// waiting slot: the job's next slot replaced it, or the end of a run
+	// brought it forward as a new entry. It is dropped when popped.
+	dropped bool
 }
 
 // late reports whether e's slot can no longer start: its starting window

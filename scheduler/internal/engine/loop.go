@@ -49,6 +49,9 @@ type loop struct {
 	// watched holds the slots with a watch entry in the heap, so a slot
 	// found by a scan and by a claim is watched once.
 	watched map[slotKey]bool
+	// waiting holds, for each job with overlap queue, the entry of its slot
+	// that waits for the job's running slot to end (queue.go).
+	waiting map[string]*entry
 	// watches carries to the loop goroutine the slots runs ask it to
 	// watch: a retry a failed run scheduled, a slot whose lease a run lost.
 	watches chan watchNote
@@ -81,13 +84,17 @@ type watchNote struct {
 	p        *plan
 	slot, at time.Time
 	retry    bool
+	// ended says instead that a run of p's slot ended here: a slot of the
+	// job that waits for it is claimed at once (queue.go).
+	ended bool
 }
 
 // newLoop builds the loop of one Run: runCtx is its runs' context, and runs
 // counts them for Run to wait for.
 func newLoop(s *Engine, st slotstore.Store, runCtx context.Context, runs *sync.WaitGroup) *loop {
-	l := &loop{s: s, st: st, runCtx: runCtx, watched: make(map[slotKey]bool), watches: make(chan watchNote, 64),
-		scans: make(chan []slotstore.Marker), memo: newClaimMemo(), began: time.Now(), started: make(chan struct{})}
+	l := &loop{s: s, st: st, runCtx: runCtx, watched: make(map[slotKey]bool), waiting: make(map[string]*entry),
+		watches: make(chan watchNote, 64),
+		scans:   make(chan []slotstore.Marker), memo: newClaimMemo(), began: time.Now(), started: make(chan struct{})}
 	l.runs.init(runs, runHooks{retryAt: l.noteRetry})
 	l.pauses.init(s.jobs().plans)
 	return l
@@ -207,6 +214,10 @@ func (l *loop) noteWatch(n watchNote) {
 	if n.p.retired.Load() {
 		return // removed or changed by a reload: its slots are no longer this replica's to watch
 	}
+	if n.ended {
+		l.runEnded(n.p)
+		return
+	}
 	e := &entry{p: n.p, slot: n.slot, kind: watch}
 	if n.retry {
 		e.until = n.p.retryUntil(n.slot)
@@ -251,6 +262,9 @@ func (l *loop) wake(ctx context.Context) {
 	var missed []slotstore.SkipRequest
 	for len(l.h) > 0 && !l.h.peek().at.After(now) {
 		e := l.h.pop()
+		if e.dropped {
+			continue
+		}
 		if e.p.retired.Load() {
 			delete(l.watched, slotKey{e.p.name, e.slot.Unix()})
 			continue // a reload removed the job or changed its spec: its chain of entries ends
@@ -276,6 +290,7 @@ func (l *loop) wake(ctx context.Context) {
 			if lag := now.Sub(e.at); lag > time.Second {
 				l.s.log.Debug("timer lag", "job", e.p.name, "lag", lag)
 			}
+			missed = l.replaceWaiting(e, missed)
 		}
 		if e.p.inConflict() {
 			continue // another spec is in force: its replicas claim the job's slots
@@ -288,6 +303,9 @@ func (l *loop) wake(ctx context.Context) {
 			continue
 		}
 		if e.kind != watch && e.late(now) {
+			if l.waiting[e.p.name] == e {
+				delete(l.waiting, e.p.name)
+			}
 			skipReason := reasonLate
 			if e.tries > 0 {
 				skipReason = reasonUnavailable

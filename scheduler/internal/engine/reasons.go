@@ -3,7 +3,11 @@
 
 package engine
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
 
 const (
 	// reasonPaused is the reason of a slot skipped while its job is paused.
@@ -27,10 +31,13 @@ const (
 
 // missedReason is the reason label slots_missed_total counts a slot this
 // replica recorded skipped with reason under, or "" for a reason it does
-// not count here (overlap and data loss are counted where a claim records
-// them).
+// not count here (data loss, and overlap forbid, are counted where a claim
+// records them; an overlap skip recorded here is a queued slot that the
+// job's next slot replaced).
 func missedReason(reason string) string {
 	switch {
+	case reason == slotstore.ReasonOverlap:
+		return slotstore.ReasonOverlap
 	case reason == reasonPaused:
 		return "paused"
 	case reason == reasonLate:

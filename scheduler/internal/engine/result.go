@@ -42,6 +42,9 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 	if r.Status == slotstore.Held && wasUnknown && l.mineByName(r.Marker) && l.adopt(e.p, r.Marker) {
 		return
 	}
+	if e.kind == queued && l.waiting[e.p.name] == e {
+		delete(l.waiting, e.p.name) // waits no more, unless answered Queued again
+	}
 	log := l.slotLog(e)
 	switch r.Status {
 	case slotstore.Won:
@@ -67,6 +70,8 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 		l.skipped(e, r.Marker, log)
 	case slotstore.NotYet:
 		l.notYet(e, r.Remaining, sent, log)
+	case slotstore.Queued:
+		l.queue(e, r.Remaining, sent, log)
 	case slotstore.Absent:
 		log.at(slog.LevelDebug, "slot gone", "reason", "its marker no longer exists")
 	case slotstore.Superseded:
@@ -89,7 +94,7 @@ type slotDecisions struct {
 
 func (l *loop) slotLog(e *entry) slotDecisions {
 	first := slog.LevelInfo
-	if e.kind == watch {
+	if e.kind == watch || e.kind == queued {
 		first = slog.LevelDebug
 	}
 	return slotDecisions{log: l.s.log, e: e, first: first}

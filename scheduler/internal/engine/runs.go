@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -117,6 +118,15 @@ func (l *loop) runOne(ctx context.Context, cancel context.CancelCauseFunc, k slo
 	l.runs.ended(k, c.Fence, p.lease, end)
 	if done != nil {
 		done <- end
+	}
+	if p.overlap == policy.OverlapQueue && end != EndLeaseLost {
+		// A slot of the job may wait for this run: claim it now, not when
+		// the waiting replicas look again. A full channel drops the note;
+		// the waiting slot is claimed when it looks again.
+		select {
+		case l.watches <- watchNote{p: p, slot: c.Slot, ended: true}:
+		default:
+		}
 	}
 	if end != EndLeaseLost {
 		return
