@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -158,7 +159,7 @@ func (d *daySpecials) addDom(up string) (bool, error) {
 		}
 		d.lastOff |= 1 << uint(n)
 	case up == "W":
-		return false, fmt.Errorf("W needs a day before it, e.g. \"15W\"")
+		return false, afterField("W needs a day before it, e.g. \"15W\"")
 	case strings.HasSuffix(up, "W"):
 		n, err := strconv.Atoi(up[:len(up)-1])
 		if err != nil {
@@ -198,7 +199,7 @@ func (d *daySpecials) addDow(up string) (bool, error) {
 	}
 	switch {
 	case up == "L":
-		return false, fmt.Errorf("L needs a day before it in day-of-week, e.g. \"5L\"")
+		return false, afterField("L needs a day before it in day-of-week, e.g. \"5L\"")
 	case up == "LW" || up == "W" || strings.HasPrefix(up, "L-") ||
 		strings.HasSuffix(up, "W") && strings.Trim(up[:len(up)-1], "0123456789") == "":
 		return false, fmt.Errorf("%s belongs in day-of-month, e.g. \"15W\", \"LW\" or \"L-3\"", up)
@@ -212,6 +213,10 @@ func (d *daySpecials) addDow(up string) (bool, error) {
 	}
 	return false, nil
 }
+
+// afterField returns an error whose message follows a field's name, as
+// splitSpecials words it, and so may start with a special's capital letter.
+func afterField(msg string) error { return errors.New(msg) }
 
 // weekdayNames are the day-of-week names, Sunday first.
 var weekdayNames = [7]string{"SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"}
