@@ -30,7 +30,8 @@
 //   - Day-of-week "DL": the last day D of the month, so "5L" (or "FRIL") is
 //     the last Friday.
 //
-// D is 0 to 7 (0 and 7 are Sunday) or SUN to SAT. A list may mix specials
+// D is 0 to 7 (0 and 7 are Sunday) or SUN to SAT; a plain day-of-week
+// value stays 0 to 6, as the parser reads it. A list may mix specials
 // with plain values, "1,15,L" or "MON#1,FRIL": a day matches if any part
 // does. A day field with a special is never "*" for cron's day rule: when
 // both day fields are restricted, a day matches if either does, so
