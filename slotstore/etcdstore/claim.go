@@ -90,10 +90,12 @@ func (s *Store) decideClaim(p slotstore.ClaimParams, r slotstore.ClaimRequest, s
 		fence, st.fence = pendingFence, r.Job
 	}
 	m, res := rules.Apply(d, base, r, p.Replica, p.Incarnation, fence, st.now)
-	res.Marker = stored(m)
 	if d == rules.DecideQueue {
+		// Nothing changes; the answer holds the job and slot alone.
 		res.Remaining = rules.QueueWait(running, r, st.now)
+		return res
 	}
+	res.Marker = stored(m)
 	if !d.Changes() {
 		return res
 	}

@@ -307,7 +307,12 @@ func (st *stmts) claimAll(ctx context.Context, p slotstore.ClaimParams, reqs []s
 			base = *cur
 		}
 		m, res := rules.Apply(d, base, r, p.Replica, p.Incarnation, fence, now)
-		res.Marker = stored(m)
+		if d == rules.DecideQueue {
+			// Nothing changes; the answer holds the job and slot alone.
+			res.Remaining = rules.QueueWait(running, r, now)
+		} else {
+			res.Marker = stored(m)
+		}
 		if d.Changes() {
 			if err := st.put(ctx, res.Marker); err != nil {
 				return nil, err
@@ -320,9 +325,6 @@ func (st *stmts) claimAll(ctx context.Context, p slotstore.ClaimParams, reqs []s
 				}
 				res.Replaced = append(res.Replaced, old.Ref())
 			}
-		}
-		if d == rules.DecideQueue {
-			res.Remaining = rules.QueueWait(running, r, now)
 		}
 		out[i] = res
 	}
