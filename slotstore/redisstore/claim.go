@@ -266,6 +266,12 @@ const wonFirst = 9
 // spec is not the job's spec in force: slotstore.Superseded.
 const refusedSpec = 10
 
+// queuedWait is the status claim.lua answers for a claim with
+// policy.OverlapQueue that changed nothing while another slot of the job
+// runs under a live lease, with the least remaining lease of those slots
+// (us) alone: slotstore.Queued.
+const queuedWait = 11
+
 // fillClaims sets the results of the requests at idx from claim.lua's reply.
 func fillClaims(out []slotstore.ClaimResult, reqs []request, idx []int, replica, incarnation string, res any) error {
 	v, ok := res.([]any)
@@ -279,6 +285,11 @@ func fillClaims(out []slotstore.ClaimResult, reqs []request, idx []int, replica,
 		status := slotstore.Status(r.int())
 		if status == refusedSpec {
 			out[i] = rules.Superseded(req.Job, req.Slot)
+			continue
+		}
+		if status == queuedWait {
+			out[i] = slotstore.ClaimResult{Status: slotstore.Queued, Marker: slotstore.Marker{Job: req.Job, Slot: req.Slot},
+				Remaining: time.Duration(r.int()) * time.Microsecond}
 			continue
 		}
 		if status == wonFirst {

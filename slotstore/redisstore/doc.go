@@ -33,13 +33,14 @@
 // one call per 1,000.
 //
 // An overlap policy needs the job's running slots: claim.lua reads the
-// job's running index (below) only for a claim with forbid or replace that
-// would create a slot's first marker, or a backfill with forbid of a
-// skipped slot (which it wins, when it may, by rewriting the whole marker
-// as a first claim would set it: slotstore's package documentation, under
-// Backfill), checks each entry's marker, and adds
-// the slots the batch won before, so a forbid claim sees them and a replace
-// claim supersedes them. Every script that changes a marker's state keeps
+// job's running index (below) only for a claim with forbid, replace or
+// queue that would create a slot's first marker, or a backfill with forbid
+// of a skipped slot (which it wins, when it may, by rewriting the whole
+// marker as a first claim would set it: slotstore's package documentation,
+// under Backfill), checks each entry's marker, and adds the slots the
+// batch won before, so a forbid or queue claim sees them and a replace
+// claim supersedes them. A queue claim that must wait writes nothing and
+// answers the least remaining lease of the job's live running slots alone. Every script that changes a marker's state keeps
 // the running index, and on a single server the live index, up to date in
 // the same call. SetPause is one script, which changes the set of pauses
 // and the hash of their notes together; Pauses reads both in one

@@ -32,7 +32,10 @@
 --       due may be recorded (us), '1' when a won slot was retrying, and the
 --       claims a replace claim superseded as 'slot fence slot fence ...';
 --       or 10 alone for a request refused because its spec is not the
---       job's spec in force: it read and changed nothing else.
+--       job's spec in force: it read and changed nothing else; or two
+--       values, 11 and the least remaining lease (us) of the job's other
+--       slots running under a live lease, for a claim with queue that
+--       changed nothing while they run.
 local replica, incarnation, G, P = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[6])
 local dataLoss = ARGV[5]
 local live = ''
@@ -186,6 +189,19 @@ local function liveOther(g, slot)
   return false
 end
 
+-- queueWait is the least remaining lease (us) of the slots of job g other
+-- than slot running under a live lease, 0 for none (rules.QueueWait).
+local function queueWait(g, slot)
+  local wait = -1
+  for _, o in ipairs(others(g, slot)) do
+    local left = tonumber(markerOf(o[2])[6]) * 1000 - micros
+    if left > 0 and (wait < 0 or left < wait) then
+      wait = left
+    end
+  end
+  return math.max(wait, 0)
+end
+
 -- Decide and apply, in request order. A slot named twice sees what the
 -- batch did to it before.
 local dirty, dirtyOrder = {}, {} -- marker key -> {g, slot}: the markers to write
@@ -250,6 +266,11 @@ local function decideOne(g, slot, pr, notBefore)
         end
       elseif overlap == 'replace' and #others(g, slot) > 0 then
         decision = 'replace'
+      elseif overlap == 'queue' and liveOther(g, slot) then
+        -- Waits for the job's running slot: no marker, no fence.
+        out[#out + 1] = 11
+        out[#out + 1] = queueWait(g, slot)
+        return
       end
     end
   elseif state == 'skipped' then
