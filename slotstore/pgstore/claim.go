@@ -176,6 +176,10 @@ func (b *batch) read(rows pgx.Rows) ([]slotstore.ClaimResult, error) {
 // answer is the result of request i, whose slot's marker is now m (no
 // state: none), decided at now.
 func (b *batch) answer(i int, m slotstore.Marker, won bool, prev string, now time.Time) slotstore.ClaimResult {
+	if m.State == stateQueued {
+		return slotstore.ClaimResult{Status: slotstore.Queued, Marker: slotstore.Marker{Job: b.jobs[i], Slot: b.slots[i]},
+			Remaining: max(m.LeaseEnd.Sub(now), 0)}
+	}
 	res := result(m, won, prev, now)
 	// A backfill decided once the database's clock had reached its
 	// keep_until (kept to the microsecond) was a takeover-only claim
@@ -203,6 +207,12 @@ func (b *batch) answer(i int, m slotstore.Marker, won bool, prev string, now tim
 	}
 	return res
 }
+
+// stateQueued is the state of the row the claim function answers for a
+// claim with policy.OverlapQueue that wrote nothing while another slot of
+// its job runs under a live lease: its lease_end is the least lease end of
+// those slots. No marker is ever in this state.
+const stateQueued = "queued"
 
 // lockDeadline marks a claim that the server stopped at the bound
 // setWaitBoundSQL set (SQLSTATE 55P03, lock_not_available: the claim

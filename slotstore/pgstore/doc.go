@@ -36,8 +36,8 @@
 // answers without taking any other fence row when nothing is left to
 // write; otherwise it takes the fence rows, holding no marker's lock, and
 // decides again. The rest
-// (takeovers, released slots, due retries, abandonments, overlap forbid or
-// replace, data loss, skips that write, a slot named twice), with every
+// (takeovers, released slots, due retries, abandonments, overlap forbid,
+// replace or queue, data loss, skips that write, a slot named twice), with every
 // request of a job that has such a request, so that a job's fences follow
 // request order, is decided in request order,
 // each as the decision table in Go does: it locks the slot's
@@ -56,9 +56,11 @@
 // or a backfill with forbid of a skipped slot, reads the job's running
 // markers (the partial index markers_running),
 // which include those won earlier in the batch: forbid records the slot
-// skipped if one runs under a live lease; replace makes them all replaced
-// in one UPDATE, which locks each row and checks again that it is still
-// running. Skip uses the same function, recording slots without a marker
+// skipped if one runs under a live lease; queue then writes nothing and
+// answers slotstore.Queued, its row carrying, as lease_end, the least lease
+// end of those slots (state "queued", which no marker has); replace makes
+// them all replaced in one UPDATE, which locks each row and checks again
+// that it is still running. Skip uses the same function, recording slots without a marker
 // as skipped, or nothing before the request's NotBefore by the database's
 // clock (slotstore.NotYet). A winning claim stores the claimant's
 // incarnation in the marker. The fence rows are raised at the end.

@@ -1,4 +1,4 @@
--- version 3 (raise it with every change of this file; see ../functions.go)
+-- version 4 (raise it with every change of this file; see ../functions.go)
 --
 -- claim decides every request of a batch, in request order: a claim, or,
 -- where p_skipping is true, a skip (Store.Skip). It encodes the decision
@@ -30,7 +30,7 @@
 --     yet due, absent). Every request of a job with a request left over
 --     goes to step 5, so each job's fences follow request order.
 --  5. The rest (takeovers, released slots, due retries, abandonments,
---     overlap forbid or replace, data loss, skips that write, backfills of
+--     overlap forbid, replace or queue, data loss, skips that write, backfills of
 --     skipped slots, a slot twice in the batch) it decides one by one: it
 --     locks the slot's marker row (SELECT ... FOR UPDATE: under READ
 --     COMMITTED it waits for a fenced mutation, a prune or a job's
@@ -39,7 +39,9 @@
 --     clock again. A first marker of a slot older than its job's generation
 --     is recorded skipped for data loss, unless the claim is a term's.
 --     Forbid skips a slot while another of the job runs under a live lease;
---     replace supersedes them all in one UPDATE.
+--     queue then writes nothing and answers queued: its row has the job,
+--     the slot, state 'queued' and, as lease_end, the least lease end of
+--     those slots; replace supersedes them all in one UPDATE.
 --  6. Each job's winners take, in request order, the fences after the
 --     larger of the job's last fence and the clock in microseconds; the
 --     fence rows are raised at the end, in the same transaction.
@@ -78,7 +80,7 @@ CREATE OR REPLACE FUNCTION {schema}.claim(
     p_max_attempts  integer[],
     p_keep_until    timestamptz[],
     p_takeover_only boolean[],
-    p_overlap       text[],        -- allow | forbid | replace
+    p_overlap       text[],        -- allow | forbid | replace | queue
     p_term          boolean[],     -- a standing lease (a duty's term): no generation check
     p_manual        boolean[],
     p_skipping      boolean[],     -- a skip request, not a claim
@@ -121,6 +123,7 @@ DECLARE
     v_cjobs  text[];                   -- the jobs named with a spec that have a spec in force
     v_cfps   text[];                   -- the fingerprint in force of each of v_cjobs
     v_sup    boolean[];                -- each request names a spec that is not in force: superseded
+    v_wait   timestamptz;              -- a queued claim's: the least lease end of its job's live running slots
 BEGIN
     -- Each statement below must see what committed before it started.
     IF current_setting('transaction_isolation') <> 'read committed' THEN
@@ -376,6 +379,14 @@ BEGIN
                         WHERE m.job = p_job[i] AND m.state = 'running' AND m.slot <> p_slot[i] AND m.lease_end > v_now
                     ) THEN
                         v_dec := 'overlap';
+                    ELSIF p_overlap[i] = 'queue' THEN
+                        -- Waits for the job's running slots: no marker, no
+                        -- fence; the slots won earlier in the batch count.
+                        v_wait := (SELECT min(m.lease_end) FROM {schema}.markers m
+                            WHERE m.job = p_job[i] AND m.state = 'running' AND m.slot <> p_slot[i] AND m.lease_end > v_now);
+                        IF v_wait IS NOT NULL THEN
+                            v_dec := 'queue';
+                        END IF;
                     END IF;
                 END IF;
             ELSIF v_cur.state = 'skipped' THEN
@@ -485,7 +496,7 @@ BEGIN
             RETURNING m.* INTO v_cur;
         END IF;
 
-        IF v_found OR v_dec NOT IN ('lose', 'not yet', 'superseded') THEN
+        IF v_found OR v_dec NOT IN ('lose', 'not yet', 'superseded', 'queue') THEN
             v_res.job := v_cur.job;
             v_res.slot := v_cur.slot;
             v_res.state := v_cur.state;
@@ -505,15 +516,22 @@ BEGIN
             v_res.backfill := v_cur.backfill;
         ELSE
             -- No marker: a takeover-only claim (absent), a skip or a
-            -- claim before its time (not yet), or a superseded request.
+            -- claim before its time (not yet), a superseded request, or a
+            -- queued claim: its job and slot, state 'queued' and, as
+            -- lease_end, when the first of its job's running slots may end.
             v_res.job := '';
             v_res.slot := '0001-01-01 00:00:00+00';
             v_res.state := '';
+            IF v_dec = 'queue' THEN
+                v_res.job := p_job[i];
+                v_res.slot := p_slot[i];
+                v_res.state := 'queued';
+            END IF;
             v_res.holder := '';
             v_res.fence := 0;
             v_res.attempt := 0;
             v_res.claimed_at := '0001-01-01 00:00:00+00';
-            v_res.lease_end := '0001-01-01 00:00:00+00';
+            v_res.lease_end := CASE WHEN v_dec = 'queue' THEN v_wait ELSE '0001-01-01 00:00:00+00' END;
             v_res.keep_until := '0001-01-01 00:00:00+00';
             v_res.outcome := '';
             v_res.error := '';
