@@ -78,3 +78,34 @@ const (
 
 // Valid reports whether c is CatchUpNone, CatchUpLatest or CatchUpAll.
 func (c CatchUp) Valid() bool { return c == CatchUpNone || c == CatchUpLatest || c == CatchUpAll }
+
+// Gap says what a fixed-time schedule (its hour field is numbers) does with
+// a wall time that a spring-forward jump of its zone's clock skips.
+// Elapsed-time schedules follow real time and have no choice to make.
+type Gap string
+
+const (
+	// GapShift runs the slot when the gap ends, at the first instant the
+	// clock reads the wall time or later: once that day, late. The default.
+	GapShift Gap = "shift"
+	// GapSkip takes no slot that day for a wall time the clock never shows.
+	GapSkip Gap = "skip"
+)
+
+// Valid reports whether g is GapShift or GapSkip.
+func (g Gap) Valid() bool { return g == GapShift || g == GapSkip }
+
+// Repeat says what a fixed-time schedule does with a wall time that a fall
+// back of its zone's clock shows twice.
+type Repeat string
+
+const (
+	// RepeatFirst runs the slot at the wall time's first occurrence only.
+	// The default.
+	RepeatFirst Repeat = "first"
+	// RepeatBoth runs a slot at each of its two occurrences.
+	RepeatBoth Repeat = "both"
+)
+
+// Valid reports whether r is RepeatFirst or RepeatBoth.
+func (r Repeat) Valid() bool { return r == RepeatFirst || r == RepeatBoth }

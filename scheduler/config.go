@@ -44,6 +44,9 @@ type Config struct {
 	// Duties maps each duty name to its settings: long-running singleton
 	// responsibilities held by one elected replica at a time.
 	Duties map[string]DutyConfig `yaml:"duties"`
+	// Calendars names sets of dates that jobs skip (Policy.Except):
+	// holidays, maintenance days.
+	Calendars map[string]Calendar `yaml:"calendars"`
 	// Tracing exports OpenTelemetry spans of every run; off by default.
 	Tracing TracingConfig `yaml:"tracing"`
 
@@ -139,6 +142,49 @@ type Policy struct {
 	// together. At most 1000. 0 never pauses, also in a job whose defaults
 	// say otherwise; nil inherits. Default: never.
 	PauseAfterFailures *int `yaml:"pause_after_failures"`
+	// DST chooses, for a fixed-time schedule (its hour field is numbers),
+	// what a jump of its zone's clock does to a wall time it skips or
+	// shows twice. Default: gap shift, repeat first. Set on a job whose
+	// schedule follows real time (the hour field "*" or a step, @hourly,
+	// @every) it is an error; set in defaults it applies to the
+	// fixed-time jobs only.
+	DST DST `yaml:"dst"`
+	// Except names calendars (Config.Calendars) whose dates the job skips:
+	// a slot whose date in the job's time zone is one of theirs is
+	// recorded skipped with reason "calendar NAME", neither run nor
+	// missed, and a backfill leaves it alone. A job's list replaces the
+	// one of defaults; an empty list ([]) clears it. Default: none.
+	Except []string `yaml:"except"`
+}
+
+// DST is a fixed-time schedule's rule for the wall times a daylight-saving
+// jump skips (Gap) or shows twice (Repeat). The zero value is the default,
+// gap shift and repeat first: each wall time runs once a day, late when a
+// gap skips it, at its first occurrence when it is shown twice.
+type DST struct {
+	// Gap is shift (the default: run when the gap ends) or skip (no slot
+	// that day).
+	Gap policy.Gap `yaml:"gap"`
+	// Repeat is first (the default: the first occurrence only) or both
+	// (a slot at each occurrence).
+	Repeat policy.Repeat `yaml:"repeat"`
+}
+
+// Active bounds a job's slots to a window of time, both bounds included;
+// a zero bound leaves that side open. Slots outside it are not the job's:
+// they are neither run nor recorded.
+type Active struct {
+	// From is the first instant a slot may have. RFC 3339 in YAML.
+	From time.Time `yaml:"from"`
+	// Until is the last instant a slot may have. RFC 3339 in YAML.
+	Until time.Time `yaml:"until"`
+}
+
+// Calendar is a named set of dates that jobs listing it in Except skip.
+type Calendar struct {
+	// Dates are days, YYYY-MM-DD, read in the time zone of each job that
+	// skips them: a slot whose local date is one of them is skipped.
+	Dates []string `yaml:"dates"`
 }
 
 // RetryPolicy bounds the retries of one slot.
@@ -171,6 +217,15 @@ type JobConfig struct {
 	Run string `yaml:"run"`
 	// Params is handed to the job, which decodes it with Run.Params.
 	Params yaml.Node `yaml:"params"`
+	// Active bounds the job's slots: none before Active.From, none after
+	// Active.Until. Default: always.
+	Active Active `yaml:"active"`
+	// MaxRuns ends the job after its first MaxRuns slots counted from
+	// Active.From, which it requires: so every replica counts the same
+	// slots, whenever it started. A slot counts whether it ran, failed or
+	// was missed; one a calendar of Except skips does not. At most
+	// 100000. Default: 0, no limit.
+	MaxRuns int `yaml:"max_runs"`
 
 	Policy `yaml:",inline"`
 }
@@ -202,6 +257,9 @@ const (
 	// MaxCatchUpLimit bounds catch_up_limit: the slots of one job a
 	// replica starts at once when it comes up, one claim batch.
 	MaxCatchUpLimit = 1000
+	// maxMaxRuns bounds max_runs: the job's end is found by walking its
+	// slots from active.from when the configuration is read.
+	maxMaxRuns = 100000
 )
 
 // maxPauseAfterFailures bounds pause_after_failures: the failed slots a
@@ -218,7 +276,7 @@ func (p Policy) pauseAfterFailures() int {
 
 // merge returns p with every zero field taken from d.
 func (p Policy) merge(d Policy) Policy {
-	return Policy{
+	out := Policy{
 		Timezone:         pick(p.Timezone, d.Timezone),
 		Lease:            pick(p.Lease, d.Lease),
 		Timeout:          pick(p.Timeout, d.Timeout),
@@ -236,7 +294,13 @@ func (p Policy) merge(d Policy) Policy {
 			MaxBackoff: pick(p.Retries.MaxBackoff, d.Retries.MaxBackoff),
 		},
 		PauseAfterFailures: pick(p.PauseAfterFailures, d.PauseAfterFailures),
+		DST:                DST{Gap: pick(p.DST.Gap, d.DST.Gap), Repeat: pick(p.DST.Repeat, d.DST.Repeat)},
+		Except:             p.Except,
 	}
+	if out.Except == nil {
+		out.Except = d.Except
+	}
+	return out
 }
 
 // pick returns a, or b when a is the zero value.

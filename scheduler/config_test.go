@@ -128,6 +128,16 @@ func TestValidateRules(t *testing.T) {
 		{"tls client role named as a token", "http: {token: x, tls: {cert_file: a, key_file: b, client_ca_file: c, client_roles: {token: admin}}}\njobs: {hello: {schedule: '@hourly'}}", "http.tls.client_roles: token: a token has that name too"},
 		{"zero actions_history", "actions_history: 0s\njobs: {hello: {schedule: '@hourly'}}", "test.yaml:1: actions_history: an actions_history of 0s"},
 		{"long actions_history", "actions_history: 100000h\njobs: {hello: {schedule: '@hourly'}}", "test.yaml:1: actions_history: actions_history 100000h0m0s is longer"},
+		{"unknown calendar", "calendars: {de: {dates: [2026-12-25]}}\njobs:\n  hello: {schedule: '@daily', except: [fr]}", `test.yaml:3: jobs.hello.except: no calendar named "fr" (calendars: de)`},
+		{"bad calendar date", "calendars:\n  de:\n    dates: [2026-02-30]\n", `test.yaml:3: calendars.de.dates: date "2026-02-30" (entry 1): want YYYY-MM-DD`},
+		{"bad dst gap", "jobs:\n  hello: {schedule: '@daily', dst: {gap: later}}", `jobs.hello.dst.gap: dst.gap "later": want shift or skip`},
+		{"bad dst repeat", "defaults: {dst: {repeat: twice}}", `defaults.dst.repeat: dst.repeat "twice": want first or both`},
+		{"dst on elapsed time", "jobs:\n  hello: {schedule: '*/5 * * * *', dst: {gap: skip}}", "test.yaml:2: jobs.hello.dst: bad spec \"*/5 * * * *\": DST rule gap=skip repeat=first applies to fixed-time schedules only"},
+		{"max_runs without from", "jobs:\n  hello:\n    schedule: '@daily'\n    max_runs: 3\n", "test.yaml:4: jobs.hello.max_runs: max_runs needs active.from"},
+		{"max_runs negative", "jobs: {hello: {schedule: '@daily', max_runs: -1}}", "jobs.hello.max_runs: max_runs -1: want 0 (no limit) to 100000"},
+		{"active backwards", "jobs:\n  hello:\n    schedule: '@daily'\n    active: {from: 2027-01-01T00:00:00Z, until: 2026-01-01T00:00:00Z}\n", "jobs.hello.active.until: active.until 2026-01-01T00:00:00Z is before active.from 2027-01-01T00:00:00Z"},
+		{"bad active time", "jobs:\n  hello:\n    schedule: '@daily'\n    active: {from: tomorrow}\n", `test.yaml:4: jobs.hello.active.from: "tomorrow" is not a time`},
+		{"queue misspelt", "jobs: {hello: {schedule: '@daily', overlap: queued}}", `overlap "queued": want allow, forbid, replace or queue`},
 		{"big catch_up_limit", "jobs: {hello: {schedule: '@hourly', catch_up: all, catch_up_limit: 100000000}}", "jobs.hello.catch_up_limit: catch_up_limit 100000000 is more than 1000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

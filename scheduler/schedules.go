@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/schedule"
 	"github.com/slotcron/slotcron/jobs"
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/scheduler/internal/backend"
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
@@ -36,6 +38,10 @@ type Schedule struct {
 	// Start and End bound the schedule's slots, both included; zero for
 	// no bound.
 	Start, End time.Time
+	// MaxRuns ends the schedule after its first MaxRuns slots counted
+	// from Start, which it requires (JobConfig.MaxRuns); read back, End
+	// is the end that puts when it is the earlier. 0 for no limit.
+	MaxRuns int
 	// Policy holds the schedule's zone and policies. Each field left zero
 	// takes, when the schedule is written, the value of the configuration's
 	// job named like Job if it has one, else of the configuration's
@@ -347,5 +353,12 @@ func scheduleOf(e slotstore.CatalogEntry) (Schedule, error) {
 			CatchUpLimit: j.CatchUpLimit, History: Duration(j.History), Jitter: Duration(j.JitterWindow), Overlap: j.Overlap,
 			Retries: RetryPolicy{Max: j.Retries.Max, Backoff: Duration(j.Retries.Backoff),
 				MaxBackoff: Duration(j.Retries.MaxBackoff)}, PauseAfterFailures: &j.PauseAfterFailures}}
+	sc.MaxRuns = j.MaxRuns
+	if d := j.Schedule.DST(); d.Gap == schedule.GapSkip || d.Repeat == schedule.RepeatBoth {
+		sc.Policy.DST = DST{Gap: policy.Gap(d.Gap), Repeat: policy.Repeat(d.Repeat)}
+	}
+	for _, cal := range j.Except {
+		sc.Policy.Except = append(sc.Policy.Except, cal.Name)
+	}
 	return sc, nil
 }

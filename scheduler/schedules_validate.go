@@ -77,7 +77,8 @@ func (c *Config) resolveSchedule(sc Schedule, reg *jobs.Registry) (engine.JobSpe
 	}
 	var j engine.JobSpec
 	if len(errs) == 0 || sc.Job != "" {
-		sub := &Config{Jobs: map[string]JobConfig{sc.ID: {Schedule: sc.Schedule, Run: sc.Job, Policy: sc.Policy}}}
+		sub := &Config{Calendars: c.Calendars, Jobs: map[string]JobConfig{sc.ID: {Schedule: sc.Schedule, Run: sc.Job,
+			Policy: sc.Policy, Active: Active{From: sc.Start, Until: sc.End}, MaxRuns: sc.MaxRuns}}}
 		resolved, ok := sub.resolveJob(sc.ID, reg, defaults, map[specKey]parsedSpec{}, func(e *ConfigError) {
 			switch field := fieldOf(e.Key, sc.ID); {
 			case field == "id" && e.Msg == "schedule is required":
@@ -101,7 +102,6 @@ func (c *Config) resolveSchedule(sc Schedule, reg *jobs.Registry) (engine.JobSpe
 	if j.JitterWindow == 0 {
 		j.JitterWindow = defaults.Jitter.D()
 	}
-	j.Schedule = j.Schedule.Within(sc.Start, sc.End)
 	if j.Schedule.Next(time.Now()).IsZero() {
 		fail("end", "the schedule has no slot between now and its end")
 	}
@@ -160,6 +160,10 @@ func fieldOf(key, id string) string {
 		return "id"
 	case "run":
 		return "job"
+	case "active.from":
+		return "start"
+	case "active.until":
+		return "end"
 	}
 	return field
 }

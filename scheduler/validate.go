@@ -50,6 +50,7 @@ func (c *Config) resolveContext(ctx context.Context, reg *jobs.Registry) ([]engi
 	if _, err := c.revision(); err != nil {
 		add(c.errAt(err.Error(), "revision"))
 	}
+	c.checkCalendars(add)
 	c.checkPolicy(c.Defaults, []string{"defaults"}, add)
 	defaults := c.Defaults.merge(builtin)
 	c.keepZeros(&defaults, "defaults")
@@ -168,7 +169,7 @@ func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, sp
 	pol := jc.Policy.merge(defaults)
 	c.keepZeros(&pol, path...)
 	fn := c.jobFunc(name, reg, fail)
-	sched := c.jobSchedule(name, pol, specs, fail)
+	sched, cals := c.boundSchedule(name, jc.Policy, pol, c.jobSchedule(name, pol, specs, fail), fail)
 	c.checkWindows(path, jc.Policy, pol, fail)
 	params, err := paramsYAML(&jc.Params)
 	if err != nil {
@@ -184,7 +185,7 @@ func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, sp
 		Deadline: pol.StartingDeadline.D(), CatchUp: pol.CatchUp, CatchUpLimit: pol.CatchUpLimit,
 		History: pol.History.D(), Jitter: jitterFor(name, pol.Jitter.D()), Overlap: pol.Overlap,
 		Retries:            engine.Retries{Max: pol.Retries.Max, Backoff: pol.Retries.Backoff.D(), MaxBackoff: pol.Retries.MaxBackoff.D()},
-		PauseAfterFailures: pol.pauseAfterFailures(),
+		PauseAfterFailures: pol.pauseAfterFailures(), Except: cals, MaxRuns: jc.MaxRuns,
 	}, true
 }
 
@@ -352,8 +353,9 @@ func (c *Config) checkPolicy(p Policy, path []string, add func(*ConfigError)) {
 		add(c.errAt(fmt.Sprintf("catch_up %q: want none, latest or all", p.CatchUp), at("catch_up")...))
 	}
 	if p.Overlap != "" && !p.Overlap.Valid() {
-		add(c.errAt(fmt.Sprintf("overlap %q: want allow, forbid or replace", p.Overlap), at("overlap")...))
+		add(c.errAt(fmt.Sprintf("overlap %q: want allow, forbid, replace or queue", p.Overlap), at("overlap")...))
 	}
+	c.checkCalendarPolicy(p, path, add)
 	if p.Retries.Max < 0 {
 		add(c.errAt("retries.max must not be negative", append(at("retries"), "max")...))
 	}

@@ -130,27 +130,36 @@ func (e *Engine) PlanBackfill(ctx context.Context, st slotstore.Store, job strin
 	// pruned, and is planned to run.
 	kept := now.Add(-pl.history + clockMargin)
 	for _, s := range slots {
-		bs := BackfillSlot{Slot: s, Action: BackfillRun}
-		if s.Before(kept) {
-			bs.Action, bs.Reason = BackfillLeave, fmt.Sprintf("older than the job's history (%s): it may have run and its marker been deleted", pl.history)
-			if m, ok := markers[s.Unix()]; ok {
-				bs.State = m.State
-			}
-			out.Slots = append(out.Slots, bs)
-			continue
-		}
-		if m, ok := markers[s.Unix()]; ok {
-			bs.State, bs.Reason = m.State, m.Reason
-			if m.State != slotstore.StateSkipped || m.Reason == slotstore.ReasonDataLoss || !gens[0].Covers(m.ClaimedAt) || !gens[0].Covers(s) {
-				bs.Action = BackfillLeave
-			}
-		} else if !gens[0].Covers(s) {
-			bs.Action, bs.Reason = BackfillLeave, fmt.Sprintf("before the store began to record the job (%s): it cannot tell whether the slot ran",
-				gens[0].Born.UTC().Format(time.RFC3339))
-		}
-		out.Slots = append(out.Slots, bs)
+		out.Slots = append(out.Slots, pl.backfillSlot(s, markers, gens[0], kept))
 	}
 	return out, nil
+}
+
+// backfillSlot plans slot s of pl: run it, or leave it and say why, given
+// the job's markers by slot, its generation g, and kept, the oldest slot
+// whose marker the store still keeps.
+func (pl *plan) backfillSlot(s time.Time, markers map[int64]slotstore.Marker, g slotstore.Generation, kept time.Time) BackfillSlot {
+	bs := BackfillSlot{Slot: s, Action: BackfillRun}
+	if s.Before(kept) {
+		bs.Action, bs.Reason = BackfillLeave, fmt.Sprintf("older than the job's history (%s): it may have run and its marker been deleted", pl.history)
+		if m, ok := markers[s.Unix()]; ok {
+			bs.State = m.State
+		}
+		return bs
+	}
+	if m, ok := markers[s.Unix()]; ok {
+		bs.State, bs.Reason = m.State, m.Reason
+		if m.State != slotstore.StateSkipped || m.Reason == slotstore.ReasonDataLoss || !g.Covers(m.ClaimedAt) || !g.Covers(s) {
+			bs.Action = BackfillLeave
+		}
+	} else if !g.Covers(s) {
+		bs.Action, bs.Reason = BackfillLeave, fmt.Sprintf("before the store began to record the job (%s): it cannot tell whether the slot ran",
+			g.Born.UTC().Format(time.RFC3339))
+	}
+	if reason := pl.excluded(s); reason != "" && bs.Action == BackfillRun {
+		bs.Action, bs.Reason = BackfillLeave, reason // a calendar skips it: never to run
+	}
+	return bs
 }
 
 // markersFrom reads job's markers of slots from from to to, by slot.

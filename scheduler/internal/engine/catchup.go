@@ -141,6 +141,8 @@ func (l *loop) schedule(p *plan, now time.Time, g slotstore.Generation) []slotst
 		l.h.push(&entry{at: next.Add(p.jitter), p: p, slot: next, kind: fire})
 		l.s.metrics.next(p).Set(seconds(next))
 		l.s.metrics.scheduled(p, now)
+	} else {
+		l.noteEnded(p)
 	}
 	if p.inConflict() {
 		return nil // its slots are the spec in force's, and its replicas'
@@ -250,6 +252,7 @@ func (p *plan) missedSkip(slot time.Time, reason string) slotstore.SkipRequest {
 // the store's clock is recorded when it closes (a lapse entry), if no
 // replica has claimed it by then.
 func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
+	l.byCalendar(reqs)
 	for len(reqs) > 0 && ctx.Err() == nil {
 		n := min(len(reqs), maxBatch)
 		sent := time.Now()

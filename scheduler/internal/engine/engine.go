@@ -84,6 +84,11 @@ type JobSpec struct {
 	// PauseAfterFailures pauses the job after this many failed slots in a
 	// row (see autopause.go); 0 never does.
 	PauseAfterFailures int
+	// Except are the calendars whose dates the job skips (calendar.go).
+	Except []Calendar
+	// MaxRuns is the job's max_runs, for its spec: the end it puts to the
+	// job's slots is the Schedule's own bound (LastOfRuns). 0 for none.
+	MaxRuns int
 }
 
 // Retries is a job's retry policy.
@@ -120,6 +125,13 @@ type plan struct {
 	overlap      policy.Overlap
 	retries      Retries
 	pauseAfter   int
+	// skipDates maps the dates the job's calendars skip to the reason
+	// (calendar.go); nil for none.
+	skipDates map[string]string
+	// maxRuns is the job's max_runs, for the line that says it ended.
+	maxRuns int
+	// ended is set once the replica said the job has no more slots.
+	ended atomic.Bool
 	// deciding, holding one token, serialises this replica's
 	// pause-on-failure decisions for the job (autopause.go); a channel, so
 	// a wait for it is one a test's fake clock can pass.

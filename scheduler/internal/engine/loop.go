@@ -285,6 +285,8 @@ func (l *loop) wake(ctx context.Context) {
 			if next := e.p.sched.Next(e.slot); !next.IsZero() {
 				l.h.push(&entry{at: next.Add(e.p.jitter), p: e.p, slot: next, kind: fire})
 				l.s.metrics.next(e.p).Set(seconds(next))
+			} else {
+				l.noteEnded(e.p)
 			}
 			l.s.metrics.timerLag.Observe(now.Sub(e.at).Seconds())
 			if lag := now.Sub(e.at); lag > time.Second {
@@ -294,6 +296,12 @@ func (l *loop) wake(ctx context.Context) {
 		}
 		if e.p.inConflict() {
 			continue // another spec is in force: its replicas claim the job's slots
+		}
+		if e.kind != watch && e.p.skipDates != nil {
+			if reason := e.p.excluded(e.slot); reason != "" {
+				missed = append(missed, e.p.calendarSkip(e.slot, reason))
+				continue
+			}
 		}
 		if e.kind != watch && l.beforeRecord(e) {
 			// Never the job's slot, and no claim can win it: history says

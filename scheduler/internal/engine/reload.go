@@ -39,7 +39,8 @@ func newPlan(j JobSpec, sp slotstore.Spec) *plan {
 	return &plan{name: j.Name, run: j.Run, fn: j.Fn, sched: j.Schedule, params: j.Params, lease: j.Lease,
 		timeout: j.Timeout, onCrash: j.OnCrash, maxAtt: j.MaxAttempts, deadline: j.Deadline, catchUp: j.CatchUp,
 		catchUpLimit: j.CatchUpLimit, history: j.History, jitter: j.Jitter, overlap: j.Overlap, retries: j.Retries,
-		pauseAfter: j.PauseAfterFailures, deciding: make(chan struct{}, 1), spec: sp}
+		pauseAfter: j.PauseAfterFailures, deciding: make(chan struct{}, 1), spec: sp, skipDates: skipDates(j.Except),
+		maxRuns: j.MaxRuns}
 }
 
 // kept returns the plan of job in s if its spec is sp, revision and all (the
@@ -200,6 +201,8 @@ func (l *loop) takeReload(req reloadReq) {
 			l.h.push(&entry{at: next.Add(p.jitter), p: p, slot: next, kind: fire})
 			l.s.metrics.next(p).Set(seconds(next))
 			l.s.metrics.scheduled(p, now)
+		} else {
+			l.noteEnded(p)
 		}
 	}
 	if req.schedules {

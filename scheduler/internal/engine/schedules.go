@@ -34,7 +34,7 @@ func JobOf(e slotstore.CatalogEntry, fn jobs.Func) (JobSpec, error) {
 func jobOfBody(e slotstore.CatalogEntry, b SpecBody, fn jobs.Func, sched *schedule.Schedule) (JobSpec, error) {
 	j := JobSpec{Name: e.Job, Run: e.Run, Fn: fn, OnCrash: policy.OnCrash(b.OnCrash), MaxAttempts: b.MaxAttempts,
 		CatchUp: policy.CatchUp(b.CatchUp), CatchUpLimit: b.CatchUpLimit, Overlap: policy.Overlap(b.Overlap),
-		Retries: Retries{Max: b.Retries}, PauseAfterFailures: b.PauseAfterFailures}
+		Retries: Retries{Max: b.Retries}, PauseAfterFailures: b.PauseAfterFailures, Except: b.Except, MaxRuns: b.MaxRuns}
 	if len(b.ParamsJSON) > 0 {
 		j.Params = b.ParamsJSON
 	}
@@ -78,6 +78,11 @@ func (b SpecBody) Slots() (*schedule.Schedule, error) {
 	sched, err := schedule.Parse(b.Schedule, b.Zone)
 	if err != nil {
 		return nil, err
+	}
+	if b.DSTGap != "" || b.DSTRepeat != "" {
+		if sched, err = sched.WithDST(schedule.DST{Gap: schedule.Gap(b.DSTGap), Repeat: schedule.Repeat(b.DSTRepeat)}); err != nil {
+			return nil, err
+		}
 	}
 	from, err := unstamp(b.Start)
 	if err != nil {

@@ -59,6 +59,16 @@ type SpecBody struct {
 	// fingerprint changes with it: a put that moves a schedule to another
 	// job supersedes the claims made under the old one.
 	Run string `json:"run,omitempty"`
+	// DSTGap and DSTRepeat are a fixed-time schedule's DST rule when it is
+	// not the default (schedule.DST); empty otherwise, so the spec of a
+	// job without one is what it was before the rule could be chosen.
+	DSTGap    string `json:"dst_gap,omitempty"`
+	DSTRepeat string `json:"dst_repeat,omitempty"`
+	// Except are the calendars the job skips, dates and all: a replica
+	// computes which slots are skipped from the spec alone.
+	Except []Calendar `json:"except,omitempty"`
+	// MaxRuns is the job's max_runs; the End it puts is in End.
+	MaxRuns int `json:"max_runs,omitempty"`
 }
 
 // BodyOf returns j's spec body.
@@ -75,7 +85,11 @@ func BodyOf(j JobSpec) SpecBody {
 		b.ZoneRules = schedule.ZoneRules(j.Schedule.Location())
 		from, until := j.Schedule.Bounds()
 		b.Start, b.End = stamp(from), stamp(until)
+		if d := j.Schedule.DST(); d != (schedule.DST{}) && (d.Gap != schedule.GapShift || d.Repeat != schedule.RepeatFirst) {
+			b.DSTGap, b.DSTRepeat = string(d.Gap), string(d.Repeat)
+		}
 	}
+	b.Except, b.MaxRuns = j.Except, j.MaxRuns
 	if j.Run != "" {
 		b.Run, b.ParamsJSON = j.Run, j.Params
 		if j.JitterWindow > 0 {
@@ -146,7 +160,8 @@ func Differences(a, b SpecBody) []string {
 // specFields are SpecBody's JSON names in the order people read them.
 var specFields = []string{"retired", "schedule", "zone", "zone_rules", "jitter", "lease", "timeout", "starting_deadline",
 	"on_crash", "max_attempts", "overlap", "catch_up", "catch_up_limit", "history", "retries", "retry_backoff",
-	"retry_max_backoff", "pause_after_failures", "params_sha256", "params", "start", "end", "jitter_window", "run"}
+	"retry_max_backoff", "pause_after_failures", "params_sha256", "params", "start", "end", "jitter_window", "run",
+	"dst_gap", "dst_repeat", "except", "max_runs"}
 
 func jsonText(v any) string {
 	if v == nil {

@@ -130,6 +130,11 @@ func unaccountedSkips(a Audit, en slotstore.CatalogEntry) []slotstore.SkipReques
 		jitter, _ := time.ParseDuration(b.Jitter)
 		req := slotstore.SkipRequest{Job: a.Job, Slot: s.Slot, Reason: reasonDown, Retain: history,
 			NotBefore: s.Slot.Add(jitter + deadline)}
+		if reason := excludedBy(skipDates(b.Except), sched(b), s.Slot); reason != "" {
+			// A slot a calendar of its spec skips was never to run: no
+			// replica was needed for it.
+			req.Reason, req.NotBefore = reason, s.Slot
+		}
 		if s.Spec == en.InForce.Fingerprint {
 			req.Spec = s.Spec
 		}
