@@ -56,11 +56,10 @@
 // or a backfill with forbid of a skipped slot, reads the job's running
 // markers (the partial index markers_running),
 // which include those won earlier in the batch: forbid records the slot
-// skipped if one runs under a live lease; queue then writes nothing and
-// answers slotstore.Queued, its row carrying, as lease_end, the least lease
-// end of those slots (state "queued", which no marker has); replace makes
-// them all replaced in one UPDATE, which locks each row and checks again
-// that it is still running. Skip uses the same function, recording slots without a marker
+// skipped if one runs under a live lease, and queue writes nothing and
+// answers Queued (a row in state "queued", lease_end the least lease end of
+// those); replace makes them all replaced in one UPDATE, which locks each
+// row and checks again that it is still running. Skip uses the same function, recording slots without a marker
 // as skipped, or nothing before the request's NotBefore by the database's
 // clock (slotstore.NotYet). A winning claim stores the claimant's
 // incarnation in the marker. The fence rows are raised at the end.
