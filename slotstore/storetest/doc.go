@@ -57,6 +57,14 @@
 //     the winner's slot, and their holders' Renew, Finish and Release fail
 //     with ErrLeaseLost and change nothing; replaced is final; a takeover
 //     supersedes nothing.
+//   - Overlap queue: a first claim changes nothing and answers Queued (the
+//     job and slot alone, no fence issued, Remaining the least time left on
+//     the leases of the job's other slots running under a live lease,
+//     including one won earlier in the same batch); once they end, the
+//     same claim wins with a higher fence; not for an expired lease,
+//     another job, a takeover-only claim or a takeover; before its
+//     NotBefore it is NotYet, and a slot older than the generation is
+//     skipped for data loss.
 //   - Retries: Finish with RetryAt makes the slot retrying; claims answer
 //     Waiting until it is due, then win with attempt+1, a higher fence and
 //     Claim.Retry, whatever OnCrash and MaxAttempts, also takeover-only;

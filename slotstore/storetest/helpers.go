@@ -250,3 +250,30 @@ func within(t *testing.T, what string, got, lo, hi time.Time) {
 		t.Errorf("%s = %s, want between %s and %s", what, stamp(got), stamp(lo), stamp(hi))
 	}
 }
+
+// wantQueued fails the test unless res is a queued claim's answer for
+// job@slot: status Queued, the job and slot alone in Marker, no claim, and
+// Remaining within [lo, hi].
+func wantQueued(t *testing.T, what string, res slotstore.ClaimResult, job string, slot time.Time, lo, hi time.Duration) {
+	t.Helper()
+	wantStatus(t, what, res, slotstore.Queued)
+	rest := res.Marker
+	rest.Job, rest.Slot = "", time.Time{}
+	if m := res.Marker; m.Job != job || !m.Slot.Equal(slot) || rest != (slotstore.Marker{}) {
+		t.Errorf("%s: marker %+v, want %s@%s alone", what, m, job, stamp(slot))
+	}
+	if res.Claim != (slotstore.Claim{}) {
+		t.Errorf("%s: claim %+v, want none", what, res.Claim)
+	}
+	if res.Remaining < lo || res.Remaining > hi {
+		t.Errorf("%s: remaining %v, want within [%v, %v]", what, res.Remaining, lo, hi)
+	}
+}
+
+// noMarker fails the test if job@slot has a marker.
+func noMarker(t *testing.T, what string, s slotstore.Store, job string, slot time.Time) {
+	t.Helper()
+	if m, ok := find(t, s, job, slot); ok {
+		t.Errorf("%s recorded a marker: %+v", what, m)
+	}
+}

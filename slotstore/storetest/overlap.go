@@ -213,3 +213,105 @@ func testOverlapReplaceBatch(t *testing.T, s slotstore.Store) {
 		t.Errorf("the other running slot after a takeover with replace: %+v", m)
 	}
 }
+
+// testOverlapQueue: a first claim with queue changes nothing while another
+// slot of the job runs under a live lease, answering Queued with the least
+// time left on those leases; once none runs, the same claim wins.
+func testOverlapQueue(t *testing.T, s slotstore.Store) {
+	const job = "queue"
+	sl := slots(5)
+	queue := func(i int, lease time.Duration) slotstore.ClaimRequest {
+		return overlapReq(job, sl[i], lease, policy.OverlapQueue)
+	}
+	start := time.Now()
+	first := mustWin(t, s, "r1", queue(0, longLease))
+	res := claimOne(t, s, "r2", queue(1, longLease))
+	wantQueued(t, "queue claim while another slot runs", res, job, sl[1], longLease-time.Since(start)-slack, longLease)
+	noMarker(t, "a queued claim", s, job, sl[1])
+	unchanged(t, "a queued claim", first.Marker, mustFind(t, s, job, sl[0]))
+
+	// The least time left counts: a shorter lease beside the first.
+	start = time.Now()
+	mid := mustWin(t, s, "r1", req(job, sl[2], patience))
+	res = claimOne(t, s, "r2", queue(1, longLease))
+	wantQueued(t, "queue claim while two slots run", res, job, sl[1], patience-time.Since(start)-slack, patience)
+	noMarker(t, "a second queued claim", s, job, sl[1])
+
+	// Takeover-only claims create nothing, so they never queue; other jobs
+	// do not count.
+	only := queue(3, longLease)
+	only.TakeoverOnly = true
+	wantStatus(t, "takeover-only queue claim", claimOne(t, s, "r2", only), slotstore.Absent)
+	mustWin(t, s, "r1", overlapReq("queue-other", sl[1], longLease, policy.OverlapQueue))
+
+	// Before its NotBefore a claim is not yet due, whatever runs.
+	early := queue(3, longLease)
+	early.NotBefore = time.Now().Add(time.Hour)
+	if res := claimOne(t, s, "r2", early); res.Status != slotstore.NotYet || res.Remaining <= 0 {
+		t.Errorf("early queue claim: %v, remaining %v; want not yet", res.Status, res.Remaining)
+	}
+	noMarker(t, "an early queue claim", s, job, sl[3])
+	// A slot older than the job's generation is skipped for data loss.
+	lost := queue(0, longLease)
+	lost.Slot = time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+	before := time.Now()
+	res = claimOne(t, s, "r2", lost)
+	wantStatus(t, "queue claim of a slot older than the generation", res, slotstore.Skipped)
+	checkSkipped(t, "queue claim of a slot older than the generation", res.Marker, job, lost.Slot, "r2",
+		slotstore.ReasonDataLoss, before, time.Now())
+
+	// Once the runs end the queued claim wins, with a fence above the ones
+	// before: the queued claims issued none.
+	finish(t, s, slotstore.FinishParams{Ref: first.Claim.Ref, Outcome: slotstore.Succeeded})
+	finish(t, s, slotstore.FinishParams{Ref: mid.Claim.Ref, Outcome: slotstore.Succeeded})
+	won := mustWin(t, s, "r2", queue(1, shortLease))
+	if won.Claim.Fence <= mid.Claim.Fence || mid.Claim.Fence <= first.Claim.Fence {
+		t.Errorf("fences %d, %d, %d do not grow", first.Claim.Fence, mid.Claim.Fence, won.Claim.Fence)
+	}
+
+	// A running slot whose lease expired does not hold a claim back, and
+	// a takeover is not checked.
+	waitPast(t, s, won.Marker)
+	live := mustWin(t, s, "r3", queue(4, longLease))
+	takeover := claimOne(t, s, "r3", queue(1, longLease))
+	wantStatus(t, "takeover with queue while another slot runs", takeover, slotstore.Won)
+	if c := takeover.Claim; c.Attempt != 2 || c.PrevHolder != "r2" || c.Fence <= live.Claim.Fence {
+		t.Errorf("takeover: %+v", c)
+	}
+}
+
+// testOverlapQueueBatch: a slot won earlier in a batch counts as running
+// for the queue claims after it.
+func testOverlapQueueBatch(t *testing.T, s slotstore.Store) {
+	sl := slots(3)
+	q := func(job string, i int) slotstore.ClaimRequest {
+		return overlapReq(job, sl[i], longLease, policy.OverlapQueue)
+	}
+	reqs := []slotstore.ClaimRequest{
+		q("qb", 0), q("qb-other", 0), q("qb", 1), req("qb-allow", sl[0], longLease), q("qb", 2), q("qb-allow", 1),
+	}
+	want := []slotstore.Status{
+		slotstore.Won, slotstore.Won, slotstore.Queued, slotstore.Won, slotstore.Queued, slotstore.Queued,
+	}
+	start := time.Now()
+	for _, replica := range []string{"r1", "r2"} {
+		res, err := s.Claim(t.Context(), slotstore.ClaimParams{Replica: replica, Requests: reqs})
+		if err != nil || len(res) != len(reqs) {
+			t.Fatalf("batch by %s: %d results, %v", replica, len(res), err)
+		}
+		for i, r := range res {
+			what := fmt.Sprintf("batch by %s, entry %d (%s@%s)", replica, i, reqs[i].Job, stamp(reqs[i].Slot))
+			switch {
+			case want[i] == slotstore.Queued:
+				wantQueued(t, what, r, reqs[i].Job, reqs[i].Slot, longLease-time.Since(start)-slack, longLease)
+				noMarker(t, what, s, reqs[i].Job, reqs[i].Slot)
+			case replica == "r1":
+				wantStatus(t, what, r, slotstore.Won)
+				checkWon(t, r, replica, reqs[i])
+			default:
+				// The won slots stay running, held by the first batch.
+				wantStatus(t, what, r, slotstore.Held)
+			}
+		}
+	}
+}

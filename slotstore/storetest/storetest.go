@@ -54,6 +54,8 @@ func Run(t *testing.T, newStore func(t *testing.T) slotstore.Store) {
 		{"OverlapForbidBatch", testOverlapForbidBatch},
 		{"OverlapReplace", testOverlapReplace},
 		{"OverlapReplaceBatch", testOverlapReplaceBatch},
+		{"OverlapQueue", testOverlapQueue},
+		{"OverlapQueueBatch", testOverlapQueueBatch},
 		{"Retry", testRetry},
 		{"Skip", testSkip},
 		{"SkipInvalid", testSkipInvalid},

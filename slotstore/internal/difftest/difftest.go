@@ -123,8 +123,8 @@ func Run(t *testing.T, s slotstore.Store, o Options) {
 			d.claim()
 		}
 	}
-	t.Logf("seed %d: %d answers compared, %d of them superseded; %d enrolments changed a spec in force; %d schedule writes; "+
-		"%d actions appended, %d pages of them compared", o.Seed, d.answers, d.superseded, d.switches, d.writes, len(d.acts.got), d.actionReads)
+	t.Logf("seed %d: %d answers compared, %d of them superseded, %d queued; %d enrolments changed a spec in force; %d schedule writes; "+
+		"%d actions appended, %d pages of them compared", o.Seed, d.answers, d.superseded, d.queued, d.switches, d.writes, len(d.acts.got), d.actionReads)
 }
 
 type jobFence struct {
@@ -146,10 +146,11 @@ type driver struct {
 	fences   map[jobFence]int64 // the backend's fence → memstore's
 	lastWon  map[string]int64   // per job, the backend's last fence
 	claimed  map[string]bool    // the jobs claimed or enrolled, whose generation began
-	// answers, superseded and switches count what was compared, for the
-	// log: the claims and skips answered, those refused for their spec,
-	// and the enrolments that put another spec in force.
-	answers, superseded, switches int
+	// answers, superseded, queued and switches count what was compared,
+	// for the log: the claims and skips answered, those refused for their
+	// spec, those queued behind a running slot, and the enrolments that
+	// put another spec in force.
+	answers, superseded, queued, switches int
 	// writes counts the schedule writes compared (schedules.go).
 	writes  int
 	inForce map[string]string // per job, its spec in force at the last comparison
@@ -179,7 +180,7 @@ func (d *driver) request() slotstore.ClaimRequest {
 	if d.rng.IntN(4) == 0 {
 		r.OnCrash = policy.OnCrashSkip
 	}
-	r.Overlap = []policy.Overlap{"", policy.OverlapForbid, policy.OverlapReplace}[d.rng.IntN(3)]
+	r.Overlap = []policy.Overlap{"", policy.OverlapForbid, policy.OverlapReplace, policy.OverlapQueue}[d.rng.IntN(4)]
 	if d.rng.IntN(3) == 0 {
 		r.Backfill = true
 		r.Overlap = []policy.Overlap{"", policy.OverlapAllow, policy.OverlapForbid}[d.rng.IntN(3)]
@@ -277,14 +278,17 @@ func (d *driver) claim() {
 		reqs[i] = d.request()
 	}
 	if d.rng.IntN(40) == 0 {
-		// A backfill of a term, or with replace: the batch fails and
-		// changes nothing.
+		// A backfill of a term, or with replace or queue: the batch fails
+		// and changes nothing.
 		bad := &reqs[d.rng.IntN(len(reqs))]
 		bad.Backfill = true
-		if d.rng.IntN(2) == 0 {
+		switch d.rng.IntN(3) {
+		case 0:
 			bad.Term = true
-		} else {
+		case 1:
 			bad.Overlap = policy.OverlapReplace
+		default:
+			bad.Overlap = policy.OverlapQueue
 		}
 	}
 	d.claimBatch(slotstore.ClaimParams{Replica: fmt.Sprintf("r%d", d.rng.IntN(3)), Incarnation: fmt.Sprintf("i%d", d.rng.IntN(3)),
@@ -343,8 +347,11 @@ func (d *driver) want(res []slotstore.ClaimResult, want ...slotstore.Status) {
 func (d *driver) compare(i, n int, req any, g, m slotstore.ClaimResult) {
 	d.t.Helper()
 	d.answers++
-	if m.Status == slotstore.Superseded {
+	switch m.Status {
+	case slotstore.Superseded:
 		d.superseded++
+	case slotstore.Queued:
+		d.queued++
 	}
 	if f := d.fences[jobFence{g.Marker.Job, g.Marker.Fence}]; f != m.Marker.Fence {
 		d.t.Fatalf("step %d, request %d: marker fence %d pairs with memstore's %d, memstore has %d",
@@ -382,6 +389,10 @@ func diff(g, m slotstore.ClaimResult) string {
 	case (g.Status == slotstore.Held || g.Status == slotstore.Waiting || g.Status == slotstore.NotYet) &&
 		(g.Remaining <= 0) != (m.Remaining <= 0):
 		return fmt.Sprintf("remaining %v, memstore %v", g.Remaining, m.Remaining)
+	case g.Status == slotstore.Queued && (g.Remaining <= 0 || g.Remaining > time.Hour || m.Remaining <= 0 || m.Remaining > time.Hour):
+		// The live leases it waits for are an hour's, claimed by clocks
+		// that differ: it waits, in both, for no longer than that.
+		return fmt.Sprintf("queued for %v, memstore %v; want within (0, 1h]", g.Remaining, m.Remaining)
 	}
 	return ""
 }
