@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -158,4 +159,80 @@ func waitRun(t *testing.T, rec *recorder, id string, n int, after time.Time) {
 		}
 		return fmt.Errorf("%d runs, none of them", len(rec.snapshot()))
 	})
+}
+
+// TestHTTPScheduleCalendars: a schedule's DST rule, calendars and max_runs
+// over the HTTP API: a bad value is a 400 naming its field, and a good one
+// reads back as written, with the end max_runs puts.
+func TestHTTPScheduleCalendars(t *testing.T) {
+	if testing.Short() {
+		t.Skip("listens on a port")
+	}
+	t.Parallel()
+	addr := fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))
+	base, auth := "http://"+addr+"/api/schedules", []string{"Authorization", "Bearer s3cret"}
+	_, _, reg := rig(&recorder{}, "digest")
+	s := replica(t, memstore.New(memstore.Options{}), "a", "http: {listen: \""+addr+"\", token: s3cret}\n"+
+		"calendars: {holidays: {dates: [\"2030-01-03\", \"2030-01-01\"]}}", reg)
+	stop := start(t, s)
+	defer stop()
+	poll.Until(t, 10*time.Second, "the API", func() error {
+		resp, err := http.Get(base)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	})
+	for _, c := range []struct{ body, field string }{
+		{`"dst":{"gap":"sometimes"}`, "dst.gap"},
+		{`"dst":{"repeat":"twice"}`, "dst.repeat"},
+		{`"max_runs":3`, "max_runs"},
+		{`"max_runs":-1,"start":"2030-01-01T00:00:00Z"`, "max_runs"},
+		{`"except":["nope"]`, "except"},
+	} {
+		code, body := send(t, "PUT", base+"/c1", `{"job":"digest","schedule":"30 2 * * *",`+c.body+`}`, auth...)
+		if code != http.StatusBadRequest || !strings.Contains(body, `"code":"invalid_schedule"`) || !strings.Contains(body, `"field":"`+c.field+`"`) {
+			t.Errorf("a put with %s: %d %s, want 400 naming %s", c.body, code, body, c.field)
+		}
+	}
+	if code, body := send(t, "PUT", base+"/c1", `{"job":"digest","schedule":"*/5 * * * *","dst":{"gap":"skip"}}`, auth...); code != http.StatusBadRequest || !strings.Contains(body, `"field":"dst"`) {
+		t.Errorf("a DST rule on a schedule that follows real time: %d %s", code, body)
+	}
+	// Daily at 02:30 in Berlin from 2030-01-01: the 1st and the 3rd are
+	// holidays, so the fifth counted slot is on the 7th.
+	put := `{"job":"digest","schedule":"30 2 * * *","timezone":"Europe/Berlin","dst":{"gap":"skip","repeat":"both"},` +
+		`"except":["holidays"],"max_runs":5,"start":"2030-01-01T00:00:00Z"}`
+	code, body := send(t, "PUT", base+"/c1", put, auth...)
+	if code != http.StatusCreated {
+		t.Fatalf("put: %d %s", code, body)
+	}
+	var written, got admin.ScheduleJSON
+	if err := json.Unmarshal([]byte(body), &written); err != nil {
+		t.Fatal(err)
+	}
+	code, body = send(t, "GET", base+"/c1", "")
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &got) != nil {
+		t.Fatalf("get: %d %s", code, body)
+	}
+	if got.DST == nil || *got.DST != (admin.DSTJSON{Gap: "skip", Repeat: "both"}) || !slices.Equal(got.Except, []string{"holidays"}) ||
+		got.MaxRuns != 5 || got.Start != "2030-01-01T00:00:00Z" || got.End != "2030-01-07T01:30:00Z" {
+		t.Errorf("read back: %s", body)
+	}
+	if !strings.Contains(body, `"dst":{"gap":"skip","repeat":"both"}`) || !strings.Contains(body, `"except":["holidays"]`) {
+		t.Errorf("the fields as JSON: %s", body)
+	}
+	written.Paused = got.Paused
+	if !reflect.DeepEqual(written, got) {
+		t.Errorf("the put answered\n%+v\nthe get\n%+v", written, got)
+	}
+	// What was read, put back, is the same schedule: no new version.
+	back, _ := json.Marshal(got)
+	if code, body = send(t, "PUT", base+"/c1", string(back), auth...); code >= 300 || !strings.Contains(body, `"version":1,`) {
+		t.Errorf("the schedule read, put back: %d %s", code, body)
+	}
+	// Without them, the fields are left out.
+	if code, body = send(t, "PUT", base+"/c2", `{"job":"digest","schedule":"30 2 * * *"}`, auth...); code != http.StatusCreated ||
+		strings.Contains(body, `"dst"`) || strings.Contains(body, `"except"`) || strings.Contains(body, `"max_runs"`) {
+		t.Errorf("a schedule without them: %d %s", code, body)
+	}
 }

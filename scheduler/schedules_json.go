@@ -73,7 +73,10 @@ func scheduleFromJSON(j admin.ScheduleJSON) (Schedule, error) {
 	sc := Schedule{ID: j.ID, Job: j.Job, Schedule: j.Schedule, Params: j.Params, Version: j.Version,
 		Policy: Policy{Timezone: j.Timezone, OnCrash: policy.OnCrash(j.OnCrash), Overlap: policy.Overlap(j.Overlap),
 			CatchUp: policy.CatchUp(j.CatchUp), MaxAttempts: j.MaxAttempts, CatchUpLimit: j.CatchUpLimit,
-			PauseAfterFailures: j.PauseAfterFailures}}
+			PauseAfterFailures: j.PauseAfterFailures, Except: j.Except}, MaxRuns: j.MaxRuns}
+	if j.DST != nil {
+		sc.Policy.DST = DST{Gap: policy.Gap(j.DST.Gap), Repeat: policy.Repeat(j.DST.Repeat)}
+	}
 	var errs admin.InvalidSchedule
 	dur := func(field, v string, to *Duration) {
 		if v == "" {
@@ -127,6 +130,10 @@ func scheduleJSON(sc Schedule) admin.ScheduleJSON {
 		Retries: &admin.RetriesJSON{Max: p.Retries.Max, Backoff: durText(p.Retries.Backoff), MaxBackoff: durText(p.Retries.MaxBackoff)}}
 	j.Start, j.End, j.Created = instant(sc.Start), instant(sc.End), sc.Created
 	j.UpdatedAt = instant(sc.UpdatedAt)
+	if p.DST != (DST{}) {
+		j.DST = &admin.DSTJSON{Gap: string(p.DST.Gap), Repeat: string(p.DST.Repeat)}
+	}
+	j.Except, j.MaxRuns = p.Except, sc.MaxRuns
 	return j
 }
 

@@ -58,6 +58,17 @@ type ScheduleJSON struct {
 	CatchUpLimit       int             `json:"catch_up_limit,omitempty"`
 	Retries            *RetriesJSON    `json:"retries,omitempty"`
 	PauseAfterFailures *int            `json:"pause_after_failures,omitempty"`
+	// DST is a fixed-time schedule's rule for the wall times a clock
+	// change skips or repeats; left out for the default (gap shift,
+	// repeat first). As read, both parts are spelled out.
+	DST *DSTJSON `json:"dst,omitempty"`
+	// Except names the configuration's calendars whose dates the schedule
+	// skips; [] in a put clears what its job's defaults name.
+	Except []string `json:"except,omitempty"`
+	// MaxRuns ends the schedule after its first MaxRuns slots counted
+	// from Start, which it requires; as read, End is the end it puts
+	// when that is the earlier.
+	MaxRuns int `json:"max_runs,omitempty"`
 	// Version: as read, the schedule's; in a put, the version it must be
 	// at (0 or left out: any).
 	Version int64 `json:"version,omitempty"`
@@ -75,6 +86,13 @@ type RetriesJSON struct {
 	Max        int    `json:"max"`
 	Backoff    string `json:"backoff,omitempty"`
 	MaxBackoff string `json:"max_backoff,omitempty"`
+}
+
+// DSTJSON is a schedule's DST rule: gap shift or skip, repeat first or
+// both.
+type DSTJSON struct {
+	Gap    string `json:"gap,omitempty"`
+	Repeat string `json:"repeat,omitempty"`
 }
 
 // FieldError is one problem of a schedule refused.
