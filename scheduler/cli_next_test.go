@@ -46,7 +46,9 @@ func TestNextDaySpecials(t *testing.T) {
 		t.Fatal(err)
 	}
 	lastDay := func(y int, m time.Month) int { return time.Date(y, m+1, 0, 12, 0, 0, 0, time.UTC).Day() }
-	weekday := func(y int, m time.Month, d int) time.Weekday { return time.Date(y, m, d, 12, 0, 0, 0, time.UTC).Weekday() }
+	weekday := func(y int, m time.Month, d int) time.Weekday {
+		return time.Date(y, m, d, 12, 0, 0, 0, time.UTC).Weekday()
+	}
 	for _, tc := range []struct {
 		spec, tz string
 		loc      *time.Location

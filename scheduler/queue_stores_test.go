@@ -91,4 +91,3 @@ func queueOnStore(t *testing.T, open func() slotstore.Store) {
 		t.Errorf("a waiting slot started %v after its predecessor ended: the replica that ran it should claim it at once", worst)
 	}
 }
-
