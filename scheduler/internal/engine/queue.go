@@ -52,8 +52,8 @@ func (l *loop) queue(e *entry, remaining time.Duration, sent time.Time, log slot
 // e's slot by its own clock.
 func (l *loop) replaceWaiting(e *entry, missed []slotstore.SkipRequest) []slotstore.SkipRequest {
 	old := l.waiting[e.p.name]
-	if old == nil || !old.slot.Before(e.slot) {
-		return missed
+	if old == nil || !old.slot.Before(e.slot) || e.p.excluded(e.slot) != "" {
+		return missed // a slot a calendar skips replaces nothing: it never waits
 	}
 	old.dropped = true
 	delete(l.waiting, e.p.name)
