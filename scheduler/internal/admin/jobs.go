@@ -57,6 +57,7 @@ type jobView struct {
 	// Catalog is the job's spec in force and whether this replica's
 	// differs.
 	Catalog jobCatalog `json:"catalog"`
+	jobBounds
 	jobStatus
 }
 
@@ -189,18 +190,10 @@ func (a *api) jobViews(ctx context.Context, st *boundedStore, js []engine.JobSpe
 	sem := make(chan struct{}, readers)
 	var wg sync.WaitGroup
 	for i, j := range js {
-		out[i] = jobView{Name: j.Name, Schedule: j.Schedule.String(), Timezone: j.Schedule.Location().String(),
-			Overlap: string(j.Overlap), Lease: j.Lease.String(), Timeout: j.Timeout.String(),
-			OnCrash: string(cmp.Or(j.OnCrash, policy.OnCrashRetry)), MaxAttempts: j.MaxAttempts, StartingDeadline: j.Deadline.String(),
-			CatchUp: string(j.CatchUp), CatchUpLimit: j.CatchUpLimit, Jitter: j.Jitter.String(), History: j.History.String(),
-			Retries: retriesView{Max: j.Retries.Max, Backoff: j.Retries.Backoff.String(), MaxBackoff: j.Retries.MaxBackoff.String()},
-			Pause:   noteOf(ps, j.Name), ClusterPause: noteOf(ps, ""), Catalog: a.catalogOf(st.r, j.Name, entries[j.Name], live)}
+		j = a.extras.fill(st.r, j)
+		out[i] = settingsOf(j, ps, now)
 		v := &out[i]
-		v.Paused = v.Pause != nil || v.ClusterPause != nil
-		if next := j.Schedule.Next(now); !v.Paused && !next.IsZero() {
-			v.Next = next.UTC().Format(time.RFC3339)
-			v.NextLocal = next.In(j.Schedule.Location()).Format(time.RFC3339)
-		}
+		v.Catalog = a.catalogOf(st.r, j.Name, entries[j.Name], live)
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
@@ -227,6 +220,24 @@ func (a *api) jobViews(ctx context.Context, st *boundedStore, js []engine.JobSpe
 		}
 	}
 	return out, nil
+}
+
+// settingsOf describes j's settings, pauses (of ps) and next slot at now.
+func settingsOf(j engine.JobSpec, ps slotstore.Pauses, now time.Time) jobView {
+	v := jobView{Name: j.Name, Schedule: j.Schedule.String(), Timezone: j.Schedule.Location().String(),
+		Overlap: string(j.Overlap), Lease: j.Lease.String(), Timeout: j.Timeout.String(),
+		OnCrash: string(cmp.Or(j.OnCrash, policy.OnCrashRetry)), MaxAttempts: j.MaxAttempts, StartingDeadline: j.Deadline.String(),
+		CatchUp: string(j.CatchUp), CatchUpLimit: j.CatchUpLimit, Jitter: j.Jitter.String(), History: j.History.String(),
+		Retries: retriesView{Max: j.Retries.Max, Backoff: j.Retries.Backoff.String(), MaxBackoff: j.Retries.MaxBackoff.String()},
+		Pause:   noteOf(ps, j.Name), ClusterPause: noteOf(ps, "")}
+	v.Paused = v.Pause != nil || v.ClusterPause != nil
+	next := j.Schedule.Next(now)
+	if !v.Paused && !next.IsZero() {
+		v.Next = next.UTC().Format(time.RFC3339)
+		v.NextLocal = next.In(j.Schedule.Location()).Format(time.RFC3339)
+	}
+	v.jobBounds = boundsOf(j, next, !v.Paused)
+	return v
 }
 
 // intParam reads an optional integer query parameter from lo to hi.
