@@ -273,6 +273,10 @@ function nextSlot(j) {
     h('div', { class: 'small muted' }, h('span', { class: 'nowrap', text: local(j.next_local) }), inUTC ? '' : ' ' + j.timezone),
     inUTC ? '' : h('div', { class: 'small muted nowrap', text: utc(j.next) })];
 }
+const OVERLAP = { allow: 'slots may run together', forbid: 'a slot is skipped while another runs', replace: 'a slot replaces the running one', queue: 'a slot waits for the running one' };
+function overlapText(o) {
+  return OVERLAP[o] ? [o, ' ', h('span', { class: 'small muted', text: '(' + OVERLAP[o] + ')' })] : o;
+}
 function failureText(f) {
   return f.error || f.reason || f.outcome || f.state;
 }

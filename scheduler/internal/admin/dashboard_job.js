@@ -5,7 +5,8 @@ function jobView(name) {
   const path = '/api/jobs/' + enc(name);
   const st = { job: null, cursors: [''], filters: { state: '', outcome: '', attempt_gt: '', manual: '' }, page: null, plan: null };
   const badge = h('span', { id: 'job-health', class: 'badge' });
-  const title = h('h1', {}, h('span', { class: 'dot', 'aria-hidden': 'true' }), h('span', { id: 'job-name', text: name }), badge);
+  const endedBadge = h('span', { id: 'job-ended', class: 'badge', text: 'ended', title: 'the job has no slot left', hidden: true });
+  const title = h('h1', {}, h('span', { class: 'dot', 'aria-hidden': 'true' }), h('span', { id: 'job-name', text: name }), badge, ' ', endedBadge);
   const settings = h('dl', { class: 'kv', id: 'job-settings' });
   const status = h('dl', { class: 'kv', id: 'job-status' });
   const specDl = h('dl', { class: 'kv', id: 'job-spec' });
@@ -152,14 +153,17 @@ function jobView(name) {
     settings.replaceChildren(...[
       kv('Schedule', h('code', { text: j.schedule })),
       kv('Time zone', j.timezone),
-      kv('Overlap', j.overlap), kv('Lease', j.lease), kv('Timeout', j.timeout),
+      kv('Overlap', overlapText(j.overlap)), kv('Lease', j.lease), kv('Timeout', j.timeout),
       kv('On crash', j.on_crash + (j.max_attempts ? ', at most ' + j.max_attempts + ' attempts' : '')),
       kv('Retries', j.retries.max ? j.retries.max + ', backoff ' + j.retries.backoff + ' up to ' + j.retries.max_backoff : 'none'),
       kv('Starting deadline', j.starting_deadline),
       kv('Catch up', j.catch_up + (j.catch_up === 'all' ? ' (at most ' + j.catch_up_limit + ')' : '')),
       kv('Jitter', j.jitter), kv('History kept', j.history),
-      kv('Next slot', j.next ? nextSlot(j) : h('span', { class: 'muted', text: j.paused ? 'none while paused' : 'none' })),
+      ...boundsRows(j, kv),
+      kv('Next slot', j.next ? [nextSlot(j), j.next_skip ? h('div', {}, h('span', { id: 'next-skip', class: 'badge warn', text: 'skipped: ' + j.next_skip })) : '']
+        : h('span', { class: 'muted', text: j.ended ? 'none: the job ended' : j.paused ? 'none while paused' : 'none' })),
     ].flat());
+    endedBadge.hidden = !j.ended;
     status.replaceChildren(...[
       kv('Health', dot(j.health)),
       kv('Last success', j.last_success ? [when(j.last_success.finished_at), ' · ', utc(j.last_success.slot), ' · ', dur(j.last_success.duration_seconds)] : h('span', { class: 'muted', text: 'none in the last ' + j.scanned + ' slots' })),
@@ -172,6 +176,21 @@ function jobView(name) {
     const paused = !!j.pause;
     pauseBtn.textContent = paused ? 'Resume job' : 'Pause job';
     pauseTitle.textContent = paused ? 'Resume (paused on its own)' : 'Pause' + (j.cluster_pause ? ' (the cluster is paused too)' : '');
+  }
+  // The settings that say which slots are the job's: DST rule, calendars,
+  // active window, max_runs and end, each only when the job has it.
+  function boundsRows(j, kv) {
+    const rows = [];
+    if (j.dst) rows.push(kv('DST', h('span', { id: 'job-dst', text: 'gap ' + j.dst.gap + ', repeat ' + j.dst.repeat })));
+    if (j.except) {
+      rows.push(kv('Skips', h('span', { id: 'job-except', text: j.except.map((c) => 'calendar ' + c.name + ' (' + c.dates + (c.dates === 1 ? ' date)' : ' dates)')).join(', ') })));
+    }
+    if (j.active_from || j.active_until) {
+      rows.push(kv('Active', h('span', { id: 'job-active', text: [j.active_from && 'from ' + utc(j.active_from), j.active_until && 'until ' + utc(j.active_until)].filter(Boolean).join(' ') })));
+    }
+    if (j.max_runs) rows.push(kv('Max runs', h('span', { id: 'job-max-runs', text: j.max_runs + ', counted from ' + utc(j.active_from) })));
+    if (j.end) rows.push(kv('End', h('span', { id: 'job-end' }, h('span', { class: 'mono', text: utc(j.end) }), j.ended ? [' ', h('span', { class: 'badge', text: 'ended' })] : '')));
+    return rows;
   }
   function paintHistory(p) {
     st.page = p;
