@@ -173,7 +173,7 @@ func TestHTTPScheduleCalendars(t *testing.T) {
 	base, auth := "http://"+addr+"/api/schedules", []string{"Authorization", "Bearer s3cret"}
 	_, _, reg := rig(&recorder{}, "digest")
 	s := replica(t, memstore.New(memstore.Options{}), "a", "http: {listen: \""+addr+"\", token: s3cret}\n"+
-		"calendars: {holidays: {dates: [\"2030-01-03\", \"2030-01-01\"]}}", reg)
+		"calendars: {holidays: {dates: [\"2030-01-03\", \"2030-01-01\"]}}\ndefaults: {except: [holidays]}", reg)
 	stop := start(t, s)
 	defer stop()
 	poll.Until(t, 10*time.Second, "the API", func() error {
@@ -230,9 +230,22 @@ func TestHTTPScheduleCalendars(t *testing.T) {
 	if code, body = send(t, "PUT", base+"/c1", string(back), auth...); code >= 300 || !strings.Contains(body, `"version":1,`) {
 		t.Errorf("the schedule read, put back: %d %s", code, body)
 	}
-	// Without them, the fields are left out.
+	// Left out, except is the defaults' and the others are left out of the
+	// read; [] is no calendar, read as [] and so put back as none.
 	if code, body = send(t, "PUT", base+"/c2", `{"job":"digest","schedule":"30 2 * * *"}`, auth...); code != http.StatusCreated ||
-		strings.Contains(body, `"dst"`) || strings.Contains(body, `"except"`) || strings.Contains(body, `"max_runs"`) {
+		strings.Contains(body, `"dst"`) || !strings.Contains(body, `"except":["holidays"]`) || strings.Contains(body, `"max_runs"`) {
 		t.Errorf("a schedule without them: %d %s", code, body)
+	}
+	if code, body = send(t, "PUT", base+"/c3", `{"job":"digest","schedule":"30 2 * * *","except":[]}`, auth...); code != http.StatusCreated ||
+		!strings.Contains(body, `"except":[]`) {
+		t.Fatalf("a schedule with no calendar: %d %s", code, body)
+	}
+	var none admin.ScheduleJSON
+	if _, body = send(t, "GET", base+"/c3", ""); json.Unmarshal([]byte(body), &none) != nil {
+		t.Fatalf("get: %s", body)
+	}
+	back, _ = json.Marshal(none)
+	if code, body = send(t, "PUT", base+"/c3", string(back), auth...); code >= 300 || !strings.Contains(body, `"version":1,`) || !strings.Contains(body, `"except":[]`) {
+		t.Errorf("the schedule with no calendar, put back: %d %s", code, body)
 	}
 }

@@ -134,6 +134,9 @@ func scheduleJSON(sc Schedule) admin.ScheduleJSON {
 		j.DST = &admin.DSTJSON{Gap: string(p.DST.Gap), Repeat: string(p.DST.Repeat)}
 	}
 	j.Except, j.MaxRuns = p.Except, sc.MaxRuns
+	if j.Except == nil {
+		j.Except = []string{}
+	}
 	return j
 }
 

@@ -63,8 +63,10 @@ type ScheduleJSON struct {
 	// repeat first). As read, both parts are spelled out.
 	DST *DSTJSON `json:"dst,omitempty"`
 	// Except names the configuration's calendars whose dates the schedule
-	// skips; [] in a put clears what its job's defaults name.
-	Except []string `json:"except,omitempty"`
+	// skips; left out of a put, those its job's defaults name, and [] none.
+	// As read, the schedule's own: [] for none, so a read put back is the
+	// same schedule.
+	Except []string `json:"except"`
 	// MaxRuns ends the schedule after its first MaxRuns slots counted
 	// from Start, which it requires; as read, End is the end it puts
 	// when that is the earlier.
