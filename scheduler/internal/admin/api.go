@@ -24,8 +24,6 @@ type api struct {
 	reads chan struct{}
 	// schedules reads and writes the schedules held as data; nil for none.
 	schedules Schedules
-	// extras holds what the jobs view read of spec bodies (jobs_bounds.go).
-	extras extrasCache
 }
 
 func newAPI(e Engine, o Options, g *Guard) *api {

@@ -190,7 +190,6 @@ func (a *api) jobViews(ctx context.Context, st *boundedStore, js []engine.JobSpe
 	sem := make(chan struct{}, readers)
 	var wg sync.WaitGroup
 	for i, j := range js {
-		j = a.extras.fill(st.r, j)
 		out[i] = settingsOf(j, ps, now)
 		v := &out[i]
 		v.Catalog = a.catalogOf(st.r, j.Name, entries[j.Name], live)

@@ -1,9 +1,7 @@
 package admin
 
 import (
-	"bytes"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/slotcron/slotcron/internal/schedule"
@@ -89,50 +87,4 @@ func stamp(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339)
-}
-
-// maxExtras bounds the spec bodies extrasCache holds: past it, it starts
-// afresh.
-const maxExtras = 4096
-
-// extrasCache holds, by spec fingerprint, the calendars and max_runs of
-// the spec bodies read: a body is parsed once, not at every read of the
-// jobs view.
-type extrasCache struct {
-	mu sync.Mutex
-	m  map[string]specExtras
-}
-
-// specExtras are a spec body's calendars and max_runs.
-type specExtras struct {
-	except  []engine.Calendar
-	maxRuns int
-}
-
-// fill returns j with its calendars and max_runs, read from this
-// replica's spec of it (rec) when j lacks them: the engine describes a job
-// by its schedule and policies, and these two are in its spec.
-func (c *extrasCache) fill(rec engine.Records, j engine.JobSpec) engine.JobSpec {
-	if len(j.Except) > 0 || j.MaxRuns > 0 {
-		return j
-	}
-	own, _, ok := rec.SpecOf(j.Name)
-	if !ok || !bytes.Contains(own.Body, []byte(`"except"`)) && !bytes.Contains(own.Body, []byte(`"max_runs"`)) {
-		return j
-	}
-	c.mu.Lock()
-	x, ok := c.m[own.Fingerprint]
-	c.mu.Unlock()
-	if !ok {
-		b, _ := engine.ParseBody(own.Body)
-		x = specExtras{except: b.Except, maxRuns: b.MaxRuns}
-		c.mu.Lock()
-		if c.m == nil || len(c.m) >= maxExtras {
-			c.m = make(map[string]specExtras)
-		}
-		c.m[own.Fingerprint] = x
-		c.mu.Unlock()
-	}
-	j.Except, j.MaxRuns = x.except, x.maxRuns
-	return j
 }

@@ -125,8 +125,9 @@ type plan struct {
 	overlap      policy.Overlap
 	retries      Retries
 	pauseAfter   int
-	// skipDates maps the dates the job's calendars skip to the reason
-	// (calendar.go); nil for none.
+	// except are the job's calendars, and skipDates maps their dates to
+	// the reason (calendar.go); nil for none.
+	except    []Calendar
 	skipDates map[string]string
 	// maxRuns is the job's max_runs, for the line that says it ended.
 	maxRuns int
@@ -292,7 +293,7 @@ func (p *plan) describe() JobSpec {
 	return JobSpec{Name: p.name, Run: p.run, Schedule: p.sched, Lease: p.lease, Timeout: p.timeout, OnCrash: p.onCrash,
 		MaxAttempts: p.maxAtt, Deadline: p.deadline, CatchUp: p.catchUp, CatchUpLimit: p.catchUpLimit,
 		History: p.history, Jitter: p.jitter, Overlap: p.overlap, Retries: p.retries,
-		PauseAfterFailures: p.pauseAfter}
+		PauseAfterFailures: p.pauseAfter, Except: p.except, MaxRuns: p.maxRuns}
 }
 
 // HasJob reports whether the configuration has job.
