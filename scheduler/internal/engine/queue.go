@@ -37,12 +37,32 @@ func (l *loop) queue(e *entry, remaining time.Duration, sent time.Time, log slot
 	log.at(log.first, "slot queued: waiting for the job's running slot to end", "remaining", remaining.Round(time.Millisecond))
 	e.kind = queued
 	l.waiting[e.p.name] = e
-	wait := max(min(remaining-time.Since(sent), e.p.lease/3), time.Millisecond)
-	at := l.s.now().Add(wait)
-	if closes := e.slot.Add(e.p.deadline).Add(time.Millisecond); at.After(closes) {
-		at = closes // then it is late, and recorded missed
+	now := l.s.now()
+	l.push(e, now.Add(queueWait(e, remaining, sent, now)))
+}
+
+// queueWait is how long e, answered Queued with remaining when its claim
+// was sent at sent, waits from now (the scheduler's clock) before its next
+// claim: until the first running
+// lease may end, at most lease/3 (the run may end sooner on another
+// replica), and lease/3 when the store named no lease that is still live
+// (a crashed holder's slot, which a takeover may still win). It never
+// outlasts the slot's starting window, by the store's clock when the
+// store has said where that stands (entry.closes), by this replica's
+// otherwise; and it is never under a millisecond, however far this
+// replica's clock runs ahead: a claim is answered before the next is sent.
+func queueWait(e *entry, remaining time.Duration, sent, now time.Time) time.Duration {
+	wait := e.p.lease / 3
+	if left := remaining - time.Since(sent); remaining > 0 && left < wait {
+		wait = left
 	}
-	l.push(e, at)
+	var closing time.Duration
+	if !e.closes.IsZero() {
+		closing = time.Until(e.closes)
+	} else {
+		closing = e.slot.Add(e.p.deadline).Sub(now)
+	}
+	return max(min(wait, closing+time.Millisecond), time.Millisecond)
 }
 
 // replaceWaiting records the slot of e's job that still waits, if any,
