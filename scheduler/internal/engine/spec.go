@@ -5,6 +5,7 @@
 package engine
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -134,9 +135,17 @@ func RetiredSpec(revision int64) slotstore.Spec {
 }
 
 // ParseBody reads a spec body the catalog keeps; ok is false for a body
-// this build cannot read (none, or not JSON).
+// this build cannot read: none, not JSON, or with a field this build does
+// not know. A newer build's setting that decides which slots a job has
+// (a calendar, a DST rule) must not be dropped in silence: a replica that
+// ran the body without it would claim slots the spec in force has not.
 func ParseBody(body []byte) (b SpecBody, ok bool) {
-	return b, len(body) > 0 && json.Unmarshal(body, &b) == nil
+	if len(body) == 0 {
+		return b, false
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.DisallowUnknownFields()
+	return b, d.Decode(&b) == nil && !d.More()
 }
 
 // Differences lists the fields in which a and b differ, by their JSON
