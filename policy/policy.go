@@ -46,8 +46,12 @@ const (
 	// measured from the slot. One slot waits at most: when the job's next
 	// slot comes due, the one still waiting is recorded skipped (reason
 	// "overlap"), and the new one waits in its place. A slot whose holder's
-	// lease has expired does not count, as with OverlapForbid. Backfills and
-	// manual triggers treat it as OverlapForbid.
+	// lease has expired still counts while a takeover may win it (OnCrash
+	// retry, attempts left, and claimed since the job's generation began):
+	// the new slot waits until that slot is taken over and its run ends,
+	// or it is abandoned, so it never starts beside the takeover. One no
+	// takeover may win does not count. Backfills and manual triggers treat
+	// it as OverlapForbid.
 	OverlapQueue Overlap = "queue"
 )
 

@@ -49,12 +49,20 @@
 // Renew, Finish and Release fail with ErrLeaseLost; ClaimResult.Replaced
 // lists them. policy.OverlapQueue changes nothing while another slot of
 // the job runs under a live lease, one won earlier in the same batch
-// included: the claim answers Queued, with Marker holding the job and slot
-// only and Remaining the least time left on those leases by the store's
-// clock; it writes no marker and issues no fence, and the same claim made
-// again once no such run is left wins as any first claim does. A running
-// slot under an expired lease does not hold it back, as with forbid. A
-// backfill never queues (ErrInvalid): the engine claims it with forbid.
+// included, or under an expired lease that a takeover may still win: the
+// claim's OnCrash is retry, attempts are left (MaxAttempts 0 or above that
+// marker's Attempt) and the marker was claimed at or after the job's
+// generation began (or the claim is a Term claim), for a marker claimed
+// before is abandoned for data loss, never taken over. The claim answers
+// Queued, with Marker holding the job and slot only and Remaining the
+// least time left on those leases by the store's clock, 0 when only
+// expired ones hold it back; it writes no marker and issues no fence, and
+// the same claim made again once no such run is left wins as any first
+// claim does. So a queued slot never starts beside the takeover of a slot
+// whose holder crashed. A running slot whose expired lease no takeover may
+// win (on_crash skip, attempts spent, or claimed before the generation)
+// does not hold it back. A backfill never queues (ErrInvalid): the engine
+// claims it with forbid.
 //
 // A failed or timed-out run may ask for a retry (FinishParams.RetryAt): the
 // slot waits in state retrying, claims before RetryAt answer Waiting and

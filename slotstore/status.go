@@ -34,10 +34,14 @@ const (
 	Superseded
 	// Queued: a Claim with policy.OverlapQueue that would create the
 	// slot's first marker came while another slot of the job runs under a
-	// live lease (one won earlier in the same batch included). Nothing was
-	// changed; Marker holds the job and slot only, and Remaining is the
-	// least time left, by the store's clock, on the leases of the job's
-	// other running slots: when the first of them may end.
+	// live lease (one won earlier in the same batch included), or under an
+	// expired lease that a takeover may still win: the claim's OnCrash is
+	// retry, attempts are left (MaxAttempts 0 or above that marker's
+	// Attempt), and the marker was claimed at or after the job's generation
+	// began (or the claim is a Term claim). Nothing was changed; Marker
+	// holds the job and slot only, and Remaining is the least time left, by
+	// the store's clock, on the leases of those slots: when the first of
+	// them may end, 0 when only expired ones hold the claim back.
 	Queued
 )
 

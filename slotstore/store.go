@@ -219,8 +219,8 @@ type ClaimResult struct {
 	// Remaining is the holder's remaining lease when Status is Held, the
 	// time until the retry is due when Status is Waiting, the time until
 	// the skip may be recorded when Status is NotYet, and the least
-	// remaining lease of the job's other running slots when Status is
-	// Queued.
+	// remaining lease of the job's other running slots that hold the
+	// claim back (0 for an expired one) when Status is Queued.
 	Remaining time.Duration
 	// Replaced lists the claims a winning claim with
 	// policy.OverlapReplace superseded, oldest slot first; empty otherwise.

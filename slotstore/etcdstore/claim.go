@@ -92,7 +92,7 @@ func (s *Store) decideClaim(p slotstore.ClaimParams, r slotstore.ClaimRequest, s
 	m, res := rules.Apply(d, base, r, p.Replica, p.Incarnation, fence, st.now)
 	if d == rules.DecideQueue {
 		// Nothing changes; the answer holds the job and slot alone.
-		res.Remaining = rules.QueueWait(running, r, st.now)
+		res.Remaining = rules.QueueWait(running, r, st.now, born)
 		return res
 	}
 	res.Marker = stored(m)

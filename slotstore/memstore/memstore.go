@@ -206,7 +206,8 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 		if rules.ReadsRunning(curp, rules.Effective(r, now)) {
 			running = s.runningOf(r.Job)
 		}
-		d := rules.Decide(curp, r, now, s.bornOf(r.Job, now), running)
+		born := s.bornOf(r.Job, now)
+		d := rules.Decide(curp, r, now, born, running)
 		var fence int64
 		if d == rules.DecideWin || d == rules.DecideReplace {
 			s.fences[r.Job]++
@@ -223,7 +224,7 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 			}
 		}
 		if d == rules.DecideQueue {
-			res.Remaining = rules.QueueWait(running, r, now)
+			res.Remaining = rules.QueueWait(running, r, now, born)
 		}
 		out[i] = res
 	}

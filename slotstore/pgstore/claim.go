@@ -210,8 +210,9 @@ func (b *batch) answer(i int, m slotstore.Marker, won bool, prev string, now tim
 
 // stateQueued is the state of the row the claim function answers for a
 // claim with policy.OverlapQueue that wrote nothing while another slot of
-// its job runs under a live lease: its lease_end is the least lease end of
-// those slots. No marker is ever in this state.
+// its job runs, under a live lease or an expired one a takeover may still
+// win: its lease_end is the least lease end of those slots, the claim's
+// time for an expired one. No marker is ever in this state.
 const stateQueued = "queued"
 
 // lockDeadline marks a claim that the server stopped at the bound

@@ -52,17 +52,17 @@
 // reads the clock again, so a lease that ended while it waited counts as
 // ended. A claim that would create the first marker of a slot older than
 // its job's generation records it skipped with slotstore.ReasonDataLoss.
-// A claim with an overlap policy that would create a slot's first marker,
-// or a backfill with forbid of a skipped slot, reads the job's running
-// markers (the partial index markers_running),
-// which include those won earlier in the batch: forbid records the slot
-// skipped if one runs under a live lease, and queue writes nothing and
-// answers Queued (a row in state "queued", lease_end the least lease end of
-// those); replace makes them all replaced in one UPDATE, which locks each
-// row and checks again that it is still running. Skip uses the same function, recording slots without a marker
-// as skipped, or nothing before the request's NotBefore by the database's
-// clock (slotstore.NotYet). A winning claim stores the claimant's
-// incarnation in the marker. The fence rows are raised at the end.
+// A claim with an overlap policy that would create a slot's first marker, or
+// a backfill with forbid of a skipped slot, reads the job's running markers
+// (index markers_running, and those the batch won): forbid records the slot
+// skipped if one runs under a live lease; queue writes nothing and answers
+// Queued (a row in state "queued", lease_end their least lease end) while one
+// runs under a live lease or an expired one a takeover may still win; replace
+// makes them all replaced in one UPDATE, which locks each row and checks
+// again that it is still running. Skip, the same function, records slots
+// without a marker skipped, or nothing before their NotBefore by the
+// database's clock (slotstore.NotYet). A winning claim stores the claimant's
+// incarnation in the marker; the fence rows are raised at the end.
 //
 // Each job's winners take, in request order, the fences after the larger
 // of the job's last fence and the database clock in microseconds since

@@ -268,8 +268,9 @@ const refusedSpec = 10
 
 // queuedWait is the status claim.lua answers for a claim with
 // policy.OverlapQueue that changed nothing while another slot of the job
-// runs under a live lease, with the least remaining lease of those slots
-// (us) alone: slotstore.Queued.
+// runs, under a live lease or an expired one a takeover may still win,
+// with the least remaining lease of those slots (us, 0 for an expired
+// one) alone: slotstore.Queued.
 const queuedWait = 11
 
 // fillClaims sets the results of the requests at idx from claim.lua's reply.

@@ -40,7 +40,8 @@
 // under Backfill), checks each entry's marker, and adds the slots the
 // batch won before, so a forbid or queue claim sees them and a replace
 // claim supersedes them. A queue claim that must wait writes nothing and
-// answers the least remaining lease of the job's live running slots alone. Every script that changes a marker's state keeps
+// answers alone the least remaining lease of the job's running slots that
+// hold it back, 0 for an expired one a takeover may still win. Every script that changes a marker's state keeps
 // the running index, and on a single server the live index, up to date in
 // the same call. SetPause is one script, which changes the set of pauses
 // and the hash of their notes together; Pauses reads both in one

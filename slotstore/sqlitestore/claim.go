@@ -309,7 +309,7 @@ func (st *stmts) claimAll(ctx context.Context, p slotstore.ClaimParams, reqs []s
 		m, res := rules.Apply(d, base, r, p.Replica, p.Incarnation, fence, now)
 		if d == rules.DecideQueue {
 			// Nothing changes; the answer holds the job and slot alone.
-			res.Remaining = rules.QueueWait(running, r, now)
+			res.Remaining = rules.QueueWait(running, r, now, born)
 		} else {
 			res.Marker = stored(m)
 		}

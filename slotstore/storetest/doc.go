@@ -61,10 +61,13 @@
 //     job and slot alone, no fence issued, Remaining the least time left on
 //     the leases of the job's other slots running under a live lease,
 //     including one won earlier in the same batch); once they end, the
-//     same claim wins with a higher fence; not for an expired lease,
-//     another job, a takeover-only claim or a takeover; before its
-//     NotBefore it is NotYet, and a slot older than the generation is
-//     skipped for data loss.
+//     same claim wins with a higher fence; also, with Remaining 0, for an
+//     expired lease whose slot a takeover may still win (on_crash retry,
+//     attempts left), until that takeover's run ends; not for an expired
+//     lease with on_crash skip or attempts spent, another job, a
+//     takeover-only claim or a takeover; before its NotBefore it is
+//     NotYet, and a slot older than the generation is skipped for data
+//     loss.
 //   - Retries: Finish with RetryAt makes the slot retrying; claims answer
 //     Waiting until it is due, then win with attempt+1, a higher fence and
 //     Claim.Retry, whatever OnCrash and MaxAttempts, also takeover-only;

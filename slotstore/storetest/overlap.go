@@ -269,15 +269,31 @@ func testOverlapQueue(t *testing.T, s slotstore.Store) {
 		t.Errorf("fences %d, %d, %d do not grow", first.Claim.Fence, mid.Claim.Fence, won.Claim.Fence)
 	}
 
-	// A running slot whose lease expired does not hold a claim back, and
-	// a takeover is not checked.
+	// A running slot whose holder crashed (its lease expired, and a
+	// takeover may still win it) holds a claim back, for no time: it may
+	// run again at any moment.
 	waitPast(t, s, won.Marker)
-	live := mustWin(t, s, "r3", queue(4, longLease))
+	res = claimOne(t, s, "r3", queue(3, longLease))
+	wantQueued(t, "queue claim behind a crashed holder", res, job, sl[3], 0, 0)
+	noMarker(t, "a queued claim behind a crashed holder", s, job, sl[3])
+	unchanged(t, "a queued claim behind a crashed holder", won.Marker, mustFind(t, s, job, sl[1]))
+
+	// A takeover is not checked, even while another slot runs.
+	live := mustWin(t, s, "r3", req(job, sl[4], longLease))
+	start = time.Now()
 	takeover := claimOne(t, s, "r3", queue(1, longLease))
 	wantStatus(t, "takeover with queue while another slot runs", takeover, slotstore.Won)
 	if c := takeover.Claim; c.Attempt != 2 || c.PrevHolder != "r2" || c.Fence <= live.Claim.Fence {
 		t.Errorf("takeover: %+v", c)
 	}
+
+	// The queued claim waits for the takeover's run, and wins once it and
+	// the other have ended.
+	res = claimOne(t, s, "r2", queue(3, longLease))
+	wantQueued(t, "queue claim behind a takeover", res, job, sl[3], longLease-time.Since(start)-slack, longLease)
+	finish(t, s, slotstore.FinishParams{Ref: takeover.Claim.Ref, Outcome: slotstore.Succeeded})
+	finish(t, s, slotstore.FinishParams{Ref: live.Claim.Ref, Outcome: slotstore.Succeeded})
+	mustWin(t, s, "r2", queue(3, longLease))
 }
 
 // testOverlapQueueBatch: a slot won earlier in a batch counts as running

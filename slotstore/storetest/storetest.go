@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) slotstore.Store) {
 		{"OverlapReplaceBatch", testOverlapReplaceBatch},
 		{"OverlapQueue", testOverlapQueue},
 		{"OverlapQueueBatch", testOverlapQueueBatch},
+		{"OverlapQueueCrash", testOverlapQueueCrash},
 		{"Retry", testRetry},
 		{"Skip", testSkip},
 		{"SkipInvalid", testSkipInvalid},

@@ -3,7 +3,8 @@
 // whose claims and skips run the table in Go (package rules).
 //
 // Run drives both stores through the same random operations (claim and skip
-// batches with every policy, backfills, renewals, finishes with and without
+// batches with every policy, queue claims behind slots whose holders
+// crashed (crash), backfills, renewals, finishes with and without
 // retries, releases; claims and skips with and without NotBefore, naming a
 // spec or none; claims of several incarnations; enrolments of a few specs,
 // with and without revisions and Supersedes, which decide the specs in
@@ -117,14 +118,16 @@ func Run(t *testing.T, s slotstore.Store, o Options) {
 			d.enrollSpecs()
 		case n < 6:
 			d.writeSchedules()
+		case n == 11:
+			d.crash()
 		case n == 12:
 			d.actions()
 		default:
 			d.claim()
 		}
 	}
-	t.Logf("seed %d: %d answers compared, %d of them superseded, %d queued; %d enrolments changed a spec in force; %d schedule writes; "+
-		"%d actions appended, %d pages of them compared", o.Seed, d.answers, d.superseded, d.queued, d.switches, d.writes, len(d.acts.got), d.actionReads)
+	t.Logf("seed %d: %d answers compared, %d of them superseded, %d queued (%d behind expired leases alone); %d enrolments changed a spec in force; %d schedule writes; "+
+		"%d actions appended, %d pages of them compared", o.Seed, d.answers, d.superseded, d.queued, d.queuedExpired, d.switches, d.writes, len(d.acts.got), d.actionReads)
 }
 
 type jobFence struct {
@@ -146,13 +149,17 @@ type driver struct {
 	fences   map[jobFence]int64 // the backend's fence → memstore's
 	lastWon  map[string]int64   // per job, the backend's last fence
 	claimed  map[string]bool    // the jobs claimed or enrolled, whose generation began
-	// answers, superseded, queued and switches count what was compared,
-	// for the log: the claims and skips answered, those refused for their
-	// spec, those queued behind a running slot, and the enrolments that
-	// put another spec in force.
-	answers, superseded, queued, switches int
+	// answers, superseded, queued, queuedExpired and switches count what
+	// was compared, for the log: the claims and skips answered, those
+	// refused for their spec, those queued behind a running slot and,
+	// of those, behind expired leases alone, and the enrolments that put
+	// another spec in force.
+	answers, superseded, queued, queuedExpired, switches int
 	// writes counts the schedule writes compared (schedules.go).
-	writes  int
+	writes int
+	// crashes counts the crash operations, each of which claims slots of
+	// its own (queue.go).
+	crashes int
 	inForce map[string]string // per job, its spec in force at the last comparison
 	// acts and actionReads are the entries appended to both actions logs
 	// and the pages of them compared (actions.go).
@@ -352,6 +359,9 @@ func (d *driver) compare(i, n int, req any, g, m slotstore.ClaimResult) {
 		d.superseded++
 	case slotstore.Queued:
 		d.queued++
+		if m.Remaining == 0 {
+			d.queuedExpired++
+		}
 	}
 	if f := d.fences[jobFence{g.Marker.Job, g.Marker.Fence}]; f != m.Marker.Fence {
 		d.t.Fatalf("step %d, request %d: marker fence %d pairs with memstore's %d, memstore has %d",
@@ -389,10 +399,13 @@ func diff(g, m slotstore.ClaimResult) string {
 	case (g.Status == slotstore.Held || g.Status == slotstore.Waiting || g.Status == slotstore.NotYet) &&
 		(g.Remaining <= 0) != (m.Remaining <= 0):
 		return fmt.Sprintf("remaining %v, memstore %v", g.Remaining, m.Remaining)
-	case g.Status == slotstore.Queued && (g.Remaining <= 0 || g.Remaining > time.Hour || m.Remaining <= 0 || m.Remaining > time.Hour):
+	case g.Status == slotstore.Queued && ((g.Remaining <= 0) != (m.Remaining <= 0) || g.Remaining < 0 || m.Remaining < 0 ||
+		g.Remaining > time.Hour || m.Remaining > time.Hour):
 		// The live leases it waits for are an hour's, claimed by clocks
-		// that differ: it waits, in both, for no longer than that.
-		return fmt.Sprintf("queued for %v, memstore %v; want within (0, 1h]", g.Remaining, m.Remaining)
+		// that differ: it waits, in both, for no longer than that; behind
+		// expired leases alone (a crashed holder a takeover may still
+		// win), in both, for no time.
+		return fmt.Sprintf("queued for %v, memstore %v; want both 0 or both within (0, 1h]", g.Remaining, m.Remaining)
 	}
 	return ""
 }

@@ -58,8 +58,9 @@ const (
 	// NotBefore. Apply answers NotYet.
 	DecideNotYet
 	// DecideQueue leaves the slot, which has no marker, alone: its claim
-	// has policy.OverlapQueue and another slot of the job runs under a
-	// live lease. Apply answers Queued.
+	// has policy.OverlapQueue and another slot of the job runs, under a
+	// live lease or under an expired one a takeover may still win
+	// (QueueWait). Apply answers Queued.
 	DecideQueue
 )
 
@@ -168,7 +169,7 @@ func decideFirst(r slotstore.ClaimRequest, now, born time.Time, running []slotst
 			return DecideReplace
 		}
 	case policy.OverlapQueue:
-		if liveOther(running, r.Job, r.Slot, now) {
+		if _, ok := queueBlocked(running, r, now, born); ok {
 			return DecideQueue
 		}
 	}
@@ -222,7 +223,7 @@ func others(running []slotstore.Marker, job string, slot time.Time) []slotstore.
 // for DecideWin and DecideReplace and must come from the job's fence source.
 // For DecideReplace the caller also stores what Supersede returns and lists
 // it in ClaimResult.Replaced; for DecideQueue it sets ClaimResult.Remaining
-// to QueueWait(running, r, now). A win of a skipped marker (a backfill) is a
+// to QueueWait(running, r, now, born). A win of a skipped marker (a backfill) is a
 // first claim's: attempt 1, no previous holder, not manual, backfilled.
 func Apply(d Decision, m slotstore.Marker, r slotstore.ClaimRequest, replica, incarnation string, fence int64, now time.Time) (slotstore.Marker, slotstore.ClaimResult) {
 	switch d {
@@ -296,17 +297,41 @@ func answer(m slotstore.Marker, now time.Time) slotstore.ClaimResult {
 	return res
 }
 
-// QueueWait is the Remaining of a claim decided DecideQueue: the least time
-// left, at now, on the live leases of the job's other running slots among
-// running, the markers Decide saw.
-func QueueWait(running []slotstore.Marker, r slotstore.ClaimRequest, now time.Time) time.Duration {
-	wait := time.Duration(-1)
+// QueueWait is the Remaining of a claim decided DecideQueue at now, with
+// born and running as Decide had them: the least time left on the leases
+// of the job's other running slots that hold the claim back
+// (queueBlocked), 0 when only expired ones do.
+func QueueWait(running []slotstore.Marker, r slotstore.ClaimRequest, now, born time.Time) time.Duration {
+	wait, _ := queueBlocked(running, r, now, born)
+	return wait
+}
+
+// queueBlocked reports whether a first claim of r, a request with
+// policy.OverlapQueue, waits at now for another slot of its job among
+// running, and for how long at least: the least time left on the leases
+// of those that hold it back, 0 for an expired one. A running slot holds it
+// back while its lease is live, and once its lease has expired while a
+// takeover may still win it (Decide): r's OnCrash is retry, attempts are
+// left (r.MaxAttempts is 0 or above the marker's Attempt), and the marker
+// was claimed at or after born, or r is a Term claim. A marker claimed
+// before born is abandoned for data loss, never taken over, and one whose
+// holder crashed with no takeover left is abandoned: neither runs again.
+// The request carries the job's policy, as its slots' claims do.
+func queueBlocked(running []slotstore.Marker, r slotstore.ClaimRequest, now, born time.Time) (time.Duration, bool) {
+	wait, ok := time.Duration(0), false
 	for _, o := range others(running, r.Job, r.Slot) {
-		if left := o.LeaseEnd.Sub(now); left > 0 && (wait < 0 || left < wait) {
-			wait = left
+		live := now.Before(o.LeaseEnd)
+		retried := r.OnCrash != policy.OnCrashSkip && !(r.MaxAttempts > 0 && o.Attempt >= r.MaxAttempts) &&
+			(r.Term || !o.ClaimedAt.Before(born))
+		if !live && !retried {
+			continue
+		}
+		left := max(o.LeaseEnd.Sub(now), 0)
+		if !ok || left < wait {
+			wait, ok = left, true
 		}
 	}
-	return max(wait, 0)
+	return wait, ok
 }
 
 // Supersede returns the markers of running, the job's running markers as

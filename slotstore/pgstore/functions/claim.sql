@@ -1,4 +1,4 @@
--- version 4 (raise it with every change of this file; see ../functions.go)
+-- version 5 (raise it with every change of this file; see ../functions.go)
 --
 -- claim decides every request of a batch, in request order: a claim, or,
 -- where p_skipping is true, a skip (Store.Skip). It encodes the decision
@@ -39,9 +39,12 @@
 --     clock again. A first marker of a slot older than its job's generation
 --     is recorded skipped for data loss, unless the claim is a term's.
 --     Forbid skips a slot while another of the job runs under a live lease;
---     queue then writes nothing and answers queued: its row has the job,
---     the slot, state 'queued' and, as lease_end, the least lease end of
---     those slots; replace supersedes them all in one UPDATE.
+--     queue then writes nothing and answers queued, and also while one runs
+--     under an expired lease that a takeover may still win (on_crash retry,
+--     attempts left, claimed since the generation began or a term's): its
+--     row has the job, the slot, state 'queued' and, as lease_end, the
+--     least lease end of those slots, now for an expired one; replace
+--     supersedes them all in one UPDATE.
 --  6. Each job's winners take, in request order, the fences after the
 --     larger of the job's last fence and the clock in microseconds; the
 --     fence rows are raised at the end, in the same transaction.
@@ -123,7 +126,7 @@ DECLARE
     v_cjobs  text[];                   -- the jobs named with a spec that have a spec in force
     v_cfps   text[];                   -- the fingerprint in force of each of v_cjobs
     v_sup    boolean[];                -- each request names a spec that is not in force: superseded
-    v_wait   timestamptz;              -- a queued claim's: the least lease end of its job's live running slots
+    v_wait   timestamptz;              -- a queued claim's: the least lease end of the running slots it waits for
 BEGIN
     -- Each statement below must see what committed before it started.
     IF current_setting('transaction_isolation') <> 'read committed' THEN
@@ -381,9 +384,15 @@ BEGIN
                         v_dec := 'overlap';
                     ELSIF p_overlap[i] = 'queue' THEN
                         -- Waits for the job's running slots: no marker, no
-                        -- fence; the slots won earlier in the batch count.
-                        v_wait := (SELECT min(m.lease_end) FROM {schema}.markers m
-                            WHERE m.job = p_job[i] AND m.state = 'running' AND m.slot <> p_slot[i] AND m.lease_end > v_now);
+                        -- fence; the slots won earlier in the batch count,
+                        -- and so does one whose lease expired while a
+                        -- takeover may still win it (slotstore.Decide), as
+                        -- ending now (rules.QueueWait).
+                        v_wait := (SELECT min(greatest(m.lease_end, v_now)) FROM {schema}.markers m
+                            WHERE m.job = p_job[i] AND m.state = 'running' AND m.slot <> p_slot[i]
+                                AND (m.lease_end > v_now OR (NOT p_crash_skip[i]
+                                    AND NOT (p_max_attempts[i] > 0 AND m.attempt >= p_max_attempts[i])
+                                    AND (p_term[i] OR m.claimed_at >= v_b))));
                         IF v_wait IS NOT NULL THEN
                             v_dec := 'queue';
                         END IF;
@@ -518,7 +527,8 @@ BEGIN
             -- No marker: a takeover-only claim (absent), a skip or a
             -- claim before its time (not yet), a superseded request, or a
             -- queued claim: its job and slot, state 'queued' and, as
-            -- lease_end, when the first of its job's running slots may end.
+            -- lease_end, when the first of the running slots it waits for
+            -- may end (now for an expired lease).
             v_res.job := '';
             v_res.slot := '0001-01-01 00:00:00+00';
             v_res.state := '';

@@ -33,9 +33,9 @@
 --       claims a replace claim superseded as 'slot fence slot fence ...';
 --       or 10 alone for a request refused because its spec is not the
 --       job's spec in force: it read and changed nothing else; or two
---       values, 11 and the least remaining lease (us) of the job's other
---       slots running under a live lease, for a claim with queue that
---       changed nothing while they run.
+--       values, 11 and the least remaining lease (us, 0 for an expired
+--       one) of the job's other running slots that hold back a claim with
+--       queue, which changed nothing (queueWait).
 local replica, incarnation, G, P = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[6])
 local dataLoss = ARGV[5]
 local live = ''
@@ -189,17 +189,22 @@ local function liveOther(g, slot)
   return false
 end
 
--- queueWait is the least remaining lease (us) of the slots of job g other
--- than slot running under a live lease, 0 for none (rules.QueueWait).
-local function queueWait(g, slot)
-  local wait = -1
+-- queueWait is, for a claim with queue (profile pr) of job g's slot, the
+-- least remaining lease (us) of the job's other running slots that hold it
+-- back, nil for none (rules.QueueWait): under a live lease, or an expired
+-- one (0) a takeover may still win: on_crash retry, attempts left, claimed
+-- since the generation began or a term's claim.
+local function queueWait(g, slot, pr, born)
+  local wait
   for _, o in ipairs(others(g, slot)) do
-    local left = tonumber(markerOf(o[2])[6]) * 1000 - micros
-    if left > 0 and (wait < 0 or left < wait) then
+    local om = markerOf(o[2])
+    local left = math.max(tonumber(om[6]) * 1000 - micros, 0)
+    if (now < tonumber(om[6]) or (pr.onCrash ~= 'skip' and not (pr.maxAttempts > 0 and tonumber(om[4]) >= pr.maxAttempts)
+        and (pr.term or tonumber(om[5]) >= born))) and (wait == nil or left < wait) then
       wait = left
     end
   end
-  return math.max(wait, 0)
+  return wait
 end
 
 -- Decide and apply, in request order. A slot named twice sees what the
@@ -237,10 +242,7 @@ local function decideOne(g, slot, pr, notBefore)
   -- Every claim begins its job's generation if it has none, whatever it
   -- decides; skips are recorded as asked whatever the generation.
   local decision, early = 'lose', false
-  local born = 0
-  if not skipping then
-    born = bornOf(g)
-  end
+  local born = skipping and 0 or bornOf(g)
   if skipping then
     if not state then
       if notBefore ~= '' and micros < tonumber(notBefore) then
@@ -266,11 +268,13 @@ local function decideOne(g, slot, pr, notBefore)
         end
       elseif overlap == 'replace' and #others(g, slot) > 0 then
         decision = 'replace'
-      elseif overlap == 'queue' and liveOther(g, slot) then
+      elseif overlap == 'queue' then
         -- Waits for the job's running slot: no marker, no fence.
-        out[#out + 1] = 11
-        out[#out + 1] = queueWait(g, slot)
-        return
+        local wait = queueWait(g, slot, pr, born)
+        if wait then
+          out[#out + 1], out[#out + 2] = 11, wait
+          return
+        end
       end
     end
   elseif state == 'skipped' then
