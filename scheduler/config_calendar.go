@@ -80,7 +80,12 @@ func (c *Config) boundSchedule(name string, own, pol Policy, sched *schedule.Sch
 	}
 	if jc.MaxRuns > 0 && !from.IsZero() {
 		last := engine.LastOfRuns(sched.Within(from, until), cals, from, jc.MaxRuns)
-		if !last.IsZero() && (until.IsZero() || last.Before(until)) {
+		switch {
+		case last.IsZero() && until.IsZero():
+			fail(c.errAt(fmt.Sprintf("max_runs %d: the schedule has fewer slots from active.from than that within reach (each within 5 years of the one before); set active.until, or fewer runs", jc.MaxRuns), at("max_runs")...))
+		case last.Year() > 9999:
+			fail(c.errAt(fmt.Sprintf("max_runs %d: the last of them would fall in the year %d, past 9999", jc.MaxRuns, last.Year()), at("max_runs")...))
+		case !last.IsZero() && (until.IsZero() || last.Before(until)):
 			until = last
 		}
 	}

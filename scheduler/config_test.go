@@ -137,6 +137,8 @@ func TestValidateRules(t *testing.T) {
 		{"max_runs negative", "jobs: {hello: {schedule: '@daily', max_runs: -1}}", "jobs.hello.max_runs: max_runs -1: want 0 (no limit) to 100000"},
 		{"active backwards", "jobs:\n  hello:\n    schedule: '@daily'\n    active: {from: 2027-01-01T00:00:00Z, until: 2026-01-01T00:00:00Z}\n", "jobs.hello.active.until: active.until 2026-01-01T00:00:00Z is before active.from 2027-01-01T00:00:00Z"},
 		{"bad active time", "jobs:\n  hello:\n    schedule: '@daily'\n    active: {from: tomorrow}\n", `test.yaml:4: jobs.hello.active.from: "tomorrow" is not a time`},
+		{"max_runs past 9999", "jobs:\n  hello:\n    schedule: '0 0 1 1 *'\n    active: {from: 2026-01-01T00:00:00Z}\n    max_runs: 100000\n", "test.yaml:5: jobs.hello.max_runs: max_runs 100000: the last of them would fall in the year 102025, past 9999"},
+		{"max_runs out of reach", "jobs:\n  hello:\n    schedule: '0 0 29 2 *'\n    active: {from: 2026-01-01T00:00:00Z}\n    max_runs: 30\n", "jobs.hello.max_runs: max_runs 30: the schedule has fewer slots from active.from than that within reach"},
 		{"queue misspelt", "jobs: {hello: {schedule: '@daily', overlap: queued}}", `overlap "queued": want allow, forbid, replace or queue`},
 		{"big catch_up_limit", "jobs: {hello: {schedule: '@hourly', catch_up: all, catch_up_limit: 100000000}}", "jobs.hello.catch_up_limit: catch_up_limit 100000000 is more than 1000"},
 	} {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slotcron/slotcron/internal/schedule"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/scheduler/internal/backend"
@@ -354,9 +353,13 @@ func scheduleOf(e slotstore.CatalogEntry) (Schedule, error) {
 			Retries: RetryPolicy{Max: j.Retries.Max, Backoff: Duration(j.Retries.Backoff),
 				MaxBackoff: Duration(j.Retries.MaxBackoff)}, PauseAfterFailures: &j.PauseAfterFailures}}
 	sc.MaxRuns = j.MaxRuns
-	if d := j.Schedule.DST(); d.Gap == schedule.GapSkip || d.Repeat == schedule.RepeatBoth {
+	if j.Schedule.Fixed() {
+		// Spelled out, the default too: a schedule read and written back
+		// keeps its rule, whatever the writer's defaults say.
+		d := j.Schedule.DST()
 		sc.Policy.DST = DST{Gap: policy.Gap(d.Gap), Repeat: policy.Repeat(d.Repeat)}
 	}
+	sc.Policy.Except = []string{} // none is none when written back, not the defaults' calendars
 	for _, cal := range j.Except {
 		sc.Policy.Except = append(sc.Policy.Except, cal.Name)
 	}

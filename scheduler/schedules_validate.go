@@ -105,6 +105,11 @@ func (c *Config) resolveSchedule(sc Schedule, reg *jobs.Registry) (engine.JobSpe
 	if j.Schedule.Next(time.Now()).IsZero() {
 		fail("end", "the schedule has no slot between now and its end")
 	}
+	// What is written must read back: a spec no replica can read runs nowhere.
+	sp := engine.ScheduleSpec(j)
+	if _, err := engine.JobOf(slotstore.CatalogEntry{Job: sc.ID, Run: sc.Job, InForce: slotstore.SpecRecord{Fingerprint: sp.Fingerprint, Body: sp.Body}}, nil); err != nil {
+		fail("schedule", "its spec does not read back: "+err.Error())
+	}
 	// The store's own bounds on a lease (etcd's request timeout), as a job
 	// of the file meets them.
 	c.checkStoreAgainstLease(j.Lease, "schedule "+sc.ID, func(e *ConfigError) { fail("lease", e.Msg) })
