@@ -166,6 +166,11 @@ func (l *loop) schedule(p *plan, now time.Time, g slotstore.Generation) []slotst
 	// window holds.
 	caught, recorded := 0, 0
 	for s := p.sched.Prev(now.Add(-p.jitter)); !s.IsZero() && !s.Before(from); s = p.sched.Prev(s.Add(-time.Second)) {
+		if reason := p.excluded(s); reason != "" {
+			// Never to run: it spends none of the policy's slots.
+			skips = append(skips, p.calendarSkip(s, reason))
+			continue
+		}
 		due := s.Add(p.jitter)
 		if caught < keep || now.Sub(due) < time.Second {
 			// The newest due slots as the policy says, and always one due

@@ -8,6 +8,7 @@ package engine
 import (
 	"container/heap"
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -324,6 +325,9 @@ func (l *loop) wake(ctx context.Context) {
 		}
 		batch = append(batch, e)
 	}
+	// A waiting slot popped before the job's next slot replaced it in this
+	// same wake is recorded skipped, not claimed as well.
+	batch = slices.DeleteFunc(batch, func(e *entry) bool { return e.dropped })
 	batch = l.dropPaused(ctx, batch)
 	l.skip(ctx, missed)
 	l.claimAll(ctx, batch)

@@ -72,6 +72,13 @@ func queueWait(e *entry, remaining time.Duration, sent, now time.Time) time.Dura
 // e's slot by its own clock.
 func (l *loop) replaceWaiting(e *entry, missed []slotstore.SkipRequest) []slotstore.SkipRequest {
 	old := l.waiting[e.p.name]
+	if old != nil && old.p != e.p {
+		// Its plan was retired by a reload: its claims are refused under
+		// the new spec, and it is no slot of this one to record.
+		old.dropped = true
+		delete(l.waiting, e.p.name)
+		return missed
+	}
 	if old == nil || !old.slot.Before(e.slot) || e.p.excluded(e.slot) != "" {
 		return missed // a slot a calendar skips replaces nothing: it never waits
 	}

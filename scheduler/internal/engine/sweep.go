@@ -9,6 +9,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/slotcron/slotcron/internal/schedule"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -119,18 +120,30 @@ func unaccountedSkips(a Audit, en slotstore.CatalogEntry) []slotstore.SkipReques
 		}
 	}
 	var out []slotstore.SkipRequest
+	type skipping struct {
+		dates map[string]string
+		sched *schedule.Schedule
+	}
+	calendars := map[string]skipping{} // by spec, each read once
 	for _, s := range a.Slots {
 		body, ok := bodies[s.Spec]
 		if s.Fate != FateUnaccounted || !ok {
 			continue
 		}
 		b, _ := ParseBody(body)
+		cal, seen := calendars[s.Spec]
+		if !seen {
+			if cal.dates = skipDates(b.Except); cal.dates != nil {
+				cal.sched = sched(b)
+			}
+			calendars[s.Spec] = cal
+		}
 		deadline, _ := time.ParseDuration(b.StartingDeadline)
 		history, _ := time.ParseDuration(b.History)
 		jitter, _ := time.ParseDuration(b.Jitter)
 		req := slotstore.SkipRequest{Job: a.Job, Slot: s.Slot, Reason: reasonDown, Retain: history,
 			NotBefore: s.Slot.Add(jitter + deadline)}
-		if reason := excludedBy(skipDates(b.Except), sched(b), s.Slot); reason != "" {
+		if reason := excludedBy(cal.dates, cal.sched, s.Slot); reason != "" {
 			// A slot a calendar of its spec skips was never to run: no
 			// replica was needed for it.
 			req.Reason, req.NotBefore = reason, s.Slot
