@@ -56,8 +56,9 @@ func TestHolderThatLostItsLeaseWatchesTheSlot(t *testing.T) {
 
 // A replica whose clock jumps ahead finds a slot missed and tries to record
 // it; finding it claimed, it watches the slot like any replica whose claim
-// lost, and takes it over when the holder dies. (Its clock a second behind
-// at first, it has not claimed the slot before the jump.)
+// lost, and takes it over when the holder dies. (Its clock two seconds
+// behind at first, it has not claimed the slot, half a second ahead of it
+// by its own clock, before the jump.)
 func TestFastReplicaWatchesASlotItFoundClaimed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st, rec, reg := rig(&recorder{sleep: 20 * time.Second}, "long")
@@ -68,7 +69,7 @@ func TestFastReplicaWatchesASlotItFoundClaimed(t *testing.T) {
 		}
 		cfg.Replica = "fast"
 		var skew atomic.Int64
-		skew.Store(int64(-time.Second))
+		skew.Store(int64(-2 * time.Second))
 		fast, err := New(cfg, reg, WithStore(st), WithLogger(testLogger()),
 			WithClock(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }))
 		if err != nil {

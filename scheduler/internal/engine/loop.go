@@ -171,15 +171,19 @@ func (l *loop) followClock() {
 }
 
 // receive acts on one message to the loop (a watch a run asks for, a scan,
-// a read of the pauses) and reports whether there was one. With a nil stop
+// a read of the pauses) and reports whether there was one. Before a message
+// that schedules entries from the clock it follows the clock: an entry made
+// after the clock was set, but before the loop noticed, is not moved again. With a nil stop
 // it takes only a message already waiting; otherwise it waits for one, for
 // stop to be closed or for tick.
 func (l *loop) receive(stop <-chan struct{}, tick <-chan time.Time) bool {
 	select {
 	case n := <-l.watches:
+		l.followClock()
 		l.noteWatch(n)
 		return true
 	case ms := <-l.scans:
+		l.followClock()
 		l.watchAll(ms)
 		return true
 	case r := <-l.pauses.reads:
@@ -197,8 +201,10 @@ func (l *loop) receive(stop <-chan struct{}, tick <-chan time.Time) bool {
 	case <-stop:
 	case <-tick:
 	case n := <-l.watches:
+		l.followClock()
 		l.noteWatch(n)
 	case ms := <-l.scans:
+		l.followClock()
 		l.watchAll(ms)
 	case r := <-l.pauses.reads:
 		l.notePauses(r)
