@@ -29,6 +29,11 @@ const (
 	envEffects = "SLOTCRON_CHAOS_EFFECTS" // DSN of the checker's effects database
 	envControl = "SLOTCRON_CHAOS_CONTROL" // the control directory
 	envReplica = "SLOTCRON_REPLICA"       // the replica's name (the config reads it too)
+	// envLedger is the DSN the ledger job's runs reach Postgres by, through
+	// the replica's own proxy. The config names the variable rather than
+	// the DSN, so every replica enrolls the one spec and each carries the
+	// job (params are hashed as written).
+	envLedger = "SLOTCRON_CHAOS_LEDGER_DSN"
 )
 
 // ReplicaMain is the replica program's main: it registers the chaos jobs

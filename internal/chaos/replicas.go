@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -60,7 +61,11 @@ func (s *session) startReplicas() {
 
 // spawn starts a process of m.
 func (s *session) spawn(m *member) {
-	if err := m.start(s.o.Program, append(s.o.Env, envEffects+"="+s.effectsDSN, envControl+"="+s.ctl.dir), s.exited); err != nil {
+	env := slices.Concat(s.o.Env, []string{envEffects + "=" + s.effectsDSN, envControl + "=" + s.ctl.dir})
+	if s.o.Store == StorePostgres {
+		env = append(env, envLedger+"="+s.memberDSN(m))
+	}
+	if err := m.start(s.o.Program, env, s.exited); err != nil {
 		s.oddf("%v", err)
 	}
 }

@@ -267,7 +267,7 @@ func (s *session) jobs() []jobSpec {
 		{"tenant-slow", 5 * time.Second, "*/5 * * * * *", `{"min": "2s", "max": "2s", "honour_ctx": true}`, "effect_once", true},
 	}
 	if s.o.Store == StorePostgres {
-		js = append(js, jobSpec{"ledger", time.Second, "* * * * * *", "run: complete, params: {dsn: %q, min: 50ms, max: 200ms}", "chaos_complete", false})
+		js = append(js, jobSpec{"ledger", time.Second, "* * * * * *", "run: complete, params: {dsn: '${" + envLedger + "}', min: 50ms, max: 200ms}", "chaos_complete", false})
 	}
 	return js
 }
@@ -282,7 +282,7 @@ func (s *session) writeConfig(m *member) {
 	case StoreRedis:
 		store = fmt.Sprintf("{kind: redis, redis: {addr: %q}}", m.proxy.Addr())
 	case StorePostgres:
-		dsn = strings.Replace(s.storeDSN, fmt.Sprintf(":%d/", s.pg.Port()), ":"+proxyPort(m.proxy)+"/", 1)
+		dsn = s.memberDSN(m)
 		store = fmt.Sprintf("{kind: postgres, postgres: {dsn: %q}}", dsn)
 	case StoreEtcd:
 		// Every member, directly: the client fails over between them.
@@ -309,6 +309,11 @@ func (s *session) writeConfig(m *member) {
 	if err := os.WriteFile(m.config, []byte(b.String()), 0o644); err != nil {
 		s.t.Fatal(err)
 	}
+}
+
+// memberDSN is the store's DSN as member m reaches it, through its proxy.
+func (s *session) memberDSN(m *member) string {
+	return strings.Replace(s.storeDSN, fmt.Sprintf(":%d/", s.pg.Port()), ":"+proxyPort(m.proxy)+"/", 1)
 }
 
 func proxyPort(p *testserver.Proxy) string {
