@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 )
 
 // migrations[i] moves the schema from version i to i+1. PRAGMA user_version
@@ -127,11 +128,34 @@ var migrations = []string{
 	CREATE INDEX actions_by_keep_until ON actions (keep_until);`,
 }
 
+// journalMode connects to the file and reads its journal mode, which the
+// connection's pragmas switched to WAL. Two processes opening a new file at
+// once both switch it, and the loser's switch can fail busy at once, never
+// waiting on the busy timeout: it is tried again, backing off, until that
+// timeout has passed.
+func (s *Store) journalMode(ctx context.Context, db *sql.DB) (string, error) {
+	deadline := time.Now().Add(s.busy)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		var mode string
+		err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode)
+		if err == nil || !isBusy(err) || time.Now().Add(wait).After(deadline) {
+			return mode, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", err
+		case <-t.C:
+		}
+	}
+}
+
 // migrate brings the file's schema to the newest version in one
 // transaction; a concurrent Open waits for it and then finds nothing to do.
 func (s *Store) migrate(ctx context.Context, db *sql.DB) error {
-	var mode string
-	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+	mode, err := s.journalMode(ctx, db)
+	if err != nil {
 		return s.fail("open "+s.path, err)
 	}
 	if mode != "wal" {
