@@ -85,3 +85,36 @@ jobs:
 		}
 	})
 }
+
+// A calendar's slot that came due while no replica ran is recorded for its
+// calendar, not as missed: it was never to run (catch-up and the start-up's
+// record of slots owed both make it through the one constructor of missed
+// skips).
+func TestCalendarSlotsDuringAnOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, rec, reg := rig(&recorder{}, "hol")
+		conf := `
+calendars: {year2000: {dates: [2000-01-01]}}
+jobs: {hol: {schedule: "*/10 * * * * *", except: [year2000], catch_up: all, starting_deadline: 5s}}
+`
+		stop := start(t, replica(t, st, "a", conf, reg))
+		time.Sleep(15 * time.Second)
+		stop()
+		time.Sleep(time.Minute) // six slots nobody ran
+		stop = start(t, replica(t, st, "a", conf, reg))
+		time.Sleep(15 * time.Second)
+		stop()
+		if n := len(rec.snapshot()); n != 0 {
+			t.Errorf("%d runs on a calendar's date", n)
+		}
+		ms := history(t, st, "hol")
+		if len(ms) < 9 {
+			t.Errorf("%d markers, want every slot of the 90 s recorded", len(ms))
+		}
+		for _, m := range ms {
+			if m.State != slotstore.StateSkipped || m.Reason != "calendar year2000" {
+				t.Errorf("%s: %s %q, want skipped for calendar year2000", m.Slot.Format(time.RFC3339), m.State, m.Reason)
+			}
+		}
+	})
+}

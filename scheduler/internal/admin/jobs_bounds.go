@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"slices"
 	"time"
 
 	"github.com/slotcron/slotcron/internal/schedule"
@@ -60,25 +59,9 @@ func boundsOf(j engine.JobSpec, next time.Time, shown bool) jobBounds {
 		b.Ended = next.IsZero()
 	}
 	if shown && !next.IsZero() {
-		b.NextSkip = skippedBy(j, next)
+		b.NextSkip = engine.Excluded(j, next)
 	}
 	return b
-}
-
-// skippedBy returns the reason the first of j's calendars that holds
-// slot's date in the job's zone skips it for, or "": the engine's rule
-// (engine.Excluded) without the map it builds.
-func skippedBy(j engine.JobSpec, slot time.Time) string {
-	if len(j.Except) == 0 {
-		return ""
-	}
-	day := slot.In(j.Schedule.Location()).Format(time.DateOnly)
-	for _, c := range j.Except {
-		if slices.Contains(c.Dates, day) {
-			return engine.CalendarReason(c.Name)
-		}
-	}
-	return ""
 }
 
 // stamp is t in RFC 3339, UTC; "" for the zero time.

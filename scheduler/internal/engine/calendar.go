@@ -7,7 +7,7 @@ package engine
 
 import (
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/slotcron/slotcron/internal/schedule"
@@ -30,50 +30,37 @@ type Calendar struct {
 // recorded with.
 func CalendarReason(name string) string { return calendarPrefix + name }
 
-// skipDates maps each date of cals to the reason of the first calendar
-// that has it; nil for none.
-func skipDates(cals []Calendar) map[string]string {
-	if len(cals) == 0 {
-		return nil
-	}
-	out := make(map[string]string)
-	for _, c := range cals {
-		for _, d := range c.Dates {
-			if _, ok := out[d]; !ok {
-				out[d] = CalendarReason(c.Name)
-			}
-		}
-	}
-	return out
-}
-
-// excludedBy returns the reason slot of sched is skipped for among dates
-// (skipDates), or "" when no calendar skips it.
-func excludedBy(dates map[string]string, sched *schedule.Schedule, slot time.Time) string {
-	if dates == nil || sched == nil {
+// SkippedBy returns the reason slot is skipped for by the first of cals
+// whose dates hold its date in loc, or "" when none does: the one rule by
+// which the loop, the sweep, `next` and the jobs view tell a calendar's
+// slots. Dates are sorted (Calendar), so each calendar costs a binary
+// search.
+func SkippedBy(cals []Calendar, loc *time.Location, slot time.Time) string {
+	if len(cals) == 0 || loc == nil {
 		return ""
 	}
-	return dates[slot.In(sched.Location()).Format(time.DateOnly)]
+	day := slot.In(loc).Format(time.DateOnly)
+	for _, c := range cals {
+		if _, ok := slices.BinarySearch(c.Dates, day); ok {
+			return CalendarReason(c.Name)
+		}
+	}
+	return ""
 }
 
 // excluded returns the reason p's slot is skipped for by a calendar of
 // its spec, or "".
-func (p *plan) excluded(slot time.Time) string { return excludedBy(p.skipDates, p.sched, slot) }
+func (p *plan) excluded(slot time.Time) string {
+	if p.except == nil {
+		return ""
+	}
+	return SkippedBy(p.except, p.sched.Location(), slot)
+}
 
 // Excluded returns the reason slot of j is skipped for by a calendar of
 // its spec, or "": what `next` shows beside a slot.
 func Excluded(j JobSpec, slot time.Time) string {
-	return excludedBy(skipDates(j.Except), j.Schedule, slot)
-}
-
-// sched is the schedule of b, for its zone; nil when b's cannot be read
-// (its slots are then no calendar's to skip).
-func sched(b SpecBody) *schedule.Schedule {
-	s, err := b.Slots()
-	if err != nil {
-		return nil
-	}
-	return s
+	return SkippedBy(j.Except, j.Schedule.Location(), slot)
 }
 
 // LastOfRuns returns the slot of sched that is the n-th, counted from
@@ -81,10 +68,9 @@ func sched(b SpecBody) *schedule.Schedule {
 // max_runs n ends. Zero when the schedule has fewer such slots in the 5
 // years Next looks ahead from each.
 func LastOfRuns(sched *schedule.Schedule, cals []Calendar, from time.Time, n int) time.Time {
-	dates := skipDates(cals)
 	s := sched.Next(from.Add(-time.Second))
 	for count := 0; !s.IsZero(); s = sched.Next(s) {
-		if excludedBy(dates, sched, s) == "" {
+		if SkippedBy(cals, sched.Location(), s) == "" {
 			if count++; count == n {
 				return s
 			}
@@ -99,24 +85,6 @@ func LastOfRuns(sched *schedule.Schedule, cals []Calendar, from time.Time, n int
 func (p *plan) calendarSkip(slot time.Time, reason string) slotstore.SkipRequest {
 	return slotstore.SkipRequest{Job: p.name, Slot: slot, Reason: reason, Retain: p.history, NotBefore: slot,
 		Spec: p.spec.Fingerprint}
-}
-
-// byCalendar rewrites the skips of reqs whose slot a calendar of its job
-// skips as that calendar's: a slot missed while no replica ran, or not
-// caught up, on a holiday was never to run.
-func (l *loop) byCalendar(reqs []slotstore.SkipRequest) {
-	for i, q := range reqs {
-		if strings.HasPrefix(q.Reason, calendarPrefix) {
-			continue
-		}
-		p := l.s.jobs().plan(q.Job)
-		if p == nil || p.skipDates == nil {
-			continue
-		}
-		if reason := p.excluded(q.Slot); reason != "" {
-			reqs[i] = p.calendarSkip(q.Slot, reason)
-		}
-	}
 }
 
 // noteEnded says, once for p, that its job has no slot left: its active

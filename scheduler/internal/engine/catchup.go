@@ -248,6 +248,10 @@ func (p *plan) owedFrom(g slotstore.Generation, now time.Time) time.Time {
 // own clock has passed the window too (guarantee 7), so a replica whose
 // clock runs fast cannot take the slot from the others.
 func (p *plan) missedSkip(slot time.Time, reason string) slotstore.SkipRequest {
+	if cal := p.excluded(slot); cal != "" {
+		// Never to run, missed or not: a calendar of the job skips it.
+		return p.calendarSkip(slot, cal)
+	}
 	return slotstore.SkipRequest{Job: p.name, Slot: slot, Reason: reason, Retain: p.history, NotBefore: slot.Add(p.deadline),
 		Spec: p.spec.Fingerprint}
 }
@@ -257,7 +261,6 @@ func (p *plan) missedSkip(slot time.Time, reason string) slotstore.SkipRequest {
 // the store's clock is recorded when it closes (a lapse entry), if no
 // replica has claimed it by then.
 func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
-	l.byCalendar(reqs)
 	for len(reqs) > 0 && ctx.Err() == nil {
 		n := min(len(reqs), maxBatch)
 		sent := time.Now()

@@ -125,10 +125,8 @@ type plan struct {
 	overlap      policy.Overlap
 	retries      Retries
 	pauseAfter   int
-	// except are the job's calendars, and skipDates maps their dates to
-	// the reason (calendar.go); nil for none.
-	except    []Calendar
-	skipDates map[string]string
+	// except are the job's calendars (calendar.go); nil for none.
+	except []Calendar
 	// maxRuns is the job's max_runs, for the line that says it ended.
 	maxRuns int
 	// ended is set once the replica said the job has no more slots.

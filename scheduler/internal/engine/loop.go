@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -267,6 +268,7 @@ func (l *loop) wake(ctx context.Context) {
 	now := l.s.now()
 	var batch []*entry
 	var missed []slotstore.SkipRequest
+	replaced := false // a waiting slot of overlap queue was replaced
 	for len(l.h) > 0 && !l.h.peek().at.After(now) {
 		e := l.h.pop()
 		if e.dropped {
@@ -299,12 +301,17 @@ func (l *loop) wake(ctx context.Context) {
 			if lag := now.Sub(e.at); lag > time.Second {
 				l.s.log.Debug("timer lag", "job", e.p.name, "lag", lag)
 			}
-			missed = l.replaceWaiting(e, missed)
+			if e.p.overlap == policy.OverlapQueue {
+				n := len(missed)
+				if missed = l.replaceWaiting(e, missed); len(missed) > n {
+					replaced = true
+				}
+			}
 		}
 		if e.p.inConflict() {
 			continue // another spec is in force: its replicas claim the job's slots
 		}
-		if e.kind != watch && e.p.skipDates != nil {
+		if e.kind != watch && e.p.except != nil {
 			if reason := e.p.excluded(e.slot); reason != "" {
 				missed = append(missed, e.p.calendarSkip(e.slot, reason))
 				continue
@@ -331,9 +338,11 @@ func (l *loop) wake(ctx context.Context) {
 		}
 		batch = append(batch, e)
 	}
-	// A waiting slot popped before the job's next slot replaced it in this
-	// same wake is recorded skipped, not claimed as well.
-	batch = slices.DeleteFunc(batch, func(e *entry) bool { return e.dropped })
+	if replaced {
+		// A waiting slot popped before the job's next slot replaced it in
+		// this same wake is recorded skipped, not claimed as well.
+		batch = slices.DeleteFunc(batch, func(e *entry) bool { return e.dropped })
+	}
 	batch = l.dropPaused(ctx, batch)
 	l.skip(ctx, missed)
 	l.claimAll(ctx, batch)

@@ -39,7 +39,7 @@ func newPlan(j JobSpec, sp slotstore.Spec) *plan {
 	return &plan{name: j.Name, run: j.Run, fn: j.Fn, sched: j.Schedule, params: j.Params, lease: j.Lease,
 		timeout: j.Timeout, onCrash: j.OnCrash, maxAtt: j.MaxAttempts, deadline: j.Deadline, catchUp: j.CatchUp,
 		catchUpLimit: j.CatchUpLimit, history: j.History, jitter: j.Jitter, overlap: j.Overlap, retries: j.Retries,
-		pauseAfter: j.PauseAfterFailures, deciding: make(chan struct{}, 1), spec: sp, except: j.Except, skipDates: skipDates(j.Except),
+		pauseAfter: j.PauseAfterFailures, deciding: make(chan struct{}, 1), spec: sp, except: j.Except,
 		maxRuns: j.MaxRuns}
 }
 

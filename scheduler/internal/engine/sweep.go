@@ -9,7 +9,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/slotcron/slotcron/internal/schedule"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -120,30 +119,33 @@ func unaccountedSkips(a Audit, en slotstore.CatalogEntry) []slotstore.SkipReques
 		}
 	}
 	var out []slotstore.SkipRequest
-	type skipping struct {
-		dates map[string]string
-		sched *schedule.Schedule
+	type spec struct {
+		b   SpecBody
+		loc *time.Location // of its schedule, when it skips calendars
 	}
-	calendars := map[string]skipping{} // by spec, each read once
+	specs := map[string]spec{} // by fingerprint, each body read once
 	for _, s := range a.Slots {
 		body, ok := bodies[s.Spec]
 		if s.Fate != FateUnaccounted || !ok {
 			continue
 		}
-		b, _ := ParseBody(body)
-		cal, seen := calendars[s.Spec]
+		sp, seen := specs[s.Spec]
 		if !seen {
-			if cal.dates = skipDates(b.Except); cal.dates != nil {
-				cal.sched = sched(b)
+			sp.b, _ = ParseBody(body)
+			if len(sp.b.Except) > 0 {
+				if sc, err := sp.b.Slots(); err == nil {
+					sp.loc = sc.Location()
+				}
 			}
-			calendars[s.Spec] = cal
+			specs[s.Spec] = sp
 		}
+		b := sp.b
 		deadline, _ := time.ParseDuration(b.StartingDeadline)
 		history, _ := time.ParseDuration(b.History)
 		jitter, _ := time.ParseDuration(b.Jitter)
 		req := slotstore.SkipRequest{Job: a.Job, Slot: s.Slot, Reason: reasonDown, Retain: history,
 			NotBefore: s.Slot.Add(jitter + deadline)}
-		if reason := excludedBy(cal.dates, cal.sched, s.Slot); reason != "" {
+		if reason := SkippedBy(b.Except, sp.loc, s.Slot); reason != "" {
 			// A slot a calendar of its spec skips was never to run: no
 			// replica was needed for it.
 			req.Reason, req.NotBefore = reason, s.Slot
