@@ -291,16 +291,7 @@ func (l *loop) wake(ctx context.Context) {
 			continue
 		}
 		if e.kind == fire {
-			if next := e.p.sched.Next(e.slot); !next.IsZero() {
-				l.h.push(&entry{at: next.Add(e.p.jitter), p: e.p, slot: next, kind: fire})
-				l.s.metrics.next(e.p).Set(seconds(next))
-			} else {
-				l.noteEnded(e.p)
-			}
-			l.s.metrics.timerLag.Observe(now.Sub(e.at).Seconds())
-			if lag := now.Sub(e.at); lag > time.Second {
-				l.s.log.Debug("timer lag", "job", e.p.name, "lag", lag)
-			}
+			l.fired(e, now)
 			if e.p.overlap == policy.OverlapQueue {
 				n := len(missed)
 				if missed = l.replaceWaiting(e, missed); len(missed) > n {
@@ -346,6 +337,21 @@ func (l *loop) wake(ctx context.Context) {
 	batch = l.dropPaused(ctx, batch)
 	l.skip(ctx, missed)
 	l.claimAll(ctx, batch)
+}
+
+// fired schedules the slot after e's, a fire entry due at now, or says its
+// job has none left, and measures how late the timer woke.
+func (l *loop) fired(e *entry, now time.Time) {
+	if next := e.p.sched.Next(e.slot); !next.IsZero() {
+		l.h.push(&entry{at: next.Add(e.p.jitter), p: e.p, slot: next, kind: fire})
+		l.s.metrics.next(e.p).Set(seconds(next))
+	} else {
+		l.noteEnded(e.p)
+	}
+	l.s.metrics.timerLag.Observe(now.Sub(e.at).Seconds())
+	if lag := now.Sub(e.at); lag > time.Second {
+		l.s.log.Debug("timer lag", "job", e.p.name, "lag", lag)
+	}
 }
 
 // beforeRecord reports whether e's slot came due before the store began to
