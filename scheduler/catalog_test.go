@@ -23,6 +23,22 @@ import (
 	"github.com/slotcron/slotcron/slotstore/sqlitestore"
 )
 
+// onSharedStores runs run on SQLite, Redis, Postgres and etcd, in parallel,
+// each with a store of its own (catalogStores); skipped with -short, as it
+// starts the servers.
+func onSharedStores(t *testing.T, run func(t *testing.T, open func() slotstore.Store)) {
+	if testing.Short() {
+		t.Skip("starts redis-server, postgres and etcd")
+	}
+	t.Parallel()
+	for kind, open := range catalogStores {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			run(t, open(t))
+		})
+	}
+}
+
 // catalogStores open, for each kind of shared store, a new handle on one
 // store per call: each replica of a test its own, as separate processes
 // would have.
@@ -73,16 +89,7 @@ func closing(t *testing.T, st slotstore.Store, err error) slotstore.Store {
 // WARN, with both fingerprints and what differs, and its
 // slotcron_job_spec_conflict is 1.
 func TestRollingScheduleChange(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts redis-server, postgres and etcd")
-	}
-	t.Parallel()
-	for kind, open := range catalogStores {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			rollingScheduleChange(t, open(t))
-		})
-	}
+	onSharedStores(t, rollingScheduleChange)
 }
 
 func rollingScheduleChange(t *testing.T, open func() slotstore.Store) {

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -65,13 +64,7 @@ how it ended. Entries are kept for actions_history (default 90 days).
 		return fmt.Errorf("read the actions log: %w", err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		for _, a := range as {
-			if err := enc.Encode(admin.ActionJSON(a)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return printJSONLines(stdout, as, admin.ActionJSON)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tAT\tWHO\tROLE\tVIA\tKIND\tTARGET\tRESULT\tREASON\tDETAIL")

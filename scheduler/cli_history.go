@@ -58,13 +58,7 @@ a line, as the HTTP API does.
 		return fmt.Errorf("read history: %w", err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		for _, m := range ms {
-			if err := enc.Encode(admin.MarkerJSON(m)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return printJSONLines(stdout, ms, admin.MarkerJSON)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSLOT\tSTATE\tOUTCOME\tATTEMPT\tFENCE\tHOLDER\tDURATION\tERROR/REASON")
@@ -88,4 +82,16 @@ a line, as the HTTP API does.
 			m.Outcome, m.Attempt, m.Fence, m.Holder, dur, note)
 	}
 	return tw.Flush()
+}
+
+// printJSONLines writes each of xs, as view shows it, as one JSON object a
+// line.
+func printJSONLines[T, V any](w io.Writer, xs []T, view func(T) V) error {
+	enc := json.NewEncoder(w)
+	for _, x := range xs {
+		if err := enc.Encode(view(x)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -18,16 +18,7 @@ import (
 // (overlap). How soon after is logged: a bound on a shared machine is
 // asserted loosely, below the lease/3 at which waiting replicas look again.
 func TestQueueOnEveryStore(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts redis-server, postgres and etcd")
-	}
-	t.Parallel()
-	for kind, open := range catalogStores {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			queueOnStore(t, open(t))
-		})
-	}
+	onSharedStores(t, queueOnStore)
 }
 
 func queueOnStore(t *testing.T, open func() slotstore.Store) {

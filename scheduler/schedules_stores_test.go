@@ -18,16 +18,7 @@ import (
 // while they run, through the HTTP API and the Go API: the first slot after
 // each change follows it, no slot runs twice, fences grow.
 func TestSchedulesOnEveryStore(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts redis-server, postgres and etcd")
-	}
-	t.Parallel()
-	for kind, open := range catalogStores {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			schedulesOnStore(t, open(t))
-		})
-	}
+	onSharedStores(t, schedulesOnStore)
 }
 
 func schedulesOnStore(t *testing.T, open func() slotstore.Store) {
