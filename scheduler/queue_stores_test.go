@@ -16,7 +16,8 @@ import (
 // run and skipped; every slot that waited starts as its predecessor ends,
 // on whichever replica, and the one it replaced is recorded skipped
 // (overlap). How soon after is logged: a bound on a shared machine is
-// asserted loosely, below the lease/3 at which waiting replicas look again.
+// asserted loosely, at half the lease/3 (2 s) at which the other replicas
+// look again: only the claim made as the run ends meets it.
 func TestQueueOnEveryStore(t *testing.T) {
 	onSharedStores(t, queueOnStore)
 }
@@ -78,7 +79,7 @@ func queueOnStore(t *testing.T, open func() slotstore.Store) {
 	slices.Sort(delays)
 	t.Logf("%d runs, %d waited and started %v to %v after their predecessor ended (median %v); %d replaced while waiting",
 		len(evs), len(delays), delays[0], delays[len(delays)-1], delays[len(delays)/2], skipped)
-	if worst := delays[len(delays)-1]; worst >= 2*time.Second {
+	if worst := delays[len(delays)-1]; worst >= time.Second {
 		t.Errorf("a waiting slot started %v after its predecessor ended: the replica that ran it should claim it at once", worst)
 	}
 }
