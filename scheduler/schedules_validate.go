@@ -121,12 +121,13 @@ func (c *Config) resolveSchedule(sc Schedule, reg *jobs.Registry) (engine.JobSpe
 
 // kept is what a Scheduler keeps of c once its jobs are resolved: every
 // setting, and of the jobs only the one per registered job that a schedule
-// held as data takes its policies from (jobOfRun), without the file's
-// syntax tree. A configuration of 100k jobs is otherwise kept whole for as
+// held as data takes its policies from (jobOfRun), and of the file's syntax
+// tree only its defaults, whose durations written 0 keep their meaning in
+// a schedule (keepZeros). A configuration of 100k jobs is otherwise kept whole for as
 // long as the Scheduler lives, most of its heap.
 func (c *Config) kept() *Config {
 	k := *c
-	k.src = nil
+	k.src = c.src.defaultsOnly()
 	k.Jobs = make(map[string]JobConfig)
 	first := make(map[string]string) // each registered job's first job by name that runs it
 	for name, jc := range c.Jobs {

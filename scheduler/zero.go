@@ -124,3 +124,15 @@ func isZeroDuration(n *yaml.Node) bool {
 	d, err := time.ParseDuration(n.Value)
 	return err == nil && d == 0
 }
+
+// defaultsOnly is s with only the document's defaults, all a schedule held
+// as data reads of it (keepZeros); nil for none.
+func (s *source) defaultsOnly() *source {
+	_, d := s.lookup("defaults")
+	if d == nil {
+		return nil
+	}
+	key := &yaml.Node{Kind: yaml.ScalarNode, Value: "defaults"}
+	root := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode, Content: []*yaml.Node{key, d}}}}
+	return &source{file: s.file, root: root}
+}

@@ -1,8 +1,11 @@
 // Admission: the cap on the runs one replica has in flight (max_running).
 // A due slot that finds no room waits, in the order slots came due, for
-// runs to end; one whose starting window closes first, or that its job's
-// next slot overtakes, is recorded missed as overloaded. Whatever the load,
-// the replica holds at most max_running runs and one waiting slot per job.
+// runs to end, and starts if its window is still open. One whose window
+// closes first is recorded missed as overloaded; so is one that its job's
+// next slot overtakes, once its window has closed by the store's clock,
+// if no replica with room has claimed it by then. Whatever the load, the
+// replica holds at most max_running runs, one waiting fire entry per job,
+// and a few words for each overtaken slot still inside its window.
 
 package engine
 
@@ -18,15 +21,15 @@ const (
 	// configuration sets none.
 	DefaultMaxRunning = 10000
 	// reasonOverloaded is the reason of a slot that could not start for
-	// want of room: its window closed, or its job's next slot came due,
-	// while this replica ran max_running runs.
+	// want of room: its window closed while this replica ran max_running
+	// runs and no other replica claimed it.
 	reasonOverloaded = "missed: overloaded"
 	// admitEvery is how often waiting slots are looked at while runs end
 	// one by one (fewer than a batch's room at a time).
 	admitEvery = 100 * time.Millisecond
-	// lateEvery is how often the waiting slots are looked through for
-	// windows that closed: a slot whose window closed is recorded up to
-	// this much later, and the sweep costs a look at every job waiting.
+	// lateEvery is how often the waiting and overtaken slots are looked
+	// through for windows that closed: such a slot is recorded up to this
+	// much later, and the sweep costs a look at each.
 	lateEvery = time.Second
 	// calmAfter is how long no slot must have waited for an overload to
 	// be over: a replica at its cap every second, or at the top of every
@@ -39,17 +42,26 @@ const (
 // to tell the loop a run ended.
 type admission struct {
 	max int
-	// queue holds the waiting entries, in the order they came due; those
-	// taken from of since (superseded, dropped) are skipped when reached.
+	// queue holds the waiting entries, in the order they came due; an
+	// entry overtaken since (dropped) is passed over when reached. n counts
+	// the others.
 	queue []*entry
-	// of is each job's waiting entry: a job waits with one slot at most.
+	n     int
+	// of is each job's waiting fire entry, which the job's next fire
+	// entry overtakes: under a lasting overload a job waits with one slot
+	// of its schedule, whatever the load. Retries and catch-up slots
+	// (retry entries, bounded by the job's window and catch_up_limit) are
+	// never overtaken.
 	of map[string]*entry
-	// waiting is set while queue holds an entry: a run that ends then
+	// owed are the overtaken slots, recorded missed once their windows
+	// close unless a replica with room claims them first.
+	owed []owedSlot
+	// waiting is set while the queue holds an entry: a run that ends then
 	// tells the loop on freed.
 	waiting atomic.Bool
 	freed   chan struct{}
 	// looked is when the queue was last looked at for room, and swept
-	// when it was last looked through for closed windows.
+	// when it and owed were last looked through for closed windows.
 	looked, swept time.Time
 	// burst counts the current overload, from its first waiting slot
 	// until none has waited for calmAfter: it is logged once as it begins
@@ -58,6 +70,13 @@ type admission struct {
 		since, last           time.Time
 		waited, started, shed int
 	}
+}
+
+// owedSlot is a slot its job's next slot overtook while it waited for
+// room: a plan and a slot, for as long as its window is open.
+type owedSlot struct {
+	p    *plan
+	slot time.Time
 }
 
 func (a *admission) init(max int) {
@@ -74,14 +93,18 @@ func (l *loop) room() int { return l.adm.max - int(l.runs.active.Load()) }
 
 // admitIn says how long the loop may sleep before it must look at the
 // waiting slots: at once when a batch's room is free, every admitEvery
-// while any wait (a run that ends wakes it sooner, on freed).
+// while any wait (a run that ends wakes it sooner, on freed), and every
+// lateEvery while overtaken slots wait for their windows to close.
 func (l *loop) admitIn() (time.Duration, bool) {
 	a := &l.adm
-	if len(a.of) == 0 {
+	if a.n == 0 {
+		if len(a.owed) > 0 {
+			return max(lateEvery-time.Since(a.swept), 0), true
+		}
 		l.calm()
 		return 0, false
 	}
-	if room := l.room(); room >= min(len(a.of), max(a.max/16, 1)) {
+	if room := l.room(); room >= min(a.n, max(a.max/16, 1)) {
 		return 0, true
 	}
 	return max(admitEvery-time.Since(a.looked), 0), true
@@ -90,28 +113,38 @@ func (l *loop) admitIn() (time.Duration, bool) {
 // admit returns the entries of batch that may be claimed now, within the
 // room left, and defers the rest: new slots (fire, retry) wait in the
 // queue, behind those waiting already, and are taken in the order they
-// came due as room frees; watches and queued slots are looked at again a
-// moment later, as they would be after a failed claim. Slots that can no
-// longer start are added to missed, recorded overloaded.
+// came due as room frees; takeovers and queued slots are looked at again a
+// moment later, as after a failed claim. Retries of failed runs are never
+// held back: their slot was admitted once, and a retry that found no room
+// would leave it retrying for good. Slots that can no longer start, and
+// overtaken ones whose windows closed, are added to missed.
 func (l *loop) admit(batch []*entry, missed []slotstore.SkipRequest) ([]*entry, []slotstore.SkipRequest) {
 	a := &l.adm
 	room := l.room()
-	if len(a.of) == 0 && len(batch) <= room {
+	if a.n == 0 && len(a.owed) == 0 && len(batch) <= room {
 		return batch, missed // the common case: room for everything
 	}
 	now := l.s.now()
 	out := batch[:0]
 	for _, e := range batch {
-		switch e.kind {
-		case watch, queued:
+		switch {
+		case e.kind == watch && !e.until.IsZero():
+			out = append(out, e) // a failed run's retry
+			room--
+		case e.kind == watch || e.kind == queued:
 			if room > 0 {
 				out = append(out, e)
 				room--
 				continue
 			}
 			l.later(e, now)
+		case a.n == 0 && room > 0:
+			// None waits before it: claimed now, as another slot of its
+			// job in this batch may be too (a catch-up's).
+			out = append(out, e)
+			room--
 		default:
-			missed = l.wait(e, missed)
+			l.wait(e)
 		}
 	}
 	a.looked = time.Now()
@@ -119,14 +152,18 @@ func (l *loop) admit(batch []*entry, missed []slotstore.SkipRequest) ([]*entry, 
 		e := a.queue[0]
 		a.queue[0] = nil
 		a.queue = a.queue[1:]
-		if a.of[e.p.name] != e {
-			continue // overtaken by the job's next slot: recorded when it was
+		if e.dropped {
+			continue // overtaken, and owed
 		}
-		delete(a.of, e.p.name)
+		a.n--
+		if a.of[e.p.name] == e {
+			delete(a.of, e.p.name)
+		}
 		switch {
 		case e.p.retired.Load():
+			l.owe(e)
 		case e.late(now):
-			missed = l.shed(e, missed, false)
+			missed = l.shed(e.p, e.slot, missed)
 		default:
 			out = append(out, e)
 			a.burst.started++
@@ -134,20 +171,25 @@ func (l *loop) admit(batch []*entry, missed []slotstore.SkipRequest) ([]*entry, 
 		}
 	}
 	missed = l.shedLate(now, missed)
-	if len(a.of) == 0 {
+	if a.n == 0 {
 		a.waiting.Store(false)
 		a.queue = nil
 	}
 	return out, missed
 }
 
-// wait queues e, a new slot with no room to be claimed; the job's slot
-// waiting before it is recorded overloaded at once, as the job has moved
-// on.
-func (l *loop) wait(e *entry, missed []slotstore.SkipRequest) []slotstore.SkipRequest {
+// wait queues e, a new slot with no room to be claimed. A fire entry
+// overtakes its job's fire entry waiting before it, which is owed a record
+// once its window closes.
+func (l *loop) wait(e *entry) {
 	a := &l.adm
-	if old := a.of[e.p.name]; old != nil {
-		missed = l.shed(old, missed, true)
+	if e.kind == fire {
+		if old := a.of[e.p.name]; old != nil && old.slot.Before(e.slot) {
+			old.dropped = true
+			a.n--
+			l.owe(old)
+		}
+		a.of[e.p.name] = e
 	}
 	a.burst.last = time.Now()
 	if a.burst.since.IsZero() {
@@ -156,28 +198,39 @@ func (l *loop) wait(e *entry, missed []slotstore.SkipRequest) []slotstore.SkipRe
 			"max_running", a.max, "running", l.runs.active.Load())
 	}
 	a.burst.waited++
-	a.of[e.p.name] = e
 	a.queue = append(a.queue, e)
+	a.n++
 	a.waiting.Store(true)
-	return missed
 }
 
-// shed records e missed, overloaded. A slot its job's next slot overtook
-// is recorded from its own instant by the store's clock, not when its window
-// closes: the replica keeps one waiting slot per job, so its memory stays
-// bounded, and the store still refuses a skip of a slot another replica
-// claimed meanwhile.
-func (l *loop) shed(e *entry, missed []slotstore.SkipRequest, overtaken bool) []slotstore.SkipRequest {
-	l.adm.burst.shed++
-	q := e.p.missedSkip(e.slot, reasonOverloaded)
-	if overtaken && q.Reason == reasonOverloaded {
-		q.NotBefore = e.slot
+// owe keeps e's slot until its window closes, to be recorded missed then
+// if no replica claimed it. A slot of a plan a reload retired is the job's
+// plan's now, if the job is still the configuration's.
+func (l *loop) owe(e *entry) {
+	p := e.p
+	if p.retired.Load() {
+		if p = l.s.jobs().plan(p.name); p == nil || p.retired.Load() {
+			return // removed: its slots are no longer this replica's
+		}
 	}
-	return append(missed, q)
+	l.adm.owed = append(l.adm.owed, owedSlot{p: p, slot: e.slot})
 }
 
-// shedLate records overloaded the waiting slots whose windows have closed,
-// looking through the queue at most every lateEvery.
+// shed records p's slot missed, overloaded — or paused, if its job is
+// paused as this replica last read: it would not have run either. The
+// store records it only once its window has closed by the store's clock,
+// and not if a replica claimed it meanwhile.
+func (l *loop) shed(p *plan, slot time.Time, missed []slotstore.SkipRequest) []slotstore.SkipRequest {
+	l.adm.burst.shed++
+	reason := reasonOverloaded
+	if l.pauses.holds(p.name) {
+		reason = reasonPaused
+	}
+	return append(missed, p.missedSkip(slot, reason))
+}
+
+// shedLate records the waiting and overtaken slots whose windows have
+// closed, looking through them at most every lateEvery.
 func (l *loop) shedLate(now time.Time, missed []slotstore.SkipRequest) []slotstore.SkipRequest {
 	a := &l.adm
 	if time.Since(a.swept) < lateEvery {
@@ -187,18 +240,33 @@ func (l *loop) shedLate(now time.Time, missed []slotstore.SkipRequest) []slotsto
 	kept := a.queue[:0]
 	for _, e := range a.queue {
 		switch {
-		case a.of[e.p.name] != e:
-		case e.p.retired.Load():
-			delete(a.of, e.p.name)
-		case e.late(now):
-			delete(a.of, e.p.name)
-			missed = l.shed(e, missed, false)
+		case e.dropped:
+		case e.p.retired.Load() || e.late(now):
+			a.n--
+			if a.of[e.p.name] == e {
+				delete(a.of, e.p.name)
+			}
+			if e.p.retired.Load() {
+				l.owe(e)
+			} else {
+				missed = l.shed(e.p, e.slot, missed)
+			}
 		default:
 			kept = append(kept, e)
 		}
 	}
 	clear(a.queue[len(kept):])
 	a.queue = kept
+	owed := a.owed[:0]
+	for _, o := range a.owed {
+		if now.After(o.slot.Add(o.p.deadline)) {
+			missed = l.shed(o.p, o.slot, missed)
+		} else {
+			owed = append(owed, o)
+		}
+	}
+	clear(a.owed[len(owed):])
+	a.owed = owed
 	return missed
 }
 
@@ -206,7 +274,7 @@ func (l *loop) shedLate(now time.Time, missed []slotstore.SkipRequest) []slotsto
 // calmAfter.
 func (l *loop) calm() {
 	a := &l.adm
-	if a.burst.since.IsZero() || len(a.of) > 0 || time.Since(a.burst.last) < calmAfter {
+	if a.burst.since.IsZero() || a.n > 0 || time.Since(a.burst.last) < calmAfter {
 		return
 	}
 	b := a.burst
@@ -215,9 +283,11 @@ func (l *loop) calm() {
 	a.burst.since, a.burst.waited, a.burst.started, a.burst.shed = time.Time{}, 0, 0, 0
 }
 
-// later looks at e, a watch or a queued slot with no room to be claimed,
-// again a moment later.
+// later looks at e, a takeover or a queued slot with no room to be
+// claimed, again a moment later; one whose window closes meanwhile is
+// recorded overloaded, not late.
 func (l *loop) later(e *entry, now time.Time) {
+	e.denied = true
 	at := now.Add(min(e.p.lease/3, admitEvery))
 	if e.kind == queued {
 		e.at = at

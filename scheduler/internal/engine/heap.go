@@ -47,6 +47,13 @@ type entry struct {
 	// replica's clock runs ahead of the store's, and the window is judged
 	// by the store's (guarantee 7) rather than by this replica's.
 	closes time.Time
+	// denied marks an entry that found no room to be claimed (admit.go):
+	// if its window closes before it finds some, it missed for that.
+	denied bool
+	// anew marks a watch that may create the slot's marker: the claim of
+	// a run whose marker the store lost, by the replica that ran it, for a
+	// job declared after_data_loss: run (loss.go).
+	anew bool
 	// dropped marks a queued entry that no longer stands for the job's
 	// waiting slot: the job's next slot replaced it, or the end of a run
 	// brought it forward as a new entry. It is dropped when popped.
@@ -63,6 +70,19 @@ func (e *entry) late(now time.Time) bool {
 		return !lease.Within(time.Now(), e.closes)
 	}
 	return now.After(e.slot.Add(e.p.deadline))
+}
+
+// lateReason is why e's slot missed its window: the replica woke late, or
+// the store did not answer its claims, or it found no room (logged once
+// per overload, not a line each).
+func (e *entry) lateReason() string {
+	switch {
+	case e.denied:
+		return reasonOverloaded
+	case e.tries > 0:
+		return reasonUnavailable
+	}
+	return reasonLate
 }
 
 // entryHeap is a min-heap on (at, slot); only the loop goroutine touches it.

@@ -249,3 +249,9 @@ func (l *loop) skipPaused(ctx context.Context, batch []*entry) []*entry {
 	l.skip(ctx, skips)
 	return kept
 }
+
+// holds reports whether job is paused, alone or with the cluster, as the
+// latest read said.
+func (c *pauseCache) holds(job string) bool {
+	return c.ps.All || slices.Contains(c.ps.Jobs, job)
+}

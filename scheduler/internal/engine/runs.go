@@ -114,11 +114,13 @@ func (l *loop) startWith(p *plan, c slotstore.Claim, o origin, sent time.Time, d
 func (l *loop) runOne(ctx context.Context, cancel context.CancelCauseFunc, k slotKey, p *plan, c slotstore.Claim,
 	o origin, sent time.Time, done chan<- End) {
 	defer l.runs.wg.Done()
-	defer l.s.metrics.inFlight.Dec()
-	defer l.runs.active.Add(-1)
+	defer func() {
+		l.s.metrics.inFlight.Dec()
+		l.runs.active.Add(-1)
+		l.runEndedHere() // after it leaves the count, so its room is seen
+	}()
 	end := l.s.execute(ctx, cancel, l.st, p, c, o, sent, l.runs.hooks)
 	l.runs.ended(k, c.Fence, p.lease, end)
-	l.runEndedHere()
 	if done != nil {
 		done <- end
 	}
