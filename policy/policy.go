@@ -113,3 +113,25 @@ const (
 
 // Valid reports whether r is RepeatFirst or RepeatBoth.
 func (r Repeat) Valid() bool { return r == RepeatFirst || r == RepeatBoth }
+
+// AfterDataLoss says what becomes of a slot whose marker a store may have
+// lost with its data (a Redis restarted empty, a database restored): a
+// slot older than the store's new record of its job, or one that was
+// running when its marker went.
+type AfterDataLoss string
+
+const (
+	// AfterDataLossSkip records such a slot skipped (reason "data loss"):
+	// it may have run before the loss, and a finished slot must never run
+	// again. The default.
+	AfterDataLossSkip AfterDataLoss = "skip"
+	// AfterDataLossRun runs it, attempt 1 under a new fence, as a new slot:
+	// for a job whose effect is once per slot whoever runs it and however
+	// often — written through a fence helper that records the slot
+	// (fence.OncePG), in the job's own CompleteTx, or idempotent on the
+	// run's key — whose record refuses the repeat if the slot ran before.
+	AfterDataLossRun AfterDataLoss = "run"
+)
+
+// Valid reports whether a is AfterDataLossSkip or AfterDataLossRun.
+func (a AfterDataLoss) Valid() bool { return a == AfterDataLossSkip || a == AfterDataLossRun }

@@ -121,7 +121,8 @@ func schedulePut(ctx context.Context, fs *flag.FlagSet, stdout io.Writer, asJSON
 		name string
 		to   *string
 	}{{"lease", &j.Lease}, {"timeout", &j.Timeout}, {"starting-deadline", &j.StartingDeadline}, {"history", &j.History},
-		{"jitter", &j.Jitter}, {"on-crash", &j.OnCrash}, {"overlap", &j.Overlap}, {"catch-up", &j.CatchUp}} {
+		{"jitter", &j.Jitter}, {"on-crash", &j.OnCrash}, {"overlap", &j.Overlap}, {"catch-up", &j.CatchUp},
+		{"after-data-loss", &j.AfterDataLoss}} {
 		fs.StringVar(d.to, d.name, "", "the schedule's "+strings.ReplaceAll(d.name, "-", "_")+" (default: the job's)")
 	}
 	fs.Int64Var(&j.Version, "if-version", 0, "write only if the schedule is at this `VERSION`")

@@ -112,6 +112,13 @@ type Policy struct {
 	// OnCrash is retry (default: another replica takes over a slot whose
 	// holder died) or skip (the slot is marked abandoned).
 	OnCrash policy.OnCrash `yaml:"on_crash"`
+	// AfterDataLoss is skip (the default: a slot whose marker the store
+	// may have lost with its data is recorded skipped, "data loss", as it
+	// may have run) or run: the job's effect is once per slot whoever runs
+	// it (a fence helper, CompleteTx, or idempotent on run.Key()), so such
+	// a slot runs, attempt 1 under a new fence, and the effect's record
+	// refuses a repeat.
+	AfterDataLoss policy.AfterDataLoss `yaml:"after_data_loss"`
 	// MaxAttempts bounds takeovers of a slot whose holders died: the slot
 	// is abandoned instead of starting attempt MaxAttempts+1. Default: 3.
 	MaxAttempts int `yaml:"max_attempts"`
@@ -293,6 +300,7 @@ func (p Policy) merge(d Policy) Policy {
 		Lease:            pick(p.Lease, d.Lease),
 		Timeout:          pick(p.Timeout, d.Timeout),
 		OnCrash:          pick(p.OnCrash, d.OnCrash),
+		AfterDataLoss:    pick(p.AfterDataLoss, d.AfterDataLoss),
 		MaxAttempts:      pick(p.MaxAttempts, d.MaxAttempts),
 		StartingDeadline: pick(p.StartingDeadline, d.StartingDeadline),
 		CatchUp:          pick(p.CatchUp, d.CatchUp),
@@ -330,6 +338,7 @@ var builtin = Policy{
 	Lease:            Duration(DefaultLease),
 	Timeout:          Duration(DefaultTimeout),
 	OnCrash:          policy.OnCrashRetry,
+	AfterDataLoss:    policy.AfterDataLossSkip,
 	MaxAttempts:      DefaultMaxAttempts,
 	StartingDeadline: Duration(DefaultStartingDeadline),
 	CatchUp:          policy.CatchUpLatest,

@@ -72,7 +72,8 @@ func invalidOf(err error) error {
 func scheduleFromJSON(j admin.ScheduleJSON) (Schedule, error) {
 	sc := Schedule{ID: j.ID, Job: j.Job, Schedule: j.Schedule, Params: j.Params, Version: j.Version,
 		Policy: Policy{Timezone: j.Timezone, OnCrash: policy.OnCrash(j.OnCrash), Overlap: policy.Overlap(j.Overlap),
-			CatchUp: policy.CatchUp(j.CatchUp), MaxAttempts: j.MaxAttempts, CatchUpLimit: j.CatchUpLimit,
+			AfterDataLoss: policy.AfterDataLoss(j.AfterDataLoss),
+			CatchUp:       policy.CatchUp(j.CatchUp), MaxAttempts: j.MaxAttempts, CatchUpLimit: j.CatchUpLimit,
 			PauseAfterFailures: j.PauseAfterFailures, Except: j.Except}, MaxRuns: j.MaxRuns}
 	if j.DST != nil {
 		sc.Policy.DST = DST{Gap: policy.Gap(j.DST.Gap), Repeat: policy.Repeat(j.DST.Repeat)}
@@ -125,7 +126,7 @@ func scheduleJSON(sc Schedule) admin.ScheduleJSON {
 	j := admin.ScheduleJSON{ID: sc.ID, Job: sc.Job, Schedule: sc.Schedule, Timezone: p.Timezone, Params: sc.Params,
 		Lease: durText(p.Lease), Timeout: durText(p.Timeout), StartingDeadline: durText(p.StartingDeadline),
 		History: durText(p.History), Jitter: durText(p.Jitter), OnCrash: string(p.OnCrash), Overlap: string(p.Overlap),
-		CatchUp: string(p.CatchUp), MaxAttempts: p.MaxAttempts, CatchUpLimit: p.CatchUpLimit,
+		AfterDataLoss: string(p.AfterDataLoss), CatchUp: string(p.CatchUp), MaxAttempts: p.MaxAttempts, CatchUpLimit: p.CatchUpLimit,
 		PauseAfterFailures: p.PauseAfterFailures, Version: sc.Version, UpdatedBy: sc.UpdatedBy, Paused: sc.Paused,
 		Retries: &admin.RetriesJSON{Max: p.Retries.Max, Backoff: durText(p.Retries.Backoff), MaxBackoff: durText(p.Retries.MaxBackoff)}}
 	j.Start, j.End, j.Created = instant(sc.Start), instant(sc.End), sc.Created

@@ -185,7 +185,7 @@ func (c *Config) resolveJob(name string, reg *jobs.Registry, defaults Policy, sp
 	return engine.JobSpec{
 		Name: name, Fn: fn, Schedule: sched, Params: params, ParamsWritten: c.src.written(name, params),
 		Lease: pol.Lease.D(), Timeout: pol.Timeout.D(),
-		OnCrash: pol.OnCrash, MaxAttempts: pol.MaxAttempts,
+		OnCrash: pol.OnCrash, AfterDataLoss: pol.AfterDataLoss, MaxAttempts: pol.MaxAttempts,
 		Deadline: pol.StartingDeadline.D(), CatchUp: pol.CatchUp, CatchUpLimit: pol.CatchUpLimit,
 		History: pol.History.D(), Jitter: jitterFor(name, pol.Jitter.D()), Overlap: pol.Overlap,
 		Retries:            engine.Retries{Max: pol.Retries.Max, Backoff: pol.Retries.Backoff.D(), MaxBackoff: pol.Retries.MaxBackoff.D()},
@@ -352,6 +352,9 @@ func (c *Config) checkPolicy(p Policy, path []string, add func(*ConfigError)) {
 	}
 	if p.OnCrash != "" && !p.OnCrash.Valid() {
 		add(c.errAt(fmt.Sprintf("on_crash %q: want retry or skip", p.OnCrash), at("on_crash")...))
+	}
+	if p.AfterDataLoss != "" && !p.AfterDataLoss.Valid() {
+		add(c.errAt(fmt.Sprintf("after_data_loss %q: want skip or run", p.AfterDataLoss), at("after_data_loss")...))
 	}
 	if p.CatchUp != "" && !p.CatchUp.Valid() {
 		add(c.errAt(fmt.Sprintf("catch_up %q: want none, latest or all", p.CatchUp), at("catch_up")...))

@@ -428,3 +428,19 @@ func (s *Store) Close() error {
 	s.closed = true
 	return nil
 }
+
+// Lose drops every marker and every job's generation, as a store that
+// restarted without its data would have lost them, for tests of what a
+// loss does: the next claim or enrolment of each job begins its generation
+// anew. Fences still grow across it, as every store's do; the pauses, the
+// catalog, the schedules and the actions log stay.
+func (s *Store) Lose() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.markers)
+	clear(s.jobSlots)
+	clear(s.running)
+	clear(s.retry)
+	clear(s.newest)
+	clear(s.born)
+}

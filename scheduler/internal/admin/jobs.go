@@ -42,6 +42,7 @@ type jobView struct {
 	Timeout   string `json:"timeout"`
 	// The job's other settings, named as in the configuration file.
 	OnCrash          string      `json:"on_crash"`
+	AfterDataLoss    string      `json:"after_data_loss"`
 	MaxAttempts      int         `json:"max_attempts"`
 	StartingDeadline string      `json:"starting_deadline"`
 	CatchUp          string      `json:"catch_up"`
@@ -226,7 +227,8 @@ func settingsOf(j engine.JobSpec, ps slotstore.Pauses, now time.Time) jobView {
 	v := jobView{Name: j.Name, Schedule: j.Schedule.String(), Timezone: j.Schedule.Location().String(),
 		Overlap: string(j.Overlap), Lease: j.Lease.String(), Timeout: j.Timeout.String(),
 		OnCrash: string(cmp.Or(j.OnCrash, policy.OnCrashRetry)), MaxAttempts: j.MaxAttempts, StartingDeadline: j.Deadline.String(),
-		CatchUp: string(j.CatchUp), CatchUpLimit: j.CatchUpLimit, Jitter: j.Jitter.String(), History: j.History.String(),
+		AfterDataLoss: string(cmp.Or(j.AfterDataLoss, policy.AfterDataLossSkip)),
+		CatchUp:       string(j.CatchUp), CatchUpLimit: j.CatchUpLimit, Jitter: j.Jitter.String(), History: j.History.String(),
 		Retries: retriesView{Max: j.Retries.Max, Backoff: j.Retries.Backoff.String(), MaxBackoff: j.Retries.MaxBackoff.String()},
 		Pause:   noteOf(ps, j.Name), ClusterPause: noteOf(ps, "")}
 	v.Paused = v.Pause != nil || v.ClusterPause != nil

@@ -52,6 +52,7 @@ type ScheduleJSON struct {
 	History            string          `json:"history,omitempty"`
 	Jitter             string          `json:"jitter,omitempty"`
 	OnCrash            string          `json:"on_crash,omitempty"`
+	AfterDataLoss      string          `json:"after_data_loss,omitempty"`
 	Overlap            string          `json:"overlap,omitempty"`
 	CatchUp            string          `json:"catch_up,omitempty"`
 	MaxAttempts        int             `json:"max_attempts,omitempty"`

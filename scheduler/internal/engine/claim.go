@@ -92,7 +92,9 @@ func (l *loop) send(ctx context.Context, batch []*entry) claimAnswer {
 			MaxAttempts: e.p.maxAtt, Retain: e.p.history, Overlap: e.p.overlap,
 			// A watched slot was claimed before: never create its marker
 			// anew, whatever happened to the old one.
-			TakeoverOnly: e.kind == watch,
+			TakeoverOnly: e.kind == watch && !e.anew,
+			// Its effect is once per slot: exempt from the generation rules.
+			RunsAfterDataLoss: e.p.afterLoss,
 			// Not before the slot by the store's clock, however far ahead
 			// this replica's clock runs (guarantee 3 after a loss).
 			NotBefore: e.slot,

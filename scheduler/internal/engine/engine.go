@@ -73,6 +73,8 @@ type JobSpec struct {
 	Lease         time.Duration
 	Timeout       time.Duration
 	OnCrash       policy.OnCrash
+	// AfterDataLoss is the job's after_data_loss; empty is skip.
+	AfterDataLoss policy.AfterDataLoss
 	MaxAttempts   int
 	Deadline      time.Duration // the starting deadline
 	CatchUp       policy.CatchUp
@@ -112,13 +114,15 @@ type plan struct {
 	name string
 	// run is, for a schedule held as data, the registered job it runs
 	// (follow.go); empty for a job of the configuration.
-	run          string
-	fn           jobs.Func
-	sched        *schedule.Schedule
-	params       []byte
-	lease        time.Duration
-	timeout      time.Duration
-	onCrash      policy.OnCrash
+	run     string
+	fn      jobs.Func
+	sched   *schedule.Schedule
+	params  []byte
+	lease   time.Duration
+	timeout time.Duration
+	onCrash policy.OnCrash
+	// afterLoss is the job's after_data_loss: run (engine/loss.go).
+	afterLoss    bool
 	maxAtt       int
 	deadline     time.Duration
 	catchUp      policy.CatchUp
@@ -294,7 +298,8 @@ func (e *Engine) Job(name string) (JobSpec, bool) {
 // describe is p as its JobSpec without Fn and Params.
 func (p *plan) describe() JobSpec {
 	return JobSpec{Name: p.name, Run: p.run, Schedule: p.sched, Lease: p.lease, Timeout: p.timeout, OnCrash: p.onCrash,
-		MaxAttempts: p.maxAtt, Deadline: p.deadline, CatchUp: p.catchUp, CatchUpLimit: p.catchUpLimit,
+		AfterDataLoss: p.afterDataLoss(),
+		MaxAttempts:   p.maxAtt, Deadline: p.deadline, CatchUp: p.catchUp, CatchUpLimit: p.catchUpLimit,
 		History: p.history, Jitter: p.jitter, Overlap: p.overlap, Retries: p.retries,
 		PauseAfterFailures: p.pauseAfter, Except: p.except, MaxRuns: p.maxRuns}
 }

@@ -333,12 +333,8 @@ func (l *loop) wake(ctx context.Context) {
 			if l.waiting[e.p.name] == e {
 				delete(l.waiting, e.p.name)
 			}
-			skipReason := reasonLate
-			if e.tries > 0 {
-				skipReason = reasonUnavailable
-			}
 			// Logged and counted by the replica whose skip records it (skip).
-			missed = append(missed, e.p.missedSkip(e.slot, skipReason))
+			missed = append(missed, e.p.missedSkip(e.slot, e.lateReason()))
 			continue
 		}
 		batch = append(batch, e)
@@ -348,6 +344,9 @@ func (l *loop) wake(ctx context.Context) {
 		// this same wake is recorded skipped, not claimed as well.
 		batch = slices.DeleteFunc(batch, func(e *entry) bool { return e.dropped })
 	}
+	// A paused job's slot is recorded paused before it would wait for
+	// room, and one that waited is looked at again as it leaves.
+	batch = l.dropPaused(ctx, batch)
 	batch, missed = l.admit(batch, missed)
 	batch = l.dropPaused(ctx, batch)
 	l.skip(ctx, missed)
@@ -377,7 +376,10 @@ func (l *loop) fired(e *entry, now time.Time) {
 // last year.
 func (l *loop) beforeRecord(e *entry) bool {
 	born, ok := l.memo.newJobs[e.p.name]
-	return ok && e.slot.Before(born)
+	// A job declared after_data_loss: run claims such a slot as any
+	// other: the store cannot tell a new job from one whose record it
+	// lost, and its claim is not refused (loss.go).
+	return ok && e.slot.Before(born) && !e.p.afterLoss
 }
 
 // push schedules e at at; a watch of a slot already watched is dropped.

@@ -48,6 +48,8 @@ func missedReason(reason string) string {
 		return "down"
 	case reason == reasonOverloaded:
 		return "overloaded"
+	case reason == slotstore.ReasonDataLoss:
+		return "data loss" // a run's marker lost with the data (loss.go); a claim's skip counts in skipped
 	case strings.HasPrefix(reason, catchUpPrefix):
 		return "catch up"
 	}

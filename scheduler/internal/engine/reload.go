@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -48,7 +49,7 @@ func newPlan(j JobSpec, sp slotstore.Spec) *plan {
 		timeout: j.Timeout, onCrash: j.OnCrash, maxAtt: j.MaxAttempts, deadline: j.Deadline, catchUp: j.CatchUp,
 		catchUpLimit: j.CatchUpLimit, history: j.History, jitter: j.Jitter, overlap: j.Overlap, retries: j.Retries,
 		pauseAfter: j.PauseAfterFailures, deciding: make(chan struct{}, 1), spec: sp, except: j.Except,
-		maxRuns: j.MaxRuns}
+		maxRuns: j.MaxRuns, afterLoss: j.AfterDataLoss == policy.AfterDataLossRun}
 }
 
 // kept returns the plan of job in s if its spec is sp, revision and all (the

@@ -73,6 +73,10 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 	case slotstore.Queued:
 		l.queue(e, r.Remaining, sent, log)
 	case slotstore.Absent:
+		if l.lostHere(e) {
+			l.markerLost(e)
+			return
+		}
 		log.at(slog.LevelDebug, "slot gone", "reason", "its marker no longer exists")
 	case slotstore.Superseded:
 		log.at(slog.LevelDebug, "slot not claimed", "reason", "another spec of the job is in force")

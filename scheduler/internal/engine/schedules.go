@@ -34,7 +34,8 @@ func JobOf(e slotstore.CatalogEntry, fn jobs.Func) (JobSpec, error) {
 func jobOfBody(e slotstore.CatalogEntry, b SpecBody, fn jobs.Func, sched *schedule.Schedule) (JobSpec, error) {
 	j := JobSpec{Name: e.Job, Run: e.Run, Fn: fn, OnCrash: policy.OnCrash(b.OnCrash), MaxAttempts: b.MaxAttempts,
 		CatchUp: policy.CatchUp(b.CatchUp), CatchUpLimit: b.CatchUpLimit, Overlap: policy.Overlap(b.Overlap),
-		Retries: Retries{Max: b.Retries}, PauseAfterFailures: b.PauseAfterFailures, Except: b.Except, MaxRuns: b.MaxRuns}
+		Retries: Retries{Max: b.Retries}, PauseAfterFailures: b.PauseAfterFailures, Except: b.Except, MaxRuns: b.MaxRuns,
+		AfterDataLoss: policy.AfterDataLoss(b.AfterDataLoss)}
 	if len(b.ParamsJSON) > 0 {
 		j.Params = b.ParamsJSON
 	}
@@ -62,8 +63,9 @@ func jobOfBody(e slotstore.CatalogEntry, b SpecBody, fn jobs.Func, sched *schedu
 			errs = append(errs, err)
 		}
 	}
-	if !j.OnCrash.Valid() || !j.CatchUp.Valid() || !j.Overlap.Valid() {
-		errs = append(errs, fmt.Errorf("policy on_crash %q, catch_up %q, overlap %q", b.OnCrash, b.CatchUp, b.Overlap))
+	if !j.OnCrash.Valid() || !j.CatchUp.Valid() || !j.Overlap.Valid() || j.AfterDataLoss != "" && !j.AfterDataLoss.Valid() {
+		errs = append(errs, fmt.Errorf("policy on_crash %q, catch_up %q, overlap %q, after_data_loss %q", b.OnCrash, b.CatchUp,
+			b.Overlap, b.AfterDataLoss))
 	}
 	if len(errs) > 0 {
 		return JobSpec{}, fmt.Errorf("schedule %s: spec %s: %w", e.Job, e.InForce.Fingerprint, errs[0])

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 
 	"github.com/slotcron/slotcron/internal/schedule"
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -70,6 +71,11 @@ type SpecBody struct {
 	Except []Calendar `json:"except,omitempty"`
 	// MaxRuns is the job's max_runs; the End it puts is in End.
 	MaxRuns int `json:"max_runs,omitempty"`
+	// AfterDataLoss is the job's after_data_loss when it is run; empty
+	// for skip, so the spec of a job without it is what it was before it
+	// could be chosen, and a build that cannot read it does not run the
+	// job's slots as it would not.
+	AfterDataLoss string `json:"after_data_loss,omitempty"`
 }
 
 // BodyOf returns j's spec body.
@@ -91,6 +97,9 @@ func BodyOf(j JobSpec) SpecBody {
 		}
 	}
 	b.Except, b.MaxRuns = j.Except, j.MaxRuns
+	if j.AfterDataLoss == policy.AfterDataLossRun {
+		b.AfterDataLoss = string(j.AfterDataLoss)
+	}
 	if j.Run != "" {
 		b.Run, b.ParamsJSON = j.Run, j.Params
 		if j.JitterWindow > 0 {
@@ -170,7 +179,7 @@ func Differences(a, b SpecBody) []string {
 var specFields = []string{"retired", "schedule", "zone", "zone_rules", "jitter", "lease", "timeout", "starting_deadline",
 	"on_crash", "max_attempts", "overlap", "catch_up", "catch_up_limit", "history", "retries", "retry_backoff",
 	"retry_max_backoff", "pause_after_failures", "params_sha256", "params", "start", "end", "jitter_window", "run",
-	"dst_gap", "dst_repeat", "except", "max_runs"}
+	"dst_gap", "dst_repeat", "except", "max_runs", "after_data_loss"}
 
 func jsonText(v any) string {
 	if v == nil {

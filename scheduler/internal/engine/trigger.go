@@ -176,7 +176,7 @@ func (e *Engine) claimManual(ctx context.Context, st slotstore.Store, p *plan) (
 		sent := time.Now()
 		res, err := st.Claim(ctx, slotstore.ClaimParams{Replica: e.replica, Incarnation: e.incarnation, Requests: []slotstore.ClaimRequest{{
 			Job: p.name, Slot: slot, Lease: p.lease, OnCrash: p.onCrash, MaxAttempts: p.maxAtt, Retain: p.history,
-			Overlap: triggerOverlap(p.overlap), Manual: true, Spec: p.spec.Fingerprint,
+			Overlap: triggerOverlap(p.overlap), Manual: true, Spec: p.spec.Fingerprint, RunsAfterDataLoss: p.afterLoss,
 		}}})
 		if err != nil {
 			return out, slotstore.Claim{}, sent, fmt.Errorf("trigger %s: claim: %w", job, err)
