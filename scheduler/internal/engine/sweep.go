@@ -7,6 +7,7 @@ package engine
 
 import (
 	"context"
+	"hash/fnv"
 	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
@@ -15,62 +16,121 @@ import (
 const (
 	// sweepEvery is how often the sweeping replica sweeps.
 	sweepEvery = time.Minute
-	// sweepSpan is how far back a sweep looks: slots older than that were
-	// swept before, or recorded by the start-up of the replica that came
-	// back first.
+	// sweepSpan is how often each job is audited, at the most: a pass
+	// round the catalog audits one of sweepSpan/sweepEvery shares of its
+	// jobs (by a hash of the name), so that a job costs the store one read
+	// a quarter hour, not one a minute. An audit looks back sweepSpan and
+	// two sweeps more: the slots before were swept before, or recorded by
+	// the start-up of the replica that came back first.
 	sweepSpan = 15 * time.Minute
-	// sweepJobs is how many jobs of the catalog one sweep audits; the next
+	// sweepJobs is how many jobs of the catalog one sweep reads; the next
 	// sweep goes on after the last, round the catalog.
 	sweepJobs = 1000
 )
+
+// sweepRound is where the sweeping replica is in its round of the catalog:
+// the page to read next (after), the pass round the catalog, how many
+// pages the last whole pass had, and the share of the jobs this pass
+// audits.
+type sweepRound struct {
+	after         string
+	pass          int
+	pages, last   int
+	share, shares int
+	// whole makes the next pass audit every job: this replica has just
+	// begun to sweep (the replicas were down, or it was not the first
+	// live one), or a sweep failed (the store was down). The last
+	// sweepSpan of every job is then audited at once, as slots may have
+	// come due with no replica, or no store, to record them.
+	whole bool
+	// found is the unaccounted slots each share's last audit found and
+	// could not record yet (their windows still open by the store's
+	// clock, or the store failing), for slotcron_slots_unaccounted.
+	found map[int]int
+}
+
+// next readies the round for its next page: at a pass's beginning, the
+// share it audits, of as many as a whole pass can take and still audit
+// every job once in sweepSpan (one, for a catalog of sweepSpan/sweepEvery
+// pages or more).
+func (r *sweepRound) next() {
+	if r.after != "" {
+		return
+	}
+	if r.pages > 0 {
+		r.last = r.pages
+	}
+	r.pages = 0
+	r.pass++
+	r.shares = max(1, int(sweepSpan/sweepEvery)/max(r.last, 1))
+	if r.whole {
+		r.shares, r.whole = 1, false
+	}
+	r.share = r.pass % r.shares
+}
+
+// newSweepRound is the round of a replica that has just begun to sweep.
+func newSweepRound() sweepRound { return sweepRound{found: map[int]int{}, whole: true} }
+
+// audits reports whether this pass audits job.
+func (r *sweepRound) audits(job string) bool {
+	if r.shares <= 1 {
+		return true
+	}
+	h := fnv.New32a()
+	h.Write([]byte(job))
+	return int(h.Sum32()%uint32(r.shares)) == r.share
+}
 
 // sweep sweeps every sweepEvery until ctx ends, when this replica is the
 // sweeping one: the live replica first by name.
 func (e *Engine) sweep(ctx context.Context, st slotstore.Store) {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
-	after := ""
+	r := newSweepRound()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		next, err := e.sweepOnce(ctx, st, after)
-		if err != nil {
+		r.next()
+		if err := e.sweepOnce(ctx, st, &r); err != nil {
+			r.whole = true
 			if ctx.Err() == nil {
 				e.log.Warn("sweep of unaccounted slots failed", "err", err)
 			}
-			continue
 		}
-		after = next
 	}
 }
 
-// sweepOnce audits up to sweepJobs jobs after the job after, records their
-// unaccounted slots missed, and returns the job to go on after.
-func (e *Engine) sweepOnce(ctx context.Context, st slotstore.Store, after string) (string, error) {
+// sweepOnce reads up to sweepJobs jobs of the catalog after r's, audits
+// those of r's share, records their unaccounted slots missed, and moves r
+// on to the page after.
+func (e *Engine) sweepOnce(ctx context.Context, st slotstore.Store, r *sweepRound) error {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	reps, err := st.Replicas(cctx)
 	if err != nil {
-		return after, err
+		return err
 	}
 	if !firstLive(reps, e.replica) {
 		e.metrics.unaccounted.Set(0)
-		return "", nil
+		*r = newSweepRound()
+		return nil
 	}
 	ps, err := st.Pauses(cctx)
 	if err != nil || ps.All {
-		return after, err // slots of a paused cluster are the replicas' to record, paused
+		return err // slots of a paused cluster are the replicas' to record, paused
 	}
 	paused := make(map[string]bool, len(ps.Jobs))
 	for _, j := range ps.Jobs {
 		paused[j] = true
 	}
+	after := r.after
 	es, err := st.Catalog(cctx, slotstore.CatalogParams{After: after, Limit: sweepJobs})
 	if err != nil {
-		return after, err
+		return err
 	}
 	next := ""
 	if len(es) == sweepJobs {
@@ -85,23 +145,32 @@ func (e *Engine) sweepOnce(ctx context.Context, st slotstore.Store, after string
 	var skips []slotstore.SkipRequest
 	labels := make(map[string]string, len(es))
 	for _, en := range es {
-		if paused[en.Job] || !carriedLive(en, live) {
+		if paused[en.Job] || !r.audits(en.Job) || !carriedLive(en, live) {
 			continue
 		}
 		labels[en.Job] = en.Job
 		if en.Run != "" {
 			labels[en.Job] = en.Run
 		}
-		a, err := AuditEntry(cctx, st, en, now.Add(-sweepSpan), now, now)
+		a, err := AuditEntry(cctx, st, en, now.Add(-sweepSpan-2*sweepEvery), now, now)
 		if err != nil {
 			e.log.Debug("sweep: job not audited", "job", en.Job, "err", err)
 			continue
 		}
 		skips = append(skips, unaccountedSkips(a, en)...)
 	}
-	e.metrics.unaccounted.Set(float64(len(skips)))
-	e.recordUnaccounted(cctx, st, skips, labels)
-	return next, nil
+	if after == "" {
+		r.found[r.share] = 0
+	}
+	r.found[r.share] += len(skips) - e.recordUnaccounted(cctx, st, skips, labels)
+	total := 0
+	for _, n := range r.found {
+		total += n
+	}
+	e.metrics.unaccounted.Set(float64(total))
+	r.after = next
+	r.pages++
+	return nil
 }
 
 // unaccountedSkips are the requests that record a's unaccounted slots
@@ -159,29 +228,36 @@ func unaccountedSkips(a Audit, en slotstore.CatalogEntry) []slotstore.SkipReques
 }
 
 // recordUnaccounted records skips, counting each slot it recorded in
-// slots_missed_total (reason down) under its job's label in labels, and
-// logs how many once.
-func (e *Engine) recordUnaccounted(ctx context.Context, st slotstore.Store, skips []slotstore.SkipRequest, labels map[string]string) {
-	recorded := 0
+// slots_missed_total (reason down) under its job's label in labels, logs
+// how many once, and returns how many of skips have a record now (its own,
+// or another replica's it found).
+func (e *Engine) recordUnaccounted(ctx context.Context, st slotstore.Store, skips []slotstore.SkipRequest, labels map[string]string) int {
+	recorded, settled := 0, 0
+	defer func() {
+		if recorded > 0 {
+			e.log.Info("slots no replica recorded, recorded missed", "slots", recorded, "reason", reasonDown)
+		}
+	}()
 	for len(skips) > 0 {
 		n := min(len(skips), maxBatch)
 		res, err := st.Skip(ctx, slotstore.SkipParams{Replica: e.replica, Requests: skips[:n]})
 		e.metrics.storeCall(err)
 		if err != nil {
 			e.log.Warn("recording unaccounted slots failed", "slots", n, "err", err)
-			return
+			return settled
 		}
 		for i, r := range res {
 			if r.Status == slotstore.Skipped && r.Marker.Holder == e.replica && r.Marker.Reason == reasonDown {
 				e.metrics.missed.WithLabelValues(labels[skips[i].Job], missedReason(reasonDown)).Inc()
 				recorded++
 			}
+			if r.Status != slotstore.NotYet {
+				settled++
+			}
 		}
 		skips = skips[n:]
 	}
-	if recorded > 0 {
-		e.log.Info("slots no replica recorded, recorded missed", "slots", recorded, "reason", reasonDown)
-	}
+	return settled
 }
 
 // firstLive reports whether replica is the live replica first by name

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -40,7 +41,7 @@ func TestAuditAndSweep(t *testing.T) {
 		}
 
 		b := startReplica(t, st, "b", "*/10 * * * * *", 0)
-		time.Sleep(2*sweepEvery + time.Second)
+		time.Sleep(2*sweepEvery + time.Second) // b's first pass audits every job
 		if g := gaugeValue(b.e.metrics.unaccounted); g != 0 {
 			t.Errorf("slotcron_slots_unaccounted in steady state = %v, want 0", g)
 		}
@@ -70,4 +71,43 @@ func TestAuditAndSweep(t *testing.T) {
 			t.Errorf("slots_missed_total{reason=down} = %v, want at least 5", n)
 		}
 	})
+}
+
+// However many pages the catalog has, a round of sweeps audits every job
+// within sweepSpan once it has read the catalog whole: a fifteenth of the
+// jobs a minute for a catalog of one page, all of them on each pass of one
+// of fifteen pages or more.
+func TestSweepRoundAuditsEveryJobWithinTheSpan(t *testing.T) {
+	jobs := make([]string, 300)
+	for i := range jobs {
+		jobs[i] = fmt.Sprintf("job-%03d", i)
+	}
+	for _, pages := range []int{1, 2, 4, 7, 15, 40} {
+		r := newSweepRound()
+		last := map[string]int{} // the sweep that last audited the job
+		worst := 0
+		for sweep := 0; sweep < 10*int(sweepSpan/sweepEvery)*pages; sweep++ {
+			r.next()
+			page := r.pages % pages
+			for i, j := range jobs {
+				if i%pages != page || !r.audits(j) {
+					continue
+				}
+				if prev, ok := last[j]; ok && sweep > 2*pages { // after the first whole pass
+					worst = max(worst, sweep-prev)
+				}
+				last[j] = sweep
+			}
+			r.pages++
+			if r.after = "x"; r.pages%pages == 0 {
+				r.after = ""
+			}
+		}
+		if len(last) != len(jobs) {
+			t.Errorf("%d pages: %d of %d jobs audited", pages, len(last), len(jobs))
+		}
+		if limit := max(int(sweepSpan/sweepEvery), pages); worst > limit {
+			t.Errorf("%d pages: a job went %d sweeps without an audit, want at most %d", pages, worst, limit)
+		}
+	}
 }
