@@ -43,12 +43,13 @@ CHAOS_DURATION ?= 3m
 CHAOS_SEED     ?= 0
 CHAOS_REPLICAS ?= 4
 CHAOS_DIR      ?=
+CHAOS_AFTER_DATA_LOSS ?=
 
 .PHONY: chaos
-chaos: setup ## kill, freeze, cut and clock faults on real replicas, then the checker (CHAOS_DURATION=10m CHAOS_SEED=N CHAOS_STORES=redis CHAOS_REPLICAS=3)
+chaos: setup ## kill, freeze, cut and clock faults on real replicas, then the checker (CHAOS_DURATION=10m CHAOS_SEED=N CHAOS_STORES=redis CHAOS_REPLICAS=3 CHAOS_AFTER_DATA_LOSS=run)
 	$(GO) test ./internal/chaos -run 'TestChaos$$' -count=1 -timeout 0 -v -args \
 		-chaos.stores=$(CHAOS_STORES) -chaos.seed=$(CHAOS_SEED) -chaos.duration=$(CHAOS_DURATION) \
-		-chaos.replicas=$(CHAOS_REPLICAS) -chaos.dir=$(abspath $(CHAOS_DIR))
+		-chaos.replicas=$(CHAOS_REPLICAS) -chaos.dir=$(abspath $(CHAOS_DIR)) -chaos.after-data-loss=$(CHAOS_AFTER_DATA_LOSS)
 
 BENCH_ARGS ?= -rounds 1 -sizes 1000 -window 20s -warmup 3s -drain 10s -arb-duration 5s -redis-benchmark-n 100000
 

@@ -28,6 +28,7 @@ var (
 	flagReplicas = flag.Int("chaos.replicas", 4, "replicas per store")
 	flagDir      = flag.String("chaos.dir", "", "keep the session's files (logs, configs) in this directory, which must be empty")
 	flagLease    = flag.Duration("chaos.lease", 0, "every job's lease; 0 means the store's default (2s; 4s on etcd)")
+	flagLoss     = flag.String("chaos.after-data-loss", "", "every job's after_data_loss: skip (the default) or run")
 	flagEvery    = flag.Duration("chaos.every", 4*time.Second, "mean time between two faults")
 )
 
@@ -44,7 +45,7 @@ func TestChaos(t *testing.T) {
 	for _, store := range strings.Split(*flagStores, ",") {
 		t.Run(store, func(t *testing.T) {
 			runSession(t, Options{Store: store, Seed: seed, Duration: *flagDuration, Replicas: *flagReplicas,
-				Lease: *flagLease, Every: *flagEvery, LatencyBound: true})
+				Lease: *flagLease, Every: *flagEvery, LatencyBound: true, AfterDataLoss: *flagLoss})
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -128,8 +129,17 @@ func (s *session) check() *Report {
 	}
 	rep.Takeovers, rep.Unmeasured = s.takeovers(probes, tables["starts"], faults, lines)
 	rep.EarlySkips = s.earlySkips()
-	rep.Reruns = s.reruns(tables["starts"])
-	rep.FenceOrder = fenceOrder(tables["starts"])
+	var losses []time.Time // when the store lost its data, for jobs that run after it
+	if s.o.runsAfterLoss() {
+		for _, f := range faults {
+			if f.Kind == FaultRedisRestart || f.Kind == FaultRedisFlush {
+				losses = append(losses, f.At)
+			}
+		}
+		rep.LossSkips, rep.RunsAfterLoss = s.lossSkips(), true
+	}
+	rep.Reruns = s.reruns(tables["starts"], losses)
+	rep.FenceOrder = fenceOrder(tables["starts"], losses)
 	late, err := s.lateEffects(ctx, tables["starts"], faults)
 	if err != nil {
 		s.t.Fatal(err)
@@ -219,7 +229,9 @@ func (s *session) classify(k slotKey, period time.Duration, faults []Fault, line
 		if done || l.Excused != "" {
 			continue
 		}
-		loss := f.Kind == FaultRedisRestart || f.Kind == FaultRedisFlush
+		// Jobs declared after_data_loss: run owe every slot a loss would
+		// skip: only the store's being down excuses one.
+		loss := (f.Kind == FaultRedisRestart || f.Kind == FaultRedisFlush) && !s.o.runsAfterLoss()
 		switch {
 		case loss && dataLoss && !f.At.After(k.slot.Add(s.o.Deadline)) && k.slot.Sub(f.At) <= period+around:
 			// Guarantee 3 is conservative: the first claim of each job
@@ -350,7 +362,7 @@ func (s *session) takeovers(probes []*probe, starts map[slotKey][]row, faults []
 
 // reruns lists every start of a slot after the slot was seen done, by a
 // claim newer than the one that finished it (guarantee 3).
-func (s *session) reruns(starts map[slotKey][]row) []string {
+func (s *session) reruns(starts map[slotKey][]row, losses []time.Time) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
@@ -360,7 +372,7 @@ func (s *session) reruns(starts map[slotKey][]row) []string {
 				continue
 			}
 			for _, r := range starts[k] {
-				if r.fence > m.Fence && r.at.After(m.FinishedAt) {
+				if r.fence > m.Fence && r.at.After(m.FinishedAt) && epoch(losses, r.at) == epoch(losses, m.FinishedAt) {
 					out = append(out, fmt.Sprintf("%s done at %s (fence %d) started again by %s with fence %d at %s",
 						k, m.FinishedAt.UTC().Format(time.RFC3339Nano), m.Fence, r.replica, r.fence, r.at.UTC().Format(time.RFC3339Nano)))
 				}
@@ -375,15 +387,23 @@ func (s *session) reruns(starts map[slotKey][]row) []string {
 // fenceOrder lists slots whose attempts did not get growing fences, an
 // attempt started under two claims (two holders of one attempt), and a
 // fence two slots of one job share (guarantee 2: a claim's fence is above
-// every fence of its job).
-func fenceOrder(starts map[slotKey][]row) []string {
+// every fence of its job). Attempts are compared within the span between
+// two losses of the store's data: a job that runs after a loss starts its
+// slots' attempts again from 1 (its fences still grow).
+func fenceOrder(starts map[slotKey][]row, losses []time.Time) []string {
 	var out []string
 	owner := map[string]map[int64]slotKey{} // job → fence → the slot that started under it
 	for k, rs := range starts {
 		rs = slices.Clone(rs)
-		slices.SortFunc(rs, func(a, b row) int { return a.attempt - b.attempt })
+		slices.SortFunc(rs, func(a, b row) int {
+			return cmp.Or(epoch(losses, a.at)-epoch(losses, b.at), a.attempt-b.attempt)
+		})
 		for i := 1; i < len(rs); i++ {
 			switch {
+			case epoch(losses, rs[i].at) != epoch(losses, rs[i-1].at):
+				if rs[i].fence <= rs[i-1].fence {
+					out = append(out, fmt.Sprintf("%s: fence %d after a loss of data, not above %d before it", k, rs[i].fence, rs[i-1].fence))
+				}
 			case rs[i].attempt > rs[i-1].attempt && rs[i].fence <= rs[i-1].fence:
 				out = append(out, fmt.Sprintf("%s: attempt %d fence %d after attempt %d fence %d",
 					k, rs[i].attempt, rs[i].fence, rs[i-1].attempt, rs[i-1].fence))
@@ -511,5 +531,36 @@ func alarms(lines []logLine) []string {
 			out = append(out, l.replica+": "+l.raw)
 		}
 	}
+	return out
+}
+
+// epoch is how many of losses came before t: the span between two losses
+// of the store's data that t falls in.
+func epoch(losses []time.Time, t time.Time) int {
+	n := 0
+	for _, l := range losses {
+		if l.Before(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// lossSkips lists the slots the store recorded skipped for a loss of data,
+// or as due before it began to record their job: none is owed when the
+// jobs run after a loss.
+func (s *session) lossSkips() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k, vs := range s.markers {
+		for _, m := range vs {
+			if m.State == slotstore.StateSkipped && (m.Reason == slotstore.ReasonDataLoss || m.Reason == reasonNewJob) {
+				out = append(out, fmt.Sprintf("%s skipped (%s) by %s", k, m.Reason, m.Holder))
+				break
+			}
+		}
+	}
+	slices.Sort(out)
 	return out
 }

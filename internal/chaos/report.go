@@ -33,8 +33,13 @@ type Report struct {
 	Unmeasured   []string // killed holders whose slot no one took over
 	EarlySkips   []string // slots recorded missed before their window closed
 	Reruns       []string // slots started again after they were seen done
-	FenceOrder   []string // attempts of a slot whose fences did not grow
-	LateEffects  []string // holders still at work after their successor started
+	// LossSkips are the slots recorded skipped for a loss of data (or as
+	// due before the store began to record their job), listed only when
+	// the jobs are declared after_data_loss: run, which owes them.
+	LossSkips     []string
+	RunsAfterLoss bool     // the jobs are declared after_data_loss: run
+	FenceOrder    []string // attempts of a slot whose fences did not grow
+	LateEffects   []string // holders still at work after their successor started
 	// CheckLatency holds takeovers to the bound (lease left + lease/3);
 	// short sessions on loaded machines report latency without judging it.
 	CheckLatency bool
@@ -128,6 +133,7 @@ func (r *Report) Failures() []string {
 	}{
 		{r.Unmeasured, "killed holders whose slot no one took over"},
 		{r.Reruns, "slots started again after they were done"},
+		{r.LossSkips, "slots skipped for a loss of data although their jobs run after one"},
 		{r.FenceOrder, "slots whose attempts' fences did not grow"},
 		{r.LateEffects, "holders still at work after their successor started"},
 	} {
@@ -238,6 +244,9 @@ func (r *Report) String() string {
 	}
 	fmt.Fprintf(&b, "  skipped before due: %d; started again after done: %d; fence order broken: %d; at work after the successor started: %d; killed holders not taken over: %d\n",
 		len(r.EarlySkips), len(r.Reruns), len(r.FenceOrder), len(r.LateEffects), len(r.Unmeasured))
+	if r.RunsAfterLoss {
+		fmt.Fprintf(&b, "  jobs declared after_data_loss: run; slots skipped for a loss of data: %d\n", len(r.LossSkips))
+	}
 	for _, l := range r.Lost {
 		fmt.Fprintf(&b, "  lost %s: %s %q; nearest fault %s; excused: %q; logged %v\n", l.Key, l.State, l.Reason, l.Fault, l.Excused, l.Logged)
 	}
@@ -249,7 +258,7 @@ func (r *Report) String() string {
 		what string
 	}{
 		{r.EarlySkips, "early"}, {r.Unmeasured, "no takeover"}, {r.Reruns, "rerun"},
-		{r.FenceOrder, "fence order"}, {r.LateEffects, "late"},
+		{r.FenceOrder, "fence order"}, {r.LateEffects, "late"}, {r.LossSkips, "skipped for a loss of data"},
 	} {
 		for _, e := range c.list {
 			fmt.Fprintf(&b, "  %s %s\n", c.what, e)

@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/slotcron/slotcron/jobs"
@@ -19,8 +18,7 @@ import (
 func (s *session) putSchedules() {
 	reg := jobs.NewRegistry()
 	reg.Register("work", func(context.Context, jobs.Run) error { return nil }) // run by the replicas, not here
-	cfg, err := scheduler.Parse("chaos-schedules.yaml", fmt.Appendf(nil,
-		"defaults: {lease: %s, starting_deadline: %s, max_attempts: 20, history: 24h, on_crash: retry}\n", s.o.Lease, s.o.Deadline))
+	cfg, err := scheduler.Parse("chaos-schedules.yaml", []byte(s.defaults()))
 	if err != nil {
 		s.t.Fatalf("chaos: the schedules' defaults: %v", err)
 	}

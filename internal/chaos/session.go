@@ -45,7 +45,12 @@ type Options struct {
 	// run again.
 	Lease    time.Duration
 	Deadline time.Duration // every job's starting_deadline; default 5s
-	Every    time.Duration // mean time between two faults; default 4s
+	// AfterDataLoss is every job's after_data_loss: "" or "skip" (the
+	// default), or "run", when the session also fails on a slot skipped
+	// for a loss of data, and a slot run again across a loss is no breach
+	// (its effect through the once-per-slot helper still must be one).
+	AfterDataLoss string
+	Every         time.Duration // mean time between two faults; default 4s
 	// LatencyBound fails a session whose takeovers p99 come later than
 	// one renewal interval past the lease the holder had left. Short
 	// sessions on a loaded machine report the latency without judging it.
@@ -92,7 +97,25 @@ func (o *Options) setDefaults() error {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
+	switch o.AfterDataLoss {
+	case "", "skip", "run":
+	default:
+		return fmt.Errorf("chaos: after_data_loss %q: want skip or run", o.AfterDataLoss)
+	}
 	return nil
+}
+
+// runsAfterLoss reports whether the jobs are declared after_data_loss: run.
+func (o *Options) runsAfterLoss() bool { return o.AfterDataLoss == "run" }
+
+// defaults is the configuration's defaults line, every job's policies.
+func (s *session) defaults() string {
+	extra := ""
+	if s.o.AfterDataLoss != "" {
+		extra = ", after_data_loss: " + s.o.AfterDataLoss
+	}
+	return fmt.Sprintf("defaults: {lease: %s, starting_deadline: %s, max_attempts: 20, history: 24h, on_crash: retry%s}\n",
+		s.o.Lease, s.o.Deadline, extra)
 }
 
 // session is one run of the harness.
@@ -294,8 +317,7 @@ func (s *session) writeConfig(m *member) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "replica: ${%s}\nstore: %s\nlog: {format: json, level: debug}\nshutdown_grace: 3s\n", envReplica, store)
-	fmt.Fprintf(&b, "defaults: {lease: %s, starting_deadline: %s, max_attempts: 20, history: 24h, on_crash: retry}\njobs:\n",
-		s.o.Lease, s.o.Deadline)
+	b.WriteString(s.defaults() + "jobs:\n")
 	for _, j := range s.jobs() {
 		if j.api {
 			continue // put through the Go API (schedules.go)
