@@ -40,8 +40,10 @@ type Config struct {
 	// memory and goroutines: a due slot with no room waits for a run to
 	// end, and one whose starting_deadline passes first (or that its
 	// job's next slot overtakes) is recorded missed, reason "missed:
-	// overloaded". Triggered and backfilled runs count toward it but are
-	// never refused. At most 1,000,000. Default: 10000.
+	// overloaded", once its window has closed and if no replica with room
+	// claimed it. Retries of failed runs, triggered and backfilled runs
+	// count toward it but are never held back. At most 1,000,000.
+	// Default: 10000.
 	MaxRunning int `yaml:"max_running"`
 	// ActionsHistory is how long the store keeps each entry of its actions
 	// log: who paused, resumed, triggered or backfilled what, wrote a
