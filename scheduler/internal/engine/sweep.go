@@ -37,11 +37,10 @@ type sweepRound struct {
 	pass          int
 	pages, last   int
 	share, shares int
-	// whole makes the next pass audit every job: this replica has just
-	// begun to sweep (the replicas were down, or it was not the first
-	// live one), or a sweep failed (the store was down). The last
-	// sweepSpan of every job is then audited at once, as slots may have
-	// come due with no replica, or no store, to record them.
+	// whole makes the next pass audit every job: a sweep failed (the
+	// store was down, and the replicas may have failed to record what they
+	// missed meanwhile). A replica coming back after every replica was
+	// down records its own jobs' missed slots as it starts (catch-up).
 	whole bool
 	// found is the unaccounted slots each share's last audit found and
 	// could not record yet (their windows still open by the store's
@@ -49,11 +48,12 @@ type sweepRound struct {
 	found map[int]int
 }
 
-// next readies the round for its next page: at a pass's beginning, the
-// share it audits, of as many as a whole pass can take and still audit
-// every job once in sweepSpan (one, for a catalog of sweepSpan/sweepEvery
-// pages or more).
-func (r *sweepRound) next() {
+// next readies the round for its next page at now: at a pass's
+// beginning, the share it audits, of as many as a whole pass can take and
+// still audit every job once in sweepSpan (one, for a catalog of
+// sweepSpan/sweepEvery pages or more). The share follows the clock, so a
+// replica that takes the sweep over from another goes on where it was.
+func (r *sweepRound) next(now time.Time) {
 	if r.after != "" {
 		return
 	}
@@ -61,16 +61,16 @@ func (r *sweepRound) next() {
 		r.last = r.pages
 	}
 	r.pages = 0
-	r.pass++
 	r.shares = max(1, int(sweepSpan/sweepEvery)/max(r.last, 1))
 	if r.whole {
 		r.shares, r.whole = 1, false
 	}
-	r.share = r.pass % r.shares
+	passes := now.Unix() / int64(sweepEvery/time.Second) / int64(max(r.last, 1))
+	r.share = int(passes % int64(r.shares))
 }
 
 // newSweepRound is the round of a replica that has just begun to sweep.
-func newSweepRound() sweepRound { return sweepRound{found: map[int]int{}, whole: true} }
+func newSweepRound() sweepRound { return sweepRound{found: map[int]int{}} }
 
 // audits reports whether this pass audits job.
 func (r *sweepRound) audits(job string) bool {
@@ -94,7 +94,7 @@ func (e *Engine) sweep(ctx context.Context, st slotstore.Store) {
 			return
 		case <-t.C:
 		}
-		r.next()
+		r.next(e.now())
 		if err := e.sweepOnce(ctx, st, &r); err != nil {
 			r.whole = true
 			if ctx.Err() == nil {
