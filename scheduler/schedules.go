@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -348,7 +349,9 @@ func scheduleOf(e slotstore.CatalogEntry) (Schedule, error) {
 		End: until, Version: e.Version, UpdatedAt: e.InForce.Since, UpdatedBy: e.InForce.Replica,
 		Created: len(e.Past) == 0 || e.Past[0].Fingerprint == slotstore.DeletedFingerprint && e.Past[0].Until.Equal(e.InForce.Since),
 		Policy: Policy{Timezone: j.Schedule.Location().String(), Lease: Duration(j.Lease), Timeout: Duration(j.Timeout),
-			OnCrash: j.OnCrash, AfterDataLoss: j.AfterDataLoss, MaxAttempts: j.MaxAttempts, StartingDeadline: Duration(j.Deadline), CatchUp: j.CatchUp,
+			// Spelled out, skip too, so that a schedule read and written
+			// back keeps it rather than taking the writer's default.
+			OnCrash: j.OnCrash, AfterDataLoss: cmp.Or(j.AfterDataLoss, policy.AfterDataLossSkip), MaxAttempts: j.MaxAttempts, StartingDeadline: Duration(j.Deadline), CatchUp: j.CatchUp,
 			CatchUpLimit: j.CatchUpLimit, History: Duration(j.History), Jitter: Duration(j.JitterWindow), Overlap: j.Overlap,
 			Retries: RetryPolicy{Max: j.Retries.Max, Backoff: Duration(j.Retries.Backoff),
 				MaxBackoff: Duration(j.Retries.MaxBackoff)}, PauseAfterFailures: &j.PauseAfterFailures}}

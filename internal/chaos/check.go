@@ -130,15 +130,16 @@ func (s *session) check() *Report {
 	rep.Takeovers, rep.Unmeasured = s.takeovers(probes, tables["starts"], faults, lines)
 	rep.EarlySkips = s.earlySkips()
 	var losses []time.Time // when the store lost its data, for jobs that run after it
+	var back []time.Time   // when it was back from each loss
 	if s.o.runsAfterLoss() {
 		for _, f := range faults {
 			if f.Kind == FaultRedisRestart || f.Kind == FaultRedisFlush {
-				losses = append(losses, f.At)
+				losses, back = append(losses, f.At), append(back, f.Until)
 			}
 		}
 		rep.LossSkips, rep.RunsAfterLoss = s.lossSkips(), true
 	}
-	rep.Reruns = s.reruns(tables["starts"], losses)
+	rep.Reruns = s.reruns(tables["starts"], losses, back)
 	rep.FenceOrder = fenceOrder(tables["starts"], losses)
 	late, err := s.lateEffects(ctx, tables["starts"], faults)
 	if err != nil {
@@ -362,7 +363,19 @@ func (s *session) takeovers(probes []*probe, starts map[slotKey][]row, faults []
 
 // reruns lists every start of a slot after the slot was seen done, by a
 // claim newer than the one that finished it (guarantee 3).
-func (s *session) reruns(starts map[slotKey][]row, losses []time.Time) []string {
+func (s *session) reruns(starts map[slotKey][]row, losses, back []time.Time) []string {
+	// A start after a loss that took the slot's marker, soon after the
+	// store came back, is no rerun for a job that runs after a loss: the
+	// slot's first claim after it, or its holder's claim anew.
+	soon := s.o.Deadline + 2*s.o.Lease
+	afterLoss := func(done, at time.Time) bool {
+		for i, l := range losses {
+			if done.Before(l) && at.After(l) && at.Before(back[i].Add(soon)) {
+				return true
+			}
+		}
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
@@ -372,7 +385,7 @@ func (s *session) reruns(starts map[slotKey][]row, losses []time.Time) []string 
 				continue
 			}
 			for _, r := range starts[k] {
-				if r.fence > m.Fence && r.at.After(m.FinishedAt) && epoch(losses, r.at) == epoch(losses, m.FinishedAt) {
+				if r.fence > m.Fence && r.at.After(m.FinishedAt) && !afterLoss(m.FinishedAt, r.at) {
 					out = append(out, fmt.Sprintf("%s done at %s (fence %d) started again by %s with fence %d at %s",
 						k, m.FinishedAt.UTC().Format(time.RFC3339Nano), m.Fence, r.replica, r.fence, r.at.UTC().Format(time.RFC3339Nano)))
 				}

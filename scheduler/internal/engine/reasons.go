@@ -23,6 +23,10 @@ const (
 	// catchUpPrefix begins the reason of a slot the job's catch-up policy
 	// left: "catch_up none", "catch_up latest"...
 	catchUpPrefix = "catch_up "
+	// reasonRunLost is the reason of a slot whose marker the store lost
+	// with its data while this replica ran it, for a job that does not
+	// run such a slot again (loss.go).
+	reasonRunLost = "data loss: the marker of its run was lost with the store's data"
 	// reasonNewJob is the reason of a slot due before the store began to
 	// record its job, at this replica's start-up: the slot was never the
 	// job's, and no claim can win it (slotstore.Generation).
@@ -48,8 +52,8 @@ func missedReason(reason string) string {
 		return "down"
 	case reason == reasonOverloaded:
 		return "overloaded"
-	case reason == slotstore.ReasonDataLoss:
-		return "data loss" // a run's marker lost with the data (loss.go); a claim's skip counts in skipped
+	case reason == reasonRunLost:
+		return "data loss" // a claim's skip for data loss counts where the claim records it (skipped)
 	case strings.HasPrefix(reason, catchUpPrefix):
 		return "catch up"
 	}

@@ -37,8 +37,13 @@ type runSet struct {
 	lost map[slotKey]lostRun
 }
 
+// lostFor is how long, beyond a lease, a run that ended with its lease
+// lost is remembered.
+const lostFor = 10 * time.Minute
+
 // lostRun is a run that ended with its lease lost: its claim's fence, and
-// until when the store may still hold the claim.
+// until when it is remembered (a lease at least: the store may still hold
+// the claim that long).
 type lostRun struct {
 	fence int64
 	until time.Time
@@ -85,7 +90,10 @@ func (rs *runSet) ended(k slotKey, fence int64, lease time.Duration, end End) {
 			delete(rs.lost, lk)
 		}
 	}
-	rs.lost[k] = lostRun{fence: fence, until: now.Add(lease)}
+	// Kept a lease, and ten minutes more: a store that lost its data may
+	// be down that long before it answers that the run's marker is gone
+	// (loss.go).
+	rs.lost[k] = lostRun{fence: fence, until: now.Add(lease + lostFor)}
 }
 
 func (l *loop) runningNow() int64 { return l.runs.active.Load() }

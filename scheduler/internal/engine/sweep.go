@@ -6,7 +6,9 @@
 package engine
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"hash/fnv"
 	"time"
 
@@ -61,10 +63,14 @@ func (r *sweepRound) next(now time.Time) {
 		r.last = r.pages
 	}
 	r.pages = 0
-	r.shares = max(1, int(sweepSpan/sweepEvery)/max(r.last, 1))
+	shares := max(1, int(sweepSpan/sweepEvery)/max(r.last, 1))
 	if r.whole {
-		r.shares, r.whole = 1, false
+		shares, r.whole = 1, false
 	}
+	if shares != r.shares {
+		clear(r.found) // counted by other shares than this pass's
+	}
+	r.shares = shares
 	passes := now.Unix() / int64(sweepEvery/time.Second) / int64(max(r.last, 1))
 	r.share = int(passes % int64(r.shares))
 }
@@ -121,7 +127,11 @@ func (e *Engine) sweepOnce(ctx context.Context, st slotstore.Store, r *sweepRoun
 	}
 	ps, err := st.Pauses(cctx)
 	if err != nil || ps.All {
-		return err // slots of a paused cluster are the replicas' to record, paused
+		// Slots of a paused cluster are the replicas' to record, paused;
+		// once it resumes, the pass after audits every job, as the shares
+		// went round meanwhile.
+		r.whole = true
+		return err
 	}
 	paused := make(map[string]bool, len(ps.Jobs))
 	for _, j := range ps.Jobs {
@@ -137,32 +147,19 @@ func (e *Engine) sweepOnce(ctx context.Context, st slotstore.Store, r *sweepRoun
 		next = es[len(es)-1].Job
 	}
 	e.enrollMissing(cctx, st, es, after, next != "")
-	now := e.now()
 	live := make(map[string]bool, len(reps))
 	for _, r := range reps {
 		live[r.Replica] = r.Live
 	}
-	var skips []slotstore.SkipRequest
-	labels := make(map[string]string, len(es))
-	for _, en := range es {
-		if paused[en.Job] || !r.audits(en.Job) || !carriedLive(en, live) {
-			continue
-		}
-		labels[en.Job] = en.Job
-		if en.Run != "" {
-			labels[en.Job] = en.Run
-		}
-		a, err := AuditEntry(cctx, st, en, now.Add(-sweepSpan-2*sweepEvery), now, now)
-		if err != nil {
-			e.log.Debug("sweep: job not audited", "job", en.Job, "err", err)
-			continue
-		}
-		skips = append(skips, unaccountedSkips(a, en)...)
-	}
+	skips, labels, failed := e.auditPage(cctx, st, r, es, paused, live)
 	if after == "" {
 		r.found[r.share] = 0
 	}
-	r.found[r.share] += len(skips) - e.recordUnaccounted(cctx, st, skips, labels)
+	settled, err := e.recordUnaccounted(cctx, st, skips, labels)
+	r.found[r.share] += len(skips) - settled
+	if failed || err != nil {
+		r.whole = true
+	}
 	total := 0
 	for _, n := range r.found {
 		total += n
@@ -171,6 +168,37 @@ func (e *Engine) sweepOnce(ctx context.Context, st slotstore.Store, r *sweepRoun
 	r.after = next
 	r.pages++
 	return nil
+}
+
+// auditPage audits the entries es of r's share that no pause holds and a
+// live replica carries, and returns the requests that record their
+// unaccounted slots, each job's metric label, and whether an audit failed
+// for the store's sake.
+func (e *Engine) auditPage(ctx context.Context, st slotstore.Store, r *sweepRound, es []slotstore.CatalogEntry,
+	paused, live map[string]bool) (skips []slotstore.SkipRequest, labels map[string]string, failed bool) {
+	now := e.now()
+	labels = make(map[string]string, len(es))
+	for _, en := range es {
+		if paused[en.Job] || !r.audits(en.Job) || !carriedLive(en, live) {
+			continue
+		}
+		labels[en.Job] = cmp.Or(en.Run, en.Job)
+		// Back to the audit before this one of the job, and the slots
+		// still in their windows then: a pending slot is settled at the
+		// next audit.
+		back := sweepSpan + 2*sweepEvery + pendingFor(en)
+		a, err := AuditEntry(ctx, st, en, now.Add(-back), now, now)
+		if err != nil {
+			e.log.Debug("sweep: job not audited", "job", en.Job, "err", err)
+			var u unreadable
+			if !errors.Is(err, ErrNotInCatalog) && !errors.As(err, &u) {
+				failed = true // the store's: audited again on the next pass, whole
+			}
+			continue
+		}
+		skips = append(skips, unaccountedSkips(a, en)...)
+	}
+	return skips, labels, failed
 }
 
 // unaccountedSkips are the requests that record a's unaccounted slots
@@ -231,7 +259,7 @@ func unaccountedSkips(a Audit, en slotstore.CatalogEntry) []slotstore.SkipReques
 // slots_missed_total (reason down) under its job's label in labels, logs
 // how many once, and returns how many of skips have a record now (its own,
 // or another replica's it found).
-func (e *Engine) recordUnaccounted(ctx context.Context, st slotstore.Store, skips []slotstore.SkipRequest, labels map[string]string) int {
+func (e *Engine) recordUnaccounted(ctx context.Context, st slotstore.Store, skips []slotstore.SkipRequest, labels map[string]string) (int, error) {
 	recorded, settled := 0, 0
 	defer func() {
 		if recorded > 0 {
@@ -244,7 +272,7 @@ func (e *Engine) recordUnaccounted(ctx context.Context, st slotstore.Store, skip
 		e.metrics.storeCall(err)
 		if err != nil {
 			e.log.Warn("recording unaccounted slots failed", "slots", n, "err", err)
-			return settled
+			return settled, err
 		}
 		for i, r := range res {
 			if r.Status == slotstore.Skipped && r.Marker.Holder == e.replica && r.Marker.Reason == reasonDown {
@@ -257,7 +285,25 @@ func (e *Engine) recordUnaccounted(ctx context.Context, st slotstore.Store, skip
 		}
 		skips = skips[n:]
 	}
-	return settled
+	return settled, nil
+}
+
+// pendingFor is how long after its instant a slot of en may still start,
+// under any of its specs: its jitter and starting deadline, and the
+// margin the audit gives the clocks. A slot an audit finds pending is
+// settled by the job's next.
+func pendingFor(en slotstore.CatalogEntry) time.Duration {
+	d := time.Duration(0)
+	for _, r := range append([]slotstore.SpecRecord{en.InForce}, en.Past...) {
+		b, ok := ParseBody(r.Body)
+		if !ok {
+			continue
+		}
+		jitter, _ := time.ParseDuration(b.Jitter)
+		deadline, _ := time.ParseDuration(b.StartingDeadline)
+		d = max(d, jitter+deadline)
+	}
+	return d + clockMargin
 }
 
 // firstLive reports whether replica is the live replica first by name
