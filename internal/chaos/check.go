@@ -568,7 +568,9 @@ func (s *session) lossSkips() []string {
 	var out []string
 	for k, vs := range s.markers {
 		for _, m := range vs {
-			if m.State == slotstore.StateSkipped && (m.Reason == slotstore.ReasonDataLoss || m.Reason == reasonNewJob) {
+			// The store's reason, and the engine's for a run whose marker went.
+			lost := m.Reason == slotstore.ReasonDataLoss || strings.HasPrefix(m.Reason, "data loss: ")
+			if m.State == slotstore.StateSkipped && (lost || m.Reason == reasonNewJob) {
 				out = append(out, fmt.Sprintf("%s skipped (%s) by %s", k, m.Reason, m.Holder))
 				break
 			}
