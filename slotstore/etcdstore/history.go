@@ -25,7 +25,10 @@ const historyPage = 500
 // p.Before, and no more than p.Limit of them unless it filters by state.
 // Running markers are read from their copies, a range of their own. The
 // markers of every job are the jobs' ranges read in one transaction (a few
-// for many jobs) and merged, newest slot first, then by job.
+// for many jobs) and merged, newest slot first, then by job; filtered by a
+// state (the engine's scan of retrying markers once a minute, history
+// --state), they are read in rounds, many jobs a transaction
+// (stateHistory).
 func (s *Store) History(ctx context.Context, p slotstore.HistoryParams) ([]slotstore.Marker, error) {
 	if err := s.begin(ctx, "history"); err != nil {
 		return nil, err
@@ -135,17 +138,10 @@ func (s *Store) allHistory(ctx context.Context, state slotstore.State, before ti
 	if err != nil {
 		return nil, err
 	}
-	var out []slotstore.Marker
 	if state != "" {
-		for _, j := range jobs {
-			ms, err := s.jobHistory(ctx, j, state, before, limit)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, ms...)
-		}
-		return out, nil
+		return s.stateHistory(ctx, jobs, state, before, limit)
 	}
+	var out []slotstore.Marker
 	for len(jobs) > 0 {
 		n := min(len(jobs), s.maxOps)
 		ops := make([]clientv3.Op, n)
@@ -166,6 +162,75 @@ func (s *Store) allHistory(ctx context.Context, state slotstore.State, before ti
 			}
 		}
 		jobs = jobs[n:]
+	}
+	return out, nil
+}
+
+// stateBudget is about how many markers one read of the markers of many
+// jobs filtered by a state returns: the jobs of the read share it, each
+// read at least stateFloor of.
+const (
+	stateBudget = 2000
+	stateFloor  = 16
+)
+
+// stateHistory returns the markers in state of jobs before before: of
+// each job, at least the newest limit of those if it has them. It reads
+// the jobs' markers back from before in rounds, each job a page a round
+// until it has limit in state or has none left, the jobs of a round
+// sharing transactions, MaxTxnOps and stateBudget markers each: a page is
+// stateBudget shared by the jobs still reading, at least stateFloor
+// markers and at most as many as a job's own History reads (jobHistory).
+func (s *Store) stateHistory(ctx context.Context, jobs []string, state slotstore.State, before time.Time,
+	limit int) ([]slotstore.Marker, error) {
+	type walk struct {
+		job    string
+		before time.Time
+		found  int
+	}
+	todo := make([]walk, len(jobs))
+	for i, j := range jobs {
+		todo[i] = walk{job: j, before: before}
+	}
+	var out []slotstore.Marker
+	for len(todo) > 0 {
+		n := min(max(limit, historyPage), max(stateBudget/len(todo), stateFloor))
+		per := min(s.maxOps, max(stateBudget/n, 1))
+		var next []walk
+		for len(todo) > 0 {
+			batch := todo[:min(len(todo), per)]
+			todo = todo[len(batch):]
+			ops := make([]clientv3.Op, len(batch))
+			for i, w := range batch {
+				ops[i] = s.jobOp(w.job, w.before, n)
+			}
+			resp, err := s.read(ctx, "history", ops...)
+			if err != nil {
+				return nil, err
+			}
+			for i, r := range resp.Responses {
+				w, kvs := batch[i], r.GetResponseRange().GetKvs()
+				for _, kv := range kvs {
+					m, err := markerOf(kv, s.fenceBase.Load())
+					if err != nil {
+						return nil, s.failRead("history", err)
+					}
+					if m.State == state {
+						out = append(out, m)
+						w.found++
+					}
+				}
+				if w.found >= limit || len(kvs) < n {
+					continue
+				}
+				// The job's next page ends where this one did.
+				if w.before, err = slotOf(string(kvs[len(kvs)-1].Key)); err != nil {
+					return nil, s.failRead("history", err)
+				}
+				next = append(next, w)
+			}
+		}
+		todo = next
 	}
 	return out, nil
 }
