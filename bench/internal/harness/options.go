@@ -77,7 +77,7 @@ func Parse(args []string) (*Options, error) {
 	fs.DurationVar(&o.ArbDuration, "arb-duration", 10*time.Second, "length of each arbitration measurement")
 	fs.IntVar(&o.ArbBatch, "arb-batch", 1000, "slots per claim batch (and rows per INSERT) in the arbitration section")
 	fs.IntVar(&o.ArbClients, "arb-clients", 3, "contending clients in the arbitration section")
-	fs.IntVar(&o.RedisBenchN, "redis-benchmark-n", 200000, "requests of redis-benchmark -t set -c 50")
+	fs.IntVar(&o.RedisBenchN, "redis-benchmark-n", 1000000, "requests of redis-benchmark -t set -c 50 -n N -q, the Redis baseline (enough that its start-up does not weigh: about 10 s at 100k/s)")
 	schedSizes := fs.String("schedule-sizes", "100000", "schedules section: counts of stored schedules (schedule i at second i%60, as the spread workload); the full form is 100000,1000000")
 	schedStores := fs.String("schedule-stores", "memory,redis3,postgres", "schedules section: stores ("+strings.Join(allStores, ",")+"); redis is one replica, for the 1M carry figure")
 	fs.DurationVar(&o.SchedWindow, "schedule-window", time.Minute, "schedules section: measured window of each measurement (it starts -warmup after Run)")

@@ -419,6 +419,9 @@ func arbRows(res *results) []row {
 			r.vs = strings.Join(vs, " · ")
 		}
 		r.notes = fmt.Sprintf("%d decided in all rounds", decided)
+		if cmd := as[len(as)-1].command; cmd != "" {
+			r.notes = fmt.Sprintf("%d requests in all rounds · `%s`", decided, cmd)
+		}
 		if checked {
 			what := "slot"
 			if name == etcdTxnName {
