@@ -19,6 +19,7 @@ type Options struct {
 	SpreadSizes []int
 	EveryJobs   int
 	RTJobs      int
+	RTWindow    time.Duration
 	Stores      []string
 	Peers       []string
 
@@ -71,6 +72,7 @@ func Parse(args []string) (*Options, error) {
 	sizes := fs.String("sizes", "1000,10000,100000", "job counts of the spread workload (job i at second i%60 of every minute)")
 	fs.IntVar(&o.EveryJobs, "every-jobs", 1000, "job count of the every-second workload; 0 leaves it out of dispatch")
 	fs.IntVar(&o.RTJobs, "rt-jobs", 1000, "job count of the spread workload in the round-trips section")
+	fs.DurationVar(&o.RTWindow, "rt-window", 61*time.Second, "measured window of each round-trips measurement: at least 61s, so that it holds every read a replica makes once a minute")
 	stores := fs.String("stores", strings.Join(allStores, ","), "slotcron stores: "+strings.Join(allStores, ",")+" (redis3, etcd3: three replicas)")
 	peers := fs.String("peers", strings.Join(allPeers, ","), "peers: "+strings.Join(allPeers, ","))
 	fs.IntVar(&o.ConstructJobs, "construct-jobs", 100000, "jobs registered in the construction section")
@@ -119,6 +121,9 @@ func Parse(args []string) (*Options, error) {
 	}
 	if o.Rounds < 1 || o.Window < time.Second || o.ArbBatch < 1 || o.ArbClients < 1 {
 		return nil, fmt.Errorf("-rounds, -arb-batch and -arb-clients must be positive, -window at least 1s")
+	}
+	if o.RTWindow < 61*time.Second {
+		return nil, fmt.Errorf("-rt-window must be at least 61s, to hold every once-a-minute read")
 	}
 	return o, nil
 }

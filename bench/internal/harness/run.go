@@ -41,7 +41,7 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				res.dispatch = append(res.dispatch, e.measure(ctx, o, c, it.w))
+				res.dispatch = append(res.dispatch, e.measure(ctx, o, c, it.w, it.rt))
 			}
 		}
 		if o.has(secConstruct) {
