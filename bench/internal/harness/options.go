@@ -37,6 +37,9 @@ type Options struct {
 	SchedYAML    bool
 	SchedHourly  bool
 
+	OverloadJobs   int
+	OverloadWindow time.Duration
+
 	Out string
 }
 
@@ -48,12 +51,14 @@ const (
 	secRoundTrips  = "roundtrips"
 	secArbitration = "arbitration"
 	secSchedules   = "schedules"
+	secOverload    = "overload"
 )
 
-var allSections = []string{secDispatch, secConstruct, secCPU, secRoundTrips, secArbitration, secSchedules}
+var allSections = []string{secDispatch, secConstruct, secCPU, secRoundTrips, secArbitration, secSchedules, secOverload}
 
 // defaultSections leave out schedules, which puts and loads 100k schedules
-// per store: ask for it with -sections.
+// per store, and overload, whose 100k every-second jobs take a few GB of
+// memory and both cores for minutes: ask for them with -sections.
 var defaultSections = []string{secDispatch, secConstruct, secCPU, secRoundTrips, secArbitration}
 
 // slotcron contestants, by the -stores names.
@@ -64,7 +69,7 @@ var allPeers = []string{"robfig", "gocron", "timer"}
 func Parse(args []string) (*Options, error) {
 	fs := flag.NewFlagSet("slotbench", flag.ContinueOnError)
 	o := &Options{}
-	sections := fs.String("sections", strings.Join(defaultSections, ","), "sections to run: "+strings.Join(allSections, ",")+" (schedules only when named)")
+	sections := fs.String("sections", strings.Join(defaultSections, ","), "sections to run: "+strings.Join(allSections, ",")+" (schedules and overload only when named)")
 	fs.IntVar(&o.Rounds, "rounds", 3, "times each measurement is repeated, interleaved with the others")
 	fs.DurationVar(&o.Window, "window", 3*time.Minute, "measured window of each dispatch measurement")
 	fs.DurationVar(&o.Warmup, "warmup", 10*time.Second, "time from start to the window, not measured (start-up work that overruns it shows as missing slots)")
@@ -86,6 +91,8 @@ func Parse(args []string) (*Options, error) {
 	fs.BoolVar(&o.SchedYAML, "schedule-yaml", true, "schedules section: measure as many YAML jobs on the same store beside each (false: schedules only, to save time at 1M)")
 	fs.BoolVar(&o.SchedHourly, "schedule-hourly", false, "schedules section: spread the schedules over the hour (schedule i at second i%3600 of every hour: 1M schedules make 278 slots a second) rather than over the minute")
 	fs.StringVar(&o.SchedProfile, "schedule-cpuprofile", "", "schedules section: write a CPU profile of each start-up (Run → every replica's first run and the end of its start-up) to PREFIX-<store>-<yaml|schedules>-<n>.pprof")
+	fs.IntVar(&o.OverloadJobs, "overload-jobs", 100000, "overload section: jobs due every second, on memstore")
+	fs.DurationVar(&o.OverloadWindow, "overload-window", time.Minute, "overload section: measured window (it starts -warmup after Run; the drain after it lasts the starting deadline and 5 s, or -drain if longer)")
 	fs.StringVar(&o.Out, "out", "", "also write the report to this file")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -115,6 +122,9 @@ func Parse(args []string) (*Options, error) {
 			return nil, fmt.Errorf("-sizes: bad job count %q", f)
 		}
 		o.SpreadSizes = append(o.SpreadSizes, n)
+	}
+	if o.OverloadJobs < 1 || o.OverloadWindow < time.Second {
+		return nil, fmt.Errorf("-overload-jobs must be positive, -overload-window at least 1s")
 	}
 	if o.SchedWindow < time.Second {
 		return nil, fmt.Errorf("-schedule-window must be at least 1s")

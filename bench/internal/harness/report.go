@@ -33,6 +33,9 @@ func report(b *strings.Builder, o *Options, res *results) {
 	if o.has(secSchedules) {
 		rows = append(rows, schedRows(o, res)...)
 	}
+	if o.has(secOverload) {
+		rows = append(rows, overloadRows(res)...)
+	}
 	b.WriteString("| § | workload | scheduler | figure | value | vs peers, same run | notes | load1 before→after |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
