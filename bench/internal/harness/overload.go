@@ -27,9 +27,10 @@ type overload struct {
 	loadB  string
 	loadA  string
 
-	expected, started, duplicates int64 // slots of the window; distinct starts; second starts
-	recorded                      map[string]int64
-	neither                       int64 // neither started nor recorded not run
+	expected, started, duplicates int64            // slots of the window; distinct starts; second starts
+	recorded                      map[string]int64 // the window's markers: by state, skipped ones by reason
+	skipped                       int64            // the window's slots recorded skipped (not run), any reason
+	neither                       int64            // neither started nor recorded skipped
 	missedMetric                  map[string]int64
 
 	rssBefore, maxRSS, hwm uint64 // bytes
@@ -191,13 +192,14 @@ func (e *env) measureOverload(ctx context.Context, o *Options) (m overload) {
 		m.err = fmt.Errorf("history: %w", err)
 		return m
 	}
-	notRun := int64(0)
+	skipped := int64(0)
 	for k, v := range m.recorded {
-		if k != string(slotstore.StateDone) {
-			notRun += v
+		if strings.HasPrefix(k, string(slotstore.StateSkipped)+": ") {
+			skipped += v
 		}
 	}
-	m.neither = m.expected - m.started - notRun
+	m.skipped = skipped
+	m.neither = m.expected - m.started - skipped
 	m.missedMetric = missedByReason(metrics)
 	return m
 }
