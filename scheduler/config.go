@@ -6,6 +6,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/slotcron/slotcron/policy"
+	"github.com/slotcron/slotcron/scheduler/internal/engine"
 )
 
 // Config is the whole configuration of a replica. It maps one-to-one onto
@@ -34,6 +35,14 @@ type Config struct {
 	// ShutdownGrace is how long running jobs may go on after SIGTERM before
 	// their contexts are cancelled and their slots released. Default: 25s.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// MaxRunning caps the runs this replica has in flight at once, so
+	// that a replica given more slots than it can run stays bounded in
+	// memory and goroutines: a due slot with no room waits for a run to
+	// end, and one whose starting_deadline passes first (or that its
+	// job's next slot overtakes) is recorded missed, reason "missed:
+	// overloaded". Triggered and backfilled runs count toward it but are
+	// never refused. At most 1,000,000. Default: 10000.
+	MaxRunning int `yaml:"max_running"`
 	// ActionsHistory is how long the store keeps each entry of its actions
 	// log: who paused, resumed, triggered or backfilled what, wrote a
 	// schedule, and which configuration revisions took effect. Default:
@@ -239,6 +248,7 @@ const (
 	DefaultCatchUpLimit     = 10
 	DefaultHistory          = 168 * time.Hour
 	DefaultShutdownGrace    = 25 * time.Second
+	DefaultMaxRunning       = engine.DefaultMaxRunning
 	MinLease                = time.Second
 )
 
@@ -254,6 +264,8 @@ const (
 	// MaxRetryBackoff bounds retries.backoff, which doubles with each
 	// retry.
 	MaxRetryBackoff = time.Hour
+	// maxMaxRunning bounds max_running.
+	maxMaxRunning = 1000000
 	// MaxCatchUpLimit bounds catch_up_limit: the slots of one job a
 	// replica starts at once when it comes up, one claim batch.
 	MaxCatchUpLimit = 1000

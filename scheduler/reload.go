@@ -114,6 +114,7 @@ func (s *Scheduler) reload(ctx context.Context, cfg *Config) (engine.Reloaded, e
 		{"replica", s.cfg.Replica, cfg.Replica}, {"store", s.cfg.Store, cfg.Store}, {"http", s.cfg.HTTP, cfg.HTTP},
 		{"log", s.cfg.Log, cfg.Log}, {"metrics", s.cfg.Metrics, cfg.Metrics}, {"tracing", s.cfg.Tracing, cfg.Tracing},
 		{"shutdown_grace", s.cfg.ShutdownGrace, cfg.ShutdownGrace}, {"duties", s.cfg.Duties, cfg.Duties},
+		{"max_running", s.cfg.MaxRunning, cfg.MaxRunning},
 	} {
 		if !reflect.DeepEqual(d.old, d.new) {
 			left = append(left, d.key)

@@ -117,7 +117,8 @@ func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
 	}
 	s.eng, err = engine.New(engine.Config{Replica: s.replica, Incarnation: newIncarnation(), Log: s.baseLog, Now: s.now,
 		Grace: grace, Jobs: plans, Duties: duties, PerJobHistograms: cfg.Metrics.PerJobHistograms, ActionsHistory: cfg.actionsRetain(),
-		Registry: s.registry, Runtime: private, Revision: rev, Lookup: reg.Lookup})
+		MaxRunning: cfg.MaxRunning,
+		Registry:   s.registry, Runtime: private, Revision: rev, Lookup: reg.Lookup})
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}

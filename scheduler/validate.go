@@ -47,6 +47,10 @@ func (c *Config) resolveContext(ctx context.Context, reg *jobs.Registry) ([]engi
 	}
 	c.checkMax("shutdown_grace", c.ShutdownGrace, add, "shutdown_grace")
 	c.checkMax("actions_history", c.ActionsHistory, add, "actions_history")
+	if c.MaxRunning < 0 || c.MaxRunning > maxMaxRunning {
+		add(c.errAt(fmt.Sprintf("max_running %d is not between 0 (the default, %d) and %d", c.MaxRunning, DefaultMaxRunning,
+			maxMaxRunning), "max_running"))
+	}
 	if _, err := c.revision(); err != nil {
 		add(c.errAt(err.Error(), "revision"))
 	}

@@ -360,6 +360,9 @@ func (l *loop) logMissed(recorded []slotstore.SkipRequest) {
 			l.logSkipped(slog.LevelInfo, q, slotstore.Marker{Reason: q.Reason, Holder: l.s.replica})
 			continue
 		}
+		if q.Reason == reasonOverloaded {
+			continue // logged once per overload (admit.go)
+		}
 		reason, ok := strings.CutPrefix(q.Reason, "missed: ")
 		if !ok && q.Reason != reasonNewJob {
 			continue // catch-up records are logged where decided

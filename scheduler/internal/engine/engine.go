@@ -49,6 +49,9 @@ type Config struct {
 	// ActionsHistory is how long the store keeps the actions the engine
 	// records (actions.go); 0 for DefaultActionsHistory.
 	ActionsHistory time.Duration
+	// MaxRunning caps the runs in flight (admit.go); 0 for
+	// DefaultMaxRunning.
+	MaxRunning int
 }
 
 // JobSpec is one job as the configuration resolved it: every duration
@@ -188,6 +191,8 @@ type Engine struct {
 	log, base *slog.Logger
 	now       func() time.Time
 	grace     time.Duration
+	// maxRunning is Config.MaxRunning.
+	maxRunning int
 	// actionsRetain is Config.ActionsHistory.
 	actionsRetain time.Duration
 	metrics       *metrics
@@ -212,7 +217,7 @@ type Engine struct {
 
 // New builds an engine and registers its metrics.
 func New(c Config) (*Engine, error) {
-	e := &Engine{replica: c.Replica, incarnation: c.Incarnation, log: c.Log.With("replica", c.Replica), base: c.Log, now: c.Now, grace: c.Grace, actionsRetain: c.ActionsHistory,
+	e := &Engine{replica: c.Replica, incarnation: c.Incarnation, log: c.Log.With("replica", c.Replica), base: c.Log, now: c.Now, grace: c.Grace, actionsRetain: c.ActionsHistory, maxRunning: c.MaxRunning,
 		metrics: newMetrics(c.PerJobHistograms), started: c.Now(), build: buildinfo.Read(), catalogKick: make(chan struct{}, 1),
 		reloads: make(chan reloadReq)}
 	set, _ := newPlanSet(c.Jobs, c.Revision, nil)

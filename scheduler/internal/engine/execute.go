@@ -101,9 +101,7 @@ func (x *execution) call(ctx context.Context, run jobs.Run) jobResult {
 	start := time.Now()
 	delay := x.s.now().Sub(x.c.Slot)
 	m.delay(x.p).Observe(delay.Seconds())
-	if x.s.log.Enabled(context.Background(), slog.LevelInfo) {
-		x.log.get().Info("run started", x.origin.attrs("delay", delay.Round(time.Millisecond))...)
-	}
+	x.log.line(slog.LevelInfo, "run started", x.origin.attrs(slog.Duration("delay", delay.Round(time.Millisecond)))...)
 	err := call(tctx, x.p.fn, run, x.log)
 	dur := time.Since(start)
 	m.duration(x.p).Observe(dur.Seconds())
@@ -181,9 +179,7 @@ func (x *execution) record(keeper *lease.Keeper, res jobResult, hooks runHooks) 
 		}
 		return EndRetrying
 	case outcome == slotstore.Succeeded:
-		if x.s.log.Enabled(context.Background(), slog.LevelInfo) {
-			log().Info("run finished", attrs()...)
-		}
+		x.log.line(slog.LevelInfo, "run finished", slog.String("outcome", string(outcome)), slog.Duration("duration", res.dur))
 		x.s.metrics.succeeded(x.p, x.c.Slot)
 	case x.p.retries.Max > 0:
 		// Its retries are spent, or its window closed: the slot is final.
@@ -278,6 +274,18 @@ type runLogger struct {
 func (r *runLogger) get() *slog.Logger {
 	r.once.Do(func() { r.l = r.base.With(r.run.Attrs()...) })
 	return r.l
+}
+
+// line writes msg at level with the run's attributes and attrs, as get's
+// logger would, without building that logger: the lines every run writes
+// (started, finished) cost a slice of attributes each and no more.
+func (r *runLogger) line(level slog.Level, msg string, attrs ...slog.Attr) {
+	ctx := context.Background()
+	if !r.base.Enabled(ctx, level) {
+		return
+	}
+	run := r.run.LogAttrs()
+	r.base.LogAttrs(ctx, level, msg, append(run[:], attrs...)...)
 }
 
 func errString(err error) string {

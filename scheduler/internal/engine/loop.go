@@ -71,6 +71,7 @@ type loop struct {
 	pauses pauseCache // what is paused (pauses.go)
 	memo   claimMemo  // what earlier claims said (result.go)
 	runs   runSet     // the runs started (runs.go)
+	adm    admission  // the slots waiting for room (admit.go)
 
 	// began is when the Run began; started is closed once its start-up
 	// has ended (startUp), or it never will: a Reload waits for it.
@@ -98,6 +99,7 @@ func newLoop(s *Engine, st slotstore.Store, runCtx context.Context, runs *sync.W
 		watches: make(chan watchNote, 64),
 		scans:   make(chan []slotstore.Marker), memo: newClaimMemo(), began: time.Now(), started: make(chan struct{})}
 	l.runs.init(runs, runHooks{retryAt: l.noteRetry})
+	l.adm.init(s.maxRunning)
 	l.pauses.init(s.jobs().plans)
 	return l
 }
@@ -193,6 +195,8 @@ func (l *loop) receive(stop <-chan struct{}, tick <-chan time.Time) bool {
 	case r := <-l.s.reloads:
 		l.takeReload(r)
 		return true
+	case <-l.adm.freed:
+		return true // the loop looks at the slots waiting for room as it sleeps
 	default:
 		if stop == nil {
 			return false
@@ -211,6 +215,7 @@ func (l *loop) receive(stop <-chan struct{}, tick <-chan time.Time) bool {
 		l.notePauses(r)
 	case r := <-l.s.reloads:
 		l.takeReload(r)
+	case <-l.adm.freed:
 	}
 	return true
 }
@@ -246,6 +251,15 @@ func (l *loop) noteWatch(n watchNote) {
 // the timer and 0.7–168 ms with the spin, the two trading places, and the
 // spin kept a processor busy.
 func (l *loop) sleep(ctx context.Context) time.Duration {
+	wait := l.untilDue(ctx)
+	if d, ok := l.admitIn(); ok {
+		wait = min(wait, d)
+	}
+	return wait
+}
+
+// untilDue is sleep but for the slots waiting for room (admit.go).
+func (l *loop) untilDue(ctx context.Context) time.Duration {
 	if len(l.h) == 0 {
 		return maxSleep
 	}
@@ -334,6 +348,7 @@ func (l *loop) wake(ctx context.Context) {
 		// this same wake is recorded skipped, not claimed as well.
 		batch = slices.DeleteFunc(batch, func(e *entry) bool { return e.dropped })
 	}
+	batch, missed = l.admit(batch, missed)
 	batch = l.dropPaused(ctx, batch)
 	l.skip(ctx, missed)
 	l.claimAll(ctx, batch)

@@ -38,6 +38,7 @@ type metrics struct {
 	unaccounted   prometheus.Gauge         // see sweep.go
 	interval      *prometheus.Desc         // job_name; see intervalGauge
 	storeUp       prometheus.Gauge
+	inFlight      prometheus.Gauge // see admit.go
 	startup       prometheus.Gauge // see startup.go
 	buildInfo     prometheus.Gauge
 
@@ -92,6 +93,8 @@ func newMetrics(perJob bool) *metrics {
 			Help: "Slots of the last 15 minutes whose starting window had closed with no record (no replica ran, skipped or recorded them missed), found by this replica's last sweep; it then records them missed (reason down). Only the sweeping replica (the live one first by name) reports more than 0; 0 in steady state."}),
 		interval: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "schedule_interval_seconds"),
 			"The longest gap between consecutive slots of the job's schedule, in seconds, as seen when the replica started: an @every spec's interval; for a cron spec the longest among its next 8 slots and the gaps that span each of the next 8 midnights of its time zone. The yardstick of \"no recent success\" alerts.", []string{jobLabel}, nil),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "runs_in_flight",
+			Help: "Runs this replica has going, triggered and backfilled ones included; at max_running, due slots wait for room."}),
 		storeUp: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "store_up",
 			Help: "1 when the last call to the slot store succeeded, else 0."}),
 		startup: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "startup_duration_seconds",
@@ -121,7 +124,7 @@ func (m *metrics) register(r prometheus.Registerer, withRuntime bool) error {
 	leasesLost := newZeroed(m.leasesLost, &m.jobs, "")
 	interval := &intervalGauge{desc: m.interval, jobs: &m.jobs}
 	cs := []prometheus.Collector{m.claims, runs, m.runDuration, m.dispatchDelay, m.timerLag, m.renewLatency,
-		leasesLost, m.takeovers, m.missed, m.autoPaused, m.nextRun, m.lastSuccess, m.specConflict, m.unaccounted, interval, m.storeUp, m.startup, m.buildInfo, &m.paused}
+		leasesLost, m.takeovers, m.missed, m.autoPaused, m.nextRun, m.lastSuccess, m.specConflict, m.unaccounted, interval, m.storeUp, m.inFlight, m.startup, m.buildInfo, &m.paused}
 	if withRuntime {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

@@ -80,6 +80,7 @@ func TestJobMetrics(t *testing.T) {
 			"slotcron_runs_total,job_name=a,outcome=released":  1,
 			"slotcron_timer_lag_seconds":                       0, // the replica's own, always there
 			"slotcron_slots_unaccounted":                       0, // likewise
+			"slotcron_runs_in_flight":                          0, // likewise
 			"slotcron_startup_duration_seconds":                0, // likewise; no Run here
 		}
 		if perJob {

@@ -3,7 +3,11 @@
 
 package engine
 
-import "github.com/slotcron/slotcron/slotstore"
+import (
+	"log/slog"
+
+	"github.com/slotcron/slotcron/slotstore"
+)
 
 // origin is what started a run.
 type origin uint8
@@ -33,12 +37,12 @@ func originOf(m slotstore.Marker) origin {
 // attrs returns attrs with the attribute that marks a run's `run started`
 // line: none for a scheduled run, manual=true or backfill=true for the
 // others.
-func (o origin) attrs(attrs ...any) []any {
+func (o origin) attrs(attrs ...slog.Attr) []slog.Attr {
 	switch o {
 	case triggered:
-		return append(attrs, "manual", true)
+		return append(attrs, slog.Bool("manual", true))
 	case backfilled:
-		return append(attrs, "backfill", true)
+		return append(attrs, slog.Bool("backfill", true))
 	}
 	return attrs
 }

@@ -46,6 +46,8 @@ func missedReason(reason string) string {
 		return "store unavailable"
 	case reason == reasonDown:
 		return "down"
+	case reason == reasonOverloaded:
+		return "overloaded"
 	case strings.HasPrefix(reason, catchUpPrefix):
 		return "catch up"
 	}

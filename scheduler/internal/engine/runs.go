@@ -100,6 +100,7 @@ func (l *loop) start(p *plan, c slotstore.Claim, o origin, sent time.Time) {
 // channel: the run never waits for the receiver).
 func (l *loop) startWith(p *plan, c slotstore.Claim, o origin, sent time.Time, done chan<- End) {
 	l.runs.active.Add(1)
+	l.s.metrics.inFlight.Inc()
 	k := slotKey{p.name, c.Slot.Unix()}
 	ctx, cancel := context.WithCancelCause(l.runCtx)
 	l.runs.mu.Lock()
@@ -113,9 +114,11 @@ func (l *loop) startWith(p *plan, c slotstore.Claim, o origin, sent time.Time, d
 func (l *loop) runOne(ctx context.Context, cancel context.CancelCauseFunc, k slotKey, p *plan, c slotstore.Claim,
 	o origin, sent time.Time, done chan<- End) {
 	defer l.runs.wg.Done()
+	defer l.s.metrics.inFlight.Dec()
 	defer l.runs.active.Add(-1)
 	end := l.s.execute(ctx, cancel, l.st, p, c, o, sent, l.runs.hooks)
 	l.runs.ended(k, c.Fence, p.lease, end)
+	l.runEndedHere()
 	if done != nil {
 		done <- end
 	}
