@@ -37,8 +37,9 @@ type Options struct {
 	SchedYAML    bool
 	SchedHourly  bool
 
-	OverloadJobs   int
-	OverloadWindow time.Duration
+	OverloadJobs       int
+	OverloadWindow     time.Duration
+	OverloadMaxRunning int
 
 	Out string
 }
@@ -93,6 +94,7 @@ func Parse(args []string) (*Options, error) {
 	fs.StringVar(&o.SchedProfile, "schedule-cpuprofile", "", "schedules section: write a CPU profile of each start-up (Run → every replica's first run and the end of its start-up) to PREFIX-<store>-<yaml|schedules>-<n>.pprof")
 	fs.IntVar(&o.OverloadJobs, "overload-jobs", 100000, "overload section: jobs due every second, on memstore")
 	fs.DurationVar(&o.OverloadWindow, "overload-window", time.Minute, "overload section: measured window (it starts -warmup after Run; the drain after it lasts the starting deadline and 5 s, or -drain if longer)")
+	fs.IntVar(&o.OverloadMaxRunning, "overload-max-running", 0, "overload section: max_running, the cap on runs in flight (0: the default)")
 	fs.StringVar(&o.Out, "out", "", "also write the report to this file")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -123,8 +125,8 @@ func Parse(args []string) (*Options, error) {
 		}
 		o.SpreadSizes = append(o.SpreadSizes, n)
 	}
-	if o.OverloadJobs < 1 || o.OverloadWindow < time.Second {
-		return nil, fmt.Errorf("-overload-jobs must be positive, -overload-window at least 1s")
+	if o.OverloadJobs < 1 || o.OverloadWindow < time.Second || o.OverloadMaxRunning < 0 {
+		return nil, fmt.Errorf("-overload-jobs must be positive, -overload-window at least 1s, -overload-max-running not negative")
 	}
 	if o.SchedWindow < time.Second {
 		return nil, fmt.Errorf("-schedule-window must be at least 1s")

@@ -37,6 +37,7 @@ type overload struct {
 	maxGoroutines          int
 	stop, grace            time.Duration
 	drain                  time.Duration
+	maxRunning             int // max_running in force
 }
 
 // startedSet notes which slots of the window started: one bit per job and
@@ -88,10 +89,16 @@ func procStatus() (rss, hwm uint64) {
 	return rss, hwm
 }
 
-// overloadConfig makes the changes the overload section asks for to
-// benchConfig's configuration: none yet, so the replica runs with the
-// defaults of the build measured.
-func overloadConfig(cfg *scheduler.Config, o *Options) {}
+// overloadConfig sets max_running from -overload-max-running (0 leaves
+// the default) in benchConfig's configuration, and returns the cap in
+// force.
+func overloadConfig(cfg *scheduler.Config, o *Options) int {
+	cfg.MaxRunning = o.OverloadMaxRunning
+	if cfg.MaxRunning == 0 {
+		return scheduler.DefaultMaxRunning
+	}
+	return cfg.MaxRunning
+}
 
 // measureOverload runs o.OverloadJobs jobs due every second on memstore,
 // through the public API, and measures the window [t0, t1) from -warmup
@@ -113,7 +120,7 @@ func (e *env) measureOverload(ctx context.Context, o *Options) (m overload) {
 	store := memstore.New(memstore.Options{})
 	defer store.Close()
 	cfg := benchConfig(w, "r1", scheduler.StoreConfig{Kind: "memory"})
-	overloadConfig(cfg, o)
+	m.maxRunning = overloadConfig(cfg, o)
 	m.grace = cfg.ShutdownGrace.D()
 	if m.grace == 0 {
 		m.grace = scheduler.DefaultShutdownGrace

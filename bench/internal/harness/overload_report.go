@@ -22,6 +22,7 @@ func overloadRows(res *results) []row {
 			continue
 		}
 		rows = append(rows,
+			r("max_running in force", itoa(m.maxRunning), "the cap on runs in flight (-overload-max-running; 0 leaves the default)"),
 			r("max RSS · max goroutines", mib(m.maxRSS)+" · "+itoa(m.maxGoroutines),
 				fmt.Sprintf("VmRSS and runtime.NumGoroutine sampled every 100 ms, the harness's own share included (RSS %s before scheduler.New; memstore's markers are in the process); VmHWM at the end %s", mib(m.rssBefore), mib(m.hwm))),
 			r("slots of the window: started · recorded skipped · neither",
