@@ -2,6 +2,9 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -9,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/memstore"
@@ -28,9 +32,12 @@ func TestMaxRunningBoundsRunsAndRecordsTheRestOverloaded(t *testing.T) {
 	}
 }
 
+const overloadedLine = "overloaded: no room to start due slots; they wait for running ones to end"
+
 func testMaxRunning(t *testing.T, deadline string) {
 	synctest.Test(t, func(t *testing.T) {
 		var inFlight, most atomic.Int32
+		base := time.Now().Truncate(time.Minute) // the fake clock began on a minute
 		reg := jobs.NewRegistry()
 		names := []string{"a", "b", "c", "d"}
 		for _, name := range names {
@@ -38,6 +45,9 @@ func testMaxRunning(t *testing.T, deadline string) {
 				n := inFlight.Add(1)
 				defer inFlight.Add(-1)
 				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				if run.Slot.Sub(base) > 25*time.Second {
+					return nil // the load ends: from :30 on runs are instant
 				}
 				timer := time.NewTimer(12 * time.Second)
 				defer timer.Stop()
@@ -52,12 +62,20 @@ func testMaxRunning(t *testing.T, deadline string) {
 		// Four jobs every 10 s whose runs take 12 s, two at a time. At
 		// :10 two slots start and two wait, missed when their 5 s windows
 		// close (or when :20 overtakes them); at :20 all four wait, and two
-		// start at :22 as the runs of :10 end.
+		// start at :22 as the runs of :10 end. From :30 on runs are
+		// instant, and from :40 only a and b have slots: the overload
+		// ends.
+		until := base.Add(35 * time.Second).Format(time.RFC3339) // c and d end: two slots at a time fit
 		conf := "max_running: 2\nshutdown_grace: 1s\ndefaults: {catch_up: none, lease: 4s, starting_deadline: " + deadline + "}\n" +
-			"jobs: {a: {schedule: '*/10 * * * * *'}, b: {schedule: '*/10 * * * * *'}, c: {schedule: '*/10 * * * * *'}, d: {schedule: '*/10 * * * * *'}}"
+			"jobs: {a: {schedule: '*/10 * * * * *'}, b: {schedule: '*/10 * * * * *'}, " +
+			"c: {schedule: '*/10 * * * * *', active: {until: '" + until + "'}}, d: {schedule: '*/10 * * * * *', active: {until: '" + until + "'}}}"
 		metrics := prometheus.NewRegistry()
-		stop := start(t, replica(t, st, "r", conf, reg, WithRegistry(metrics)))
-		time.Sleep(46 * time.Second) // slots :10 to :40 come due, and the windows of :10 to :30 close
+		var logs testlog.Buffer
+		log := slog.New(slog.NewJSONHandler(&logs, nil))
+		stop := start(t, replica(t, st, "r", conf, reg, WithRegistry(metrics), WithLogger(log)))
+		// Slots :10 to :30 come due and their windows close; the overload
+		// ends with :30, and is over a minute later.
+		time.Sleep(100 * time.Second)
 		synctest.Wait()
 		if got := most.Load(); got != 2 {
 			t.Errorf("at most %d runs at once, want 2 (max_running)", got)
@@ -68,8 +86,7 @@ func testMaxRunning(t *testing.T, deadline string) {
 			t.Errorf("Run returned %v after its cancel, want within shutdown_grace + 1s", took)
 		}
 
-		base := time.Now().Truncate(time.Minute) // the fake clock began on a minute
-		var overloaded, ran, recorded int        // recorded: overloaded, of any slot
+		var overloaded, ran, recorded int // recorded: overloaded, of any slot
 		for _, name := range names {
 			bySlot := map[int64]slotstore.Marker{}
 			for _, m := range history(t, st, name) {
@@ -102,6 +119,20 @@ func testMaxRunning(t *testing.T, deadline string) {
 		}
 		if int(counted) != recorded {
 			t.Errorf("slots_missed_total{reason=overloaded} counts %v, history %d", counted, recorded)
+		}
+		// One overload, one line as it began and one as it ended; no line
+		// per slot.
+		lines := map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			var l struct{ Msg string }
+			if err := json.Unmarshal([]byte(line), &l); err != nil {
+				t.Fatal(err)
+			}
+			lines[l.Msg]++
+		}
+		if lines[overloadedLine] != 1 || lines["overload over"] != 1 || lines["slot missed"]+lines["slots missed"] != 0 {
+			t.Errorf("lines: %d %q, %d overload over, %d slot(s) missed; want 1, 1, 0", lines[overloadedLine], overloadedLine,
+				lines["overload over"], lines["slot missed"]+lines["slots missed"])
 		}
 	})
 }

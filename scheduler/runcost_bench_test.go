@@ -84,3 +84,58 @@ func processCPU(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkRunInFlightMemory is what one run in flight costs its replica
+// before what the job itself holds: the heap and goroutine stack of 10,000
+// runs of jobs that wait, less those of one, per run. max_running bounds it.
+//
+//	go test ./scheduler -run '^$' -bench RunInFlightMemory -benchtime=1x
+func BenchmarkRunInFlightMemory(b *testing.B) {
+	for b.Loop() {
+		h1, s1 := inFlight(b, 1)
+		h2, s2 := inFlight(b, 10000)
+		b.ReportMetric(float64(h2-h1)/9999, "heap-B/run")
+		b.ReportMetric(float64(s2-s1)/9999, "stack-B/run")
+	}
+}
+
+// inFlight starts 10,000 jobs every second whose runs wait, max_running at
+// a time, and returns the live heap and the stacks in use once that many
+// run.
+func inFlight(b *testing.B, max int) (heap, stacks uint64) {
+	var started atomic.Int64
+	reg := jobs.NewRegistry()
+	reg.Register("wait", func(ctx context.Context, _ jobs.Run) error {
+		started.Add(1)
+		<-ctx.Done()
+		return nil
+	})
+	var conf strings.Builder
+	fmt.Fprintf(&conf, "max_running: %d\nshutdown_grace: 1s\ndefaults: {catch_up: none}\njobs:\n", max)
+	for i := range 10000 {
+		fmt.Fprintf(&conf, "  j%d: {run: wait, schedule: '* * * * * *'}\n", i)
+	}
+	cfg, err := Parse("bench.yaml", []byte(conf.String()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(cfg, reg, WithStore(memstore.New(memstore.Options{})), WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	for started.Load() < int64(max) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	return ms.HeapAlloc, ms.StackInuse
+}

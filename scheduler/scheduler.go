@@ -94,7 +94,7 @@ func New(cfg *Config, reg *jobs.Registry, opts ...Option) (*Scheduler, error) {
 		return nil, err
 	}
 	rev, _ := cfg.revision() // resolve checked it
-	s := &Scheduler{cfg: cfg, jobs: len(plans), duties: len(duties), replica: cfg.replicaName(), now: time.Now, reg: reg}
+	s := &Scheduler{cfg: cfg.kept(), jobs: len(plans), duties: len(duties), replica: cfg.replicaName(), now: time.Now, reg: reg}
 	for _, o := range opts {
 		o(s)
 	}

@@ -119,6 +119,32 @@ func (c *Config) resolveSchedule(sc Schedule, reg *jobs.Registry) (engine.JobSpe
 	return j, nil
 }
 
+// kept is what a Scheduler keeps of c once its jobs are resolved: every
+// setting, and of the jobs only the one per registered job that a schedule
+// held as data takes its policies from (jobOfRun), without the file's
+// syntax tree. A configuration of 100k jobs is otherwise kept whole for as
+// long as the Scheduler lives, most of its heap.
+func (c *Config) kept() *Config {
+	k := *c
+	k.src = nil
+	k.Jobs = make(map[string]JobConfig)
+	first := make(map[string]string) // each registered job's first job by name that runs it
+	for name, jc := range c.Jobs {
+		switch {
+		case jc.Run == "" || jc.Run == name:
+			k.Jobs[name] = jc // jobOfRun(name) finds it first
+		case first[jc.Run] == "" || name < first[jc.Run]:
+			first[jc.Run] = name
+		}
+	}
+	for run, name := range first {
+		if _, ok := k.Jobs[run]; !ok {
+			k.Jobs[run] = c.Jobs[name]
+		}
+	}
+	return &k
+}
+
 // jobOfRun is the configuration's job whose policies a schedule of the
 // registered job run defaults to: the job named run if it runs run, else
 // the first by name that runs it.

@@ -143,6 +143,17 @@ type ClaimRequest struct {
 	// creates its marker wins whatever the job's generation (a new term
 	// after the store lost the old one is what must happen).
 	Term bool
+	// RunsAfterDataLoss declares the job's effect once per slot whoever
+	// runs it and however often (through a fence helper that records the
+	// slot, a CompleteTx, or writes idempotent on the run's key): the
+	// claim is exempt from the generation rules, as a Term claim is. A slot
+	// older than its job's generation, whose marker the store may have
+	// lost after it ran, is won as any first claim is (attempt 1, a new
+	// fence) rather than recorded skipped for data loss; a marker claimed
+	// before the generation began is taken over as any other. The effect's
+	// own record then refuses a repeat. Ignored with Backfill: a slot
+	// skipped for data loss is never backfilled.
+	RunsAfterDataLoss bool
 	// NotBefore, when set, is the earliest time by the store's clock at
 	// which the claim may create the slot's first marker; before it the
 	// claim changes nothing and answers NotYet. A replica sets it to the
@@ -320,7 +331,9 @@ type EnrollParams struct {
 // Likewise a marker claimed before Born (one a restored backup brought back,
 // perhaps still "running" though the slot finished since) is never taken
 // over, retried or reclaimed: once no live lease holds it, a claim marks it
-// abandoned with ReasonDataLoss. Term claims are exempt from both rules.
+// abandoned with ReasonDataLoss. Term claims, and claims that declare the
+// job's effect once per slot (ClaimRequest.RunsAfterDataLoss), are exempt
+// from both rules.
 type Generation struct {
 	Job  string
 	Born time.Time // by the store's clock

@@ -48,8 +48,17 @@ func testGeneration(t *testing.T, s slotstore.Store) {
 	if sk.Status != slotstore.Skipped || sk.Marker.Reason != "missed" {
 		t.Errorf("skip of an old slot: %+v", sk)
 	}
-	// A term (a duty's lease) is claimed whatever the generation.
+	// A term (a duty's lease) is claimed whatever the generation, and so
+	// is a slot of a job whose effect is once per slot.
 	mustWin(t, s, "r1", slotstore.ClaimRequest{Job: "g2", Slot: time.Unix(1, 0), Lease: longLease, Term: true})
+	older := old.Add(-time.Minute)
+	once := req("g1", older, longLease)
+	once.RunsAfterDataLoss = true
+	if c := mustWin(t, s, "r1", once).Claim; c.Attempt != 1 || c.Fence <= 0 {
+		t.Errorf("slot older than the generation, of a job that runs after a loss: %+v, want attempt 1 and a fence", c)
+	}
+	once.Slot = old // recorded skipped for data loss already: a marker, left to the ordinary rules
+	wantStatus(t, "a job that runs after a loss, of a slot skipped for it", claimOne(t, s, "r1", once), slotstore.Skipped)
 	// A slot of the generation's own time or later is claimed as usual.
 	mustWin(t, s, "r1", req("g1", born.Add(time.Second), longLease))
 	mustWin(t, s, "r1", req("g2", slots(1)[0], longLease))

@@ -22,9 +22,16 @@ const (
 	// while this replica ran max_running runs.
 	reasonOverloaded = "missed: overloaded"
 	// admitEvery is how often waiting slots are looked at while runs end
-	// one by one (fewer than a batch's room at a time), and their windows
-	// checked.
+	// one by one (fewer than a batch's room at a time).
 	admitEvery = 100 * time.Millisecond
+	// lateEvery is how often the waiting slots are looked through for
+	// windows that closed: a slot whose window closed is recorded up to
+	// this much later, and the sweep costs a look at every job waiting.
+	lateEvery = time.Second
+	// calmAfter is how long no slot must have waited for an overload to
+	// be over: a replica at its cap every second, or at the top of every
+	// minute, is in one overload, logged once, not one a burst.
+	calmAfter = time.Minute
 )
 
 // admission is the loop's record of the due slots waiting for room; only
@@ -44,11 +51,11 @@ type admission struct {
 	// looked is when the queue was last looked at for room, and swept
 	// when it was last looked through for closed windows.
 	looked, swept time.Time
-	// burst counts the current overload, from its first waiting slot to
-	// the moment none waits: it is logged once as it begins and once as it
-	// ends.
+	// burst counts the current overload, from its first waiting slot
+	// until none has waited for calmAfter: it is logged once as it begins
+	// and once as it ends. last is when a slot last had to wait.
 	burst struct {
-		since                 time.Time
+		since, last           time.Time
 		waited, started, shed int
 	}
 }
@@ -71,6 +78,7 @@ func (l *loop) room() int { return l.adm.max - int(l.runs.active.Load()) }
 func (l *loop) admitIn() (time.Duration, bool) {
 	a := &l.adm
 	if len(a.of) == 0 {
+		l.calm()
 		return 0, false
 	}
 	if room := l.room(); room >= min(len(a.of), max(a.max/16, 1)) {
@@ -126,7 +134,10 @@ func (l *loop) admit(batch []*entry, missed []slotstore.SkipRequest) ([]*entry, 
 		}
 	}
 	missed = l.shedLate(now, missed)
-	l.burstEnded()
+	if len(a.of) == 0 {
+		a.waiting.Store(false)
+		a.queue = nil
+	}
 	return out, missed
 }
 
@@ -138,8 +149,9 @@ func (l *loop) wait(e *entry, missed []slotstore.SkipRequest) []slotstore.SkipRe
 	if old := a.of[e.p.name]; old != nil {
 		missed = l.shed(old, missed, true)
 	}
+	a.burst.last = time.Now()
 	if a.burst.since.IsZero() {
-		a.burst.since = time.Now()
+		a.burst.since = a.burst.last
 		l.s.log.Warn("overloaded: no room to start due slots; they wait for running ones to end",
 			"max_running", a.max, "running", l.runs.active.Load())
 	}
@@ -165,10 +177,10 @@ func (l *loop) shed(e *entry, missed []slotstore.SkipRequest, overtaken bool) []
 }
 
 // shedLate records overloaded the waiting slots whose windows have closed,
-// looking through the queue at most every admitEvery.
+// looking through the queue at most every lateEvery.
 func (l *loop) shedLate(now time.Time, missed []slotstore.SkipRequest) []slotstore.SkipRequest {
 	a := &l.adm
-	if time.Since(a.swept) < admitEvery {
+	if time.Since(a.swept) < lateEvery {
 		return missed
 	}
 	a.swept = time.Now()
@@ -190,16 +202,15 @@ func (l *loop) shedLate(now time.Time, missed []slotstore.SkipRequest) []slotsto
 	return missed
 }
 
-// burstEnded logs the end of an overload once no slot waits.
-func (l *loop) burstEnded() {
+// calm logs the end of an overload once no slot waits and none has for
+// calmAfter.
+func (l *loop) calm() {
 	a := &l.adm
-	if len(a.of) > 0 || a.burst.since.IsZero() {
+	if a.burst.since.IsZero() || len(a.of) > 0 || time.Since(a.burst.last) < calmAfter {
 		return
 	}
-	a.waiting.Store(false)
-	a.queue = nil
 	b := a.burst
-	l.s.log.Warn("overload over", "lasted", time.Since(b.since).Round(time.Millisecond), "slots_waited", b.waited,
+	l.s.log.Warn("overload over", "lasted", b.last.Sub(b.since).Round(time.Millisecond), "slots_waited", b.waited,
 		"started", b.started, "missed", b.shed)
 	a.burst.since, a.burst.waited, a.burst.started, a.burst.shed = time.Time{}, 0, 0, 0
 }

@@ -23,8 +23,16 @@ func (e *Engine) jobs() *planSet { return e.set.Load() }
 // plan, and with it its place in the heap and its state.
 func newPlanSet(specs []JobSpec, revision int64, prev *planSet) (*planSet, []*plan) {
 	plans := make([]*plan, len(specs))
+	// Jobs of one spec (the many jobs of one schedule and policy) share its
+	// body and fingerprint, a third of a plan's heap were each its own.
+	shared := make(map[string]slotstore.Spec)
 	for i, j := range specs {
 		sp := SpecOf(j, revision)
+		if s, ok := shared[sp.Fingerprint]; ok {
+			sp.Fingerprint, sp.Body = s.Fingerprint, s.Body
+		} else {
+			shared[sp.Fingerprint] = sp
+		}
 		p := prev.kept(j.Name, sp)
 		if p == nil {
 			p = newPlan(j, sp)

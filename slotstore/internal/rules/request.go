@@ -50,6 +50,11 @@ func NormalizeClaim(r slotstore.ClaimRequest) (slotstore.ClaimRequest, error) {
 	if r.Retain <= 0 {
 		r.Retain = DefaultRetain
 	}
+	if r.RunsAfterDataLoss && !r.Backfill {
+		// Exempt from the generation rules, as a term is: the stores
+		// decide it as one (a term has no other rule of its own).
+		r.Term = true
+	}
 	r.Slot = r.Slot.UTC().Truncate(time.Second)
 	if !r.NotBefore.IsZero() {
 		r.NotBefore = r.NotBefore.UTC()
