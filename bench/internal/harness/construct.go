@@ -19,7 +19,7 @@ type construction struct {
 	err       error
 	perJob    time.Duration
 	heapPer   float64 // bytes of live heap per job
-	configPer float64 // slotcron only: the Config's share of heapPer, per job
+	configPer float64 // slotcron only: the heap of the Config built, per job, before New
 	loadB     string
 	loadA     string
 }
@@ -52,8 +52,8 @@ func construct(name string, n int) (c construction) {
 			return c
 		}
 		// Only the Scheduler is kept: the heap counted is everything it
-		// holds, the Config it keeps included, from before the Config was
-		// built.
+		// holds, what it keeps of the Config included, from before the
+		// Config was built.
 		keep = s
 	case "robfig":
 		t := time.Now()

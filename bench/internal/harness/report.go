@@ -343,7 +343,7 @@ func constructRows(res *results) []row {
 		}
 		if name == "slotcron" {
 			cfg := median(cs, func(c construction) float64 { return c.configPer })
-			r.notes = fmt.Sprintf("time: scheduler.New on a Config built beforehand; heap: all the Scheduler keeps after New, of which its Config %s per job", bytesPerJob(cfg))
+			r.notes = fmt.Sprintf("time: scheduler.New on a Config built beforehand; heap: all the Scheduler keeps after New, what it keeps of the Config included (the Config built holds %s per job)", bytesPerJob(cfg))
 		}
 		rows = append(rows, r)
 	}
