@@ -51,7 +51,7 @@ chaos: setup ## kill, freeze, cut and clock faults on real replicas, then the ch
 		-chaos.stores=$(CHAOS_STORES) -chaos.seed=$(CHAOS_SEED) -chaos.duration=$(CHAOS_DURATION) \
 		-chaos.replicas=$(CHAOS_REPLICAS) -chaos.dir=$(abspath $(CHAOS_DIR)) -chaos.after-data-loss=$(CHAOS_AFTER_DATA_LOSS)
 
-BENCH_ARGS ?= -rounds 1 -sizes 1000 -window 20s -warmup 3s -drain 10s -arb-duration 5s -redis-benchmark-n 100000
+BENCH_ARGS ?= -rounds 1 -sizes 1000 -window 20s -warmup 3s -drain 10s -arb-duration 5s
 
 .PHONY: bench
 bench: setup ## slotcron beside robfig/cron, gocron and a Go timer, one table (short; BENCH_ARGS: see bench/README.md)

@@ -45,6 +45,8 @@ func storeContestants(stores []string) []contestant {
 type measurement struct {
 	w       workload
 	c       contestant
+	rt      bool          // a round-trips measurement: its own window, the store's requests counted
+	window  time.Duration // measured
 	err     error
 	out     outcome
 	loadB   string // /proc/loadavg before and after
@@ -52,11 +54,11 @@ type measurement struct {
 	cpu     time.Duration // process CPU in the window
 	mallocs uint64        // heap allocations in the window
 	starts  int64         // starts of any slot in the window
-	// Store round trips and the starts they served (Redis, etcd: in the
-	// window; Postgres: from before start-up to after shutdown).
+	// Store requests and the starts they served (Redis, etcd: in the
+	// window; Postgres: from before start-up to after shutdown); rt only.
 	trips, tripStarts int64
-	scripts           int64      // Redis: script calls among the trips
-	etcd              etcdCounts // etcd: the trips by method, and raft proposals
+	redis             redisCounts // Redis: the commands, from MONITOR
+	etcd              etcdCounts  // etcd: the trips by method, and raft proposals
 	warnings          int64
 	stop              time.Duration // slotcron: from cancel to every Run returned
 }
@@ -78,18 +80,29 @@ func (e *env) start(ctx context.Context, c contestant, w workload, rec *recorder
 // sleepUntil sleeps until t.
 func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
 
-// measure runs c on w: start-up and warm-up, the window, a drain.
-func (e *env) measure(ctx context.Context, o *Options, c contestant, w workload) (m measurement) {
-	m = measurement{w: w, c: c, loadB: loadAvg()}
+// measure runs c on w: start-up and warm-up, the window, a drain. A
+// round-trips measurement (rt) has a window of its own, o.RTWindow, long
+// enough to hold every periodic read, and counts the store's requests; a
+// dispatch one counts none, so that counting costs its figures nothing.
+func (e *env) measure(ctx context.Context, o *Options, c contestant, w workload, rt bool) (m measurement) {
+	window := o.Window
+	if rt {
+		window = o.RTWindow
+	}
+	m = measurement{w: w, c: c, rt: rt, window: window, loadB: loadAvg()}
 	defer func() { m.loadA = loadAvg() }()
-	fmt.Fprintf(os.Stderr, "slotbench: %s, %s: window %v ...\n", c.name, w, o.Window)
+	what := "window"
+	if rt {
+		what = "round trips, window"
+	}
+	fmt.Fprintf(os.Stderr, "slotbench: %s, %s: %s %v ...\n", c.name, w, what, window)
 
 	t0 := time.Now().Add(o.Warmup).Truncate(time.Second).Add(time.Second)
-	t1 := t0.Add(o.Window)
+	t1 := t0.Add(window)
 	rec := newRecorder(w, t0.Unix(), t1.Unix())
 
 	var pg0 int64
-	if c.kind == kindPostgres {
+	if rt && c.kind == kindPostgres {
 		if _, err := e.pgDSN(); err != nil {
 			m.err = err
 			return m
@@ -113,25 +126,23 @@ func (e *env) measure(ctx context.Context, o *Options, c contestant, w workload)
 		}
 	}()
 
+	var mon *redisMonitor
+	if rt && c.kind == kindRedis {
+		mon, m.err = e.monitorRedis(ctx, t0, t1)
+	}
 	sleepUntil(t0)
 	p0, n0 := takeProbe(), rec.total.Load()
-	var r0 redisCounts
 	var ec0 etcdCounts
-	switch c.kind {
-	case kindRedis:
-		r0, m.err = e.redisCommands(ctx)
-	case kindEtcd:
+	if rt && c.kind == kindEtcd && m.err == nil {
 		ec0, m.err = e.etcdRequests(ctx)
 	}
 	sleepUntil(t1)
 	p1, n1 := takeProbe(), rec.total.Load()
-	if c.kind == kindRedis && m.err == nil {
-		var r1 redisCounts
-		r1, m.err = e.redisCommands(ctx)
-		m.trips, m.tripStarts = r1.commands-r0.commands-1, n1-n0 // less the first INFO
-		m.scripts = r1.scripts - r0.scripts
+	if mon != nil {
+		m.redis = mon.stop()
+		m.trips, m.tripStarts = m.redis.commands, n1-n0
 	}
-	if c.kind == kindEtcd && m.err == nil {
+	if rt && c.kind == kindEtcd && m.err == nil {
 		var ec1 etcdCounts
 		ec1, m.err = e.etcdRequests(ctx)
 		m.etcd = ec1.minus(ec0)
@@ -148,7 +159,7 @@ func (e *env) measure(ctx context.Context, o *Options, c contestant, w workload)
 	stopped = true
 	m.warnings, m.stop = e.lastWarnings, e.lastStop
 	m.out = rec.outcome()
-	if c.kind == kindPostgres && m.err == nil {
+	if rt && c.kind == kindPostgres && m.err == nil {
 		time.Sleep(1500 * time.Millisecond) // backends report their counts at exit, and within a second
 		var pg1 int64
 		pg1, m.err = e.pgTransactions(ctx)
@@ -157,21 +168,23 @@ func (e *env) measure(ctx context.Context, o *Options, c contestant, w workload)
 	return m
 }
 
-// plan lists the workloads and, for each, the contestants the chosen
-// sections need, in the order they run within a round.
-func plan(o *Options) []struct {
+// item is one workload and the contestants measured on it, in a
+// dispatch measurement or (rt) a round-trips one.
+type item struct {
 	w  workload
+	rt bool
 	cs []contestant
-} {
+}
+
+// plan lists the workloads and, for each, the contestants the chosen
+// sections need, in the order they run within a round: the dispatch and
+// cost measurements, then the round-trips ones.
+func plan(o *Options) []item {
 	all := contestants(o)
-	type item = struct {
-		w  workload
-		cs []contestant
-	}
 	var out []item
-	add := func(w workload, want func(contestant) bool) {
+	add := func(w workload, rt bool, want func(contestant) bool) {
 		for i := range out {
-			if out[i].w == w {
+			if out[i].w == w && out[i].rt == rt {
 				for _, c := range all {
 					if want(c) && !containsC(out[i].cs, c) {
 						out[i].cs = append(out[i].cs, c)
@@ -188,25 +201,25 @@ func plan(o *Options) []struct {
 			}
 		}
 		if len(cs) > 0 {
-			out = append(out, item{w: w, cs: cs})
+			out = append(out, item{w: w, rt: rt, cs: cs})
 		}
 	}
 	every := func(c contestant) bool { return true }
 	if o.has(secDispatch) {
 		for _, n := range o.SpreadSizes {
-			add(workload{jobs: n}, every)
+			add(workload{jobs: n}, false, every)
 		}
 		if o.EveryJobs > 0 {
-			add(workload{jobs: o.EveryJobs, everySecond: true}, every)
+			add(workload{jobs: o.EveryJobs, everySecond: true}, false, every)
 		}
 	}
 	if o.has(secCPU) {
-		add(workload{jobs: 1000, everySecond: true}, func(c contestant) bool { return c.peer || c.kind == kindMemory })
+		add(workload{jobs: 1000, everySecond: true}, false, func(c contestant) bool { return c.peer || c.kind == kindMemory })
 	}
 	if o.has(secRoundTrips) {
 		remote := func(c contestant) bool { return c.kind == kindRedis || c.kind == kindPostgres || c.kind == kindEtcd }
-		add(workload{jobs: o.RTJobs}, remote)
-		add(workload{jobs: 1000, everySecond: true}, remote)
+		add(workload{jobs: o.RTJobs}, true, remote)
+		add(workload{jobs: 1000, everySecond: true}, true, remote)
 	}
 	return out
 }

@@ -33,6 +33,9 @@ func report(b *strings.Builder, o *Options, res *results) {
 	if o.has(secSchedules) {
 		rows = append(rows, schedRows(o, res)...)
 	}
+	if o.has(secOverload) {
+		rows = append(rows, overloadRows(res)...)
+	}
 	b.WriteString("| § | workload | scheduler | figure | value | vs peers, same run | notes | load1 before→after |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
@@ -51,8 +54,9 @@ type pooled struct {
 	mallocs            uint64
 	starts             int64
 	trips, tripStarts  int64
-	scripts            int64
+	redis              redisCounts
 	etcd               etcdCounts
+	window             time.Duration
 	warnings           int64
 	stop               time.Duration // the longest
 	loads              []string
@@ -60,11 +64,13 @@ type pooled struct {
 	haveLateness, okay bool
 }
 
-func pool(res *results, w workload) []*pooled {
+// pool pools the dispatch measurements of w, or (rt) its round-trips
+// measurements.
+func pool(res *results, w workload, rt bool) []*pooled {
 	var out []*pooled
 	by := map[string]*pooled{}
 	for _, m := range res.dispatch {
-		if m.w != w {
+		if m.w != w || m.rt != rt {
 			continue
 		}
 		p := by[m.c.name]
@@ -91,7 +97,8 @@ func pool(res *results, w workload) []*pooled {
 		p.starts += m.starts
 		p.trips += m.trips
 		p.tripStarts += m.tripStarts
-		p.scripts += m.scripts
+		p.redis = p.redis.plus(m.redis)
+		p.window = m.window
 		p.etcd = p.etcd.plus(m.etcd)
 		p.warnings += m.warnings
 		p.stop = max(p.stop, m.stop)
@@ -107,11 +114,12 @@ func pool(res *results, w workload) []*pooled {
 	return out
 }
 
-// workloads lists the distinct workloads measured, in run order.
+// workloads lists the distinct workloads of the dispatch measurements, in
+// run order.
 func workloads(res *results) []workload {
 	var ws []workload
 	for _, m := range res.dispatch {
-		if !slices.Contains(ws, m.w) {
+		if !m.rt && !slices.Contains(ws, m.w) {
 			ws = append(ws, m.w)
 		}
 	}
@@ -143,7 +151,7 @@ func dispatchRows(o *Options, res *results) []row {
 		if !w.everySecond && !slices.Contains(o.SpreadSizes, w.jobs) || w.everySecond && w.jobs != o.EveryJobs {
 			continue
 		}
-		ps := pool(res, w)
+		ps := pool(res, w, false)
 		for _, p := range ps {
 			r := row{section: "1 dispatch", workload: w.String(), who: p.c.name, figure: "lateness p50 · p99 · max (ms)",
 				load: strings.Join(p.loads, "; ")}
@@ -183,7 +191,7 @@ func dispatchRows(o *Options, res *results) []row {
 func cpuRows(res *results) []row {
 	w := workload{jobs: 1000, everySecond: true}
 	var ps []*pooled
-	for _, p := range pool(res, w) {
+	for _, p := range pool(res, w, false) {
 		if p.c.peer || p.c.kind == kindMemory {
 			ps = append(ps, p)
 		}
@@ -215,7 +223,7 @@ func tripRows(o *Options, res *results) []row {
 		return float64(p.trips) / float64(p.tripStarts) / float64(p.c.replicas)
 	}
 	for _, w := range []workload{{jobs: o.RTJobs}, {jobs: 1000, everySecond: true}} {
-		ps := pool(res, w)
+		ps := pool(res, w, true)
 		for _, p := range ps {
 			if !remote(p) {
 				continue
@@ -243,14 +251,15 @@ func tripRows(o *Options, res *results) []row {
 				}
 				switch p.c.kind {
 				case kindRedis:
-					r.figure = "Redis commands per slot per replica (scripts' inner commands included)"
-					r.notes = fmt.Sprintf("%d commands (INFO total_commands_processed) / %d starts in the window / %d replicas; of them %s script calls (EVALSHA…) per slot per replica, %s other top-level or inner commands",
-						p.trips, p.tripStarts, p.c.replicas, per(p.scripts), per(p.trips-p.scripts))
+					d := p.redis
+					r.figure = "Redis commands received per slot per replica"
+					r.notes = fmt.Sprintf("%d commands clients sent (MONITOR, server timestamps in the %v window) / %d starts in the window / %d replicas; per slot per replica: %s; %s round trips with each MULTI…EXEC block (%s a slot) one; scripts ran %s commands more inside the server",
+						p.trips, p.window, p.tripStarts, p.c.replicas, d.top(6, per), per(d.roundTrips()), per(d.blocks), per(d.inner))
 				case kindEtcd:
 					d := p.etcd
 					r.figure = "etcd gRPC requests per slot per replica"
-					r.notes = fmt.Sprintf("%d requests (grpc_server_msg_received_total of the 3 members: unary calls and stream messages) / %d starts in the window / %d replicas; per slot per replica: Txn %s · Range %s · Put/Delete %s · Lease %s · Watch %s · other %s; raft proposals committed (writes) %s",
-						p.trips, p.tripStarts, p.c.replicas, per(d.txn), per(d.rng), per(d.put), per(d.lease), per(d.watch),
+					r.notes = fmt.Sprintf("%d requests (grpc_server_msg_received_total of the 3 members: unary calls and stream messages, in the %v window) / %d starts in the window / %d replicas; per slot per replica: Txn %s · Range %s · Put/Delete %s · Lease %s · Watch %s · other %s; raft proposals committed (writes) %s",
+						p.trips, p.window, p.tripStarts, p.c.replicas, per(d.txn), per(d.rng), per(d.put), per(d.lease), per(d.watch),
 						per(d.requests-d.txn-d.rng-d.put-d.lease-d.watch), per(d.proposals))
 					if d.leaderChanges > 0 {
 						r.notes += fmt.Sprintf(" · %d leader changes in the window", d.leaderChanges)
@@ -334,7 +343,7 @@ func constructRows(res *results) []row {
 		}
 		if name == "slotcron" {
 			cfg := median(cs, func(c construction) float64 { return c.configPer })
-			r.notes = fmt.Sprintf("scheduler.New on a built Config; the Config itself holds %s per job more", bytesPerJob(cfg))
+			r.notes = fmt.Sprintf("time: scheduler.New on a Config built beforehand; heap: all the Scheduler keeps after New, what it keeps of the Config included (the Config built holds %s per job)", bytesPerJob(cfg))
 		}
 		rows = append(rows, r)
 	}
@@ -419,6 +428,9 @@ func arbRows(res *results) []row {
 			r.vs = strings.Join(vs, " · ")
 		}
 		r.notes = fmt.Sprintf("%d decided in all rounds", decided)
+		if cmd := as[len(as)-1].command; cmd != "" {
+			r.notes = fmt.Sprintf("%d requests in all rounds · `%s`", decided, cmd)
+		}
 		if checked {
 			what := "slot"
 			if name == etcdTxnName {

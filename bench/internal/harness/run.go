@@ -20,6 +20,7 @@ type results struct {
 	construction []construction
 	arbitration  []arbitration
 	schedules    []schedMeasurement
+	overload     []overload
 }
 
 // Run runs the chosen sections o.Rounds times, interleaved, and writes the
@@ -41,7 +42,7 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				res.dispatch = append(res.dispatch, e.measure(ctx, o, c, it.w))
+				res.dispatch = append(res.dispatch, e.measure(ctx, o, c, it.w, it.rt))
 			}
 		}
 		if o.has(secConstruct) {
@@ -64,6 +65,12 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 					}
 				}
 			}
+		}
+		if o.has(secOverload) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			res.overload = append(res.overload, e.measureOverload(ctx, o))
 		}
 		if o.has(secArbitration) {
 			for _, s := range o.Stores {
@@ -94,6 +101,10 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 	if o.has(secSchedules) {
 		fmt.Fprintf(&b, "schedules section: sizes %v · stores %s · window %v (warm-up and drain as above)\n\n",
 			o.SchedSizes, strings.Join(o.SchedStores, ","), o.SchedWindow)
+	}
+	if o.has(secOverload) {
+		fmt.Fprintf(&b, "overload section: %d jobs every second on memstore · window %v (warm-up as above)\n\n",
+			o.OverloadJobs, o.OverloadWindow)
 	}
 	report(&b, o, &res)
 	if _, err := io.WriteString(w, b.String()); err != nil {

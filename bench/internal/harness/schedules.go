@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -157,7 +156,7 @@ func (e *env) measureSchedules(ctx context.Context, o *Options, c contestant, n 
 			st = stores[r]
 		}
 		s, err := scheduler.New(benchConfig(cfgW, fmt.Sprintf("r%d", r+1), scs[r]), newReg(r),
-			scheduler.WithStore(st), scheduler.WithLogger(slog.New(logs)))
+			scheduler.WithStore(st), scheduler.WithLogger(logs.logger()))
 		if err != nil {
 			m.err = fmt.Errorf("scheduler.New: %w", err)
 			return m

@@ -2,9 +2,7 @@ package harness
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,7 +22,7 @@ type env struct {
 
 	redis    *testserver.Redis
 	redisErr error
-	rdb      *redis.Client // for INFO, beside the stores' own clients
+	rdb      *redis.Client // for INFO server, beside the stores' own clients
 
 	pg    *testserver.Postgres
 	pgErr error
@@ -98,44 +96,6 @@ func (e *env) pgExec(dsn, sql string) error {
 	defer c.Close(context.Background())
 	_, err = c.Exec(ctx, sql)
 	return err
-}
-
-// redisCounts is what one INFO reading gives: every command the server
-// processed, the commands scripts ran inside it included, and the script
-// calls (EVAL, EVALSHA, FCALL) among them.
-type redisCounts struct{ commands, scripts int64 }
-
-// redisCommands reads INFO stats and commandstats. The INFO that reads
-// them is itself counted in the next reading; callers subtract it.
-func (e *env) redisCommands(ctx context.Context) (redisCounts, error) {
-	var c redisCounts
-	info, err := e.rdb.Info(ctx, "stats", "commandstats").Result()
-	if err != nil {
-		return c, err
-	}
-	found := false
-	for line := range strings.SplitSeq(info, "\n") {
-		line = strings.TrimSpace(line)
-		if v, ok := strings.CutPrefix(line, "total_commands_processed:"); ok {
-			if c.commands, err = strconv.ParseInt(v, 10, 64); err != nil {
-				return c, err
-			}
-			found = true
-		}
-		for _, cmd := range []string{"cmdstat_eval:", "cmdstat_evalsha:", "cmdstat_eval_ro:", "cmdstat_evalsha_ro:", "cmdstat_fcall:", "cmdstat_fcall_ro:"} {
-			if v, ok := strings.CutPrefix(line, cmd+"calls="); ok {
-				n, err := strconv.ParseInt(v[:strings.IndexByte(v+",", ',')], 10, 64)
-				if err != nil {
-					return c, err
-				}
-				c.scripts += n
-			}
-		}
-	}
-	if !found {
-		return c, fmt.Errorf("no total_commands_processed in INFO stats")
-	}
-	return c, nil
 }
 
 // pgTransactions returns xact_commit + xact_rollback of the bench

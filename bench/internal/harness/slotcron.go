@@ -3,12 +3,10 @@ package harness
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/slotcron/slotcron/jobs"
@@ -38,12 +36,12 @@ func jobIndex(name string) int {
 
 // benchConfig is the configuration every slotcron contestant runs: the
 // workload's jobs bound to one no-op function, catch_up none (a replica
-// that starts late does not try older slots), logs at warn.
+// that starts late does not try older slots), logs at the default level
+// (info: Log left zero).
 func benchConfig(w workload, replica string, store scheduler.StoreConfig) *scheduler.Config {
 	cfg := &scheduler.Config{
 		Replica:  replica,
 		Store:    store,
-		Log:      scheduler.LogConfig{Level: "warn"},
 		Defaults: scheduler.Policy{CatchUp: "none"},
 		Jobs:     make(map[string]scheduler.JobConfig, w.jobs),
 	}
@@ -51,74 +49,6 @@ func benchConfig(w workload, replica string, store scheduler.StoreConfig) *sched
 		cfg.Jobs[jobName(i)] = scheduler.JobConfig{Schedule: w.spec(i), Run: "noop"}
 	}
 	return cfg
-}
-
-// warnCounter counts the warnings and errors the schedulers log and
-// prints the first few, so a misbehaving run is visible without logs
-// dominating the measurement.
-type warnCounter struct {
-	n       atomic.Int64
-	printed atomic.Int64
-	text    slog.Handler
-	// starting is how many replicas have not logged "jobs enrolled", the
-	// end of their start-up, yet; INFO lines are enabled until they all
-	// have (startup); startedAt is when the last one did (UnixNano).
-	starting  atomic.Int64
-	startedAt atomic.Int64
-}
-
-func newWarnCounter() *warnCounter {
-	return &warnCounter{text: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})}
-}
-
-// startup makes c watch for the end of the start-ups of replicas: INFO
-// lines are built (as at the default level) only until then.
-func (c *warnCounter) startup(replicas int) { c.starting.Store(int64(replicas)) }
-
-func (c *warnCounter) Enabled(_ context.Context, l slog.Level) bool {
-	return l >= slog.LevelWarn || (l == slog.LevelInfo && c.starting.Load() > 0)
-}
-func (c *warnCounter) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level < slog.LevelWarn {
-		if r.Message == "jobs enrolled" && c.starting.Add(-1) == 0 {
-			c.startedAt.Store(r.Time.UnixNano())
-		}
-		return nil
-	}
-	c.n.Add(1)
-	if c.printed.Add(1) <= 5 {
-		return c.text.Handle(ctx, r)
-	}
-	return nil
-}
-func (c *warnCounter) WithAttrs(a []slog.Attr) slog.Handler {
-	return &attrsCounter{c: c, h: c.text.WithAttrs(a)}
-}
-func (c *warnCounter) WithGroup(g string) slog.Handler {
-	return &attrsCounter{c: c, h: c.text.WithGroup(g)}
-}
-
-type attrsCounter struct {
-	c *warnCounter
-	h slog.Handler
-}
-
-func (a *attrsCounter) Enabled(ctx context.Context, l slog.Level) bool { return a.c.Enabled(ctx, l) }
-func (a *attrsCounter) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level < slog.LevelWarn {
-		return a.c.Handle(ctx, r)
-	}
-	a.c.n.Add(1)
-	if a.c.printed.Add(1) <= 5 {
-		return a.h.Handle(ctx, r)
-	}
-	return nil
-}
-func (a *attrsCounter) WithAttrs(at []slog.Attr) slog.Handler {
-	return &attrsCounter{c: a.c, h: a.h.WithAttrs(at)}
-}
-func (a *attrsCounter) WithGroup(g string) slog.Handler {
-	return &attrsCounter{c: a.c, h: a.h.WithGroup(g)}
 }
 
 // storeKind names a slotcron backend under test.
@@ -207,7 +137,7 @@ func (e *env) startSlotcron(ctx context.Context, kind storeKind, replicas int, w
 			return nil
 		})
 		s, err := scheduler.New(benchConfig(w, fmt.Sprintf("r%d", r+1), sc), reg,
-			scheduler.WithStore(st), scheduler.WithLogger(slog.New(logs)))
+			scheduler.WithStore(st), scheduler.WithLogger(logs.logger()))
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("scheduler.New: %w", err)
