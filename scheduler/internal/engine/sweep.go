@@ -31,12 +31,10 @@ const (
 )
 
 // sweepRound is where the sweeping replica is in its round of the catalog:
-// the page to read next (after), the pass round the catalog, how many
-// pages the last whole pass had, and the share of the jobs this pass
-// audits.
+// the page to read next (after), the pages read so far of this pass and
+// of the last whole one, and the share of the jobs this pass audits.
 type sweepRound struct {
 	after         string
-	pass          int
 	pages, last   int
 	share, shares int
 	// whole makes the next pass audit every job: a sweep failed (the
