@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"time"
 
 	"github.com/slotcron/slotcron/internal/schedule"
 	"github.com/slotcron/slotcron/policy"
@@ -187,4 +188,30 @@ func jsonText(v any) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// bodyKey is everything BodyOf reads of a job but its calendars, which are
+// a slice: jobs of equal keys have one spec body. A schedule is its parse,
+// which the jobs of one schedule share.
+type bodyKey struct {
+	sched                                                   *schedule.Schedule
+	run                                                     string
+	lease, timeout, deadline, history, jitter, jitterWindow time.Duration
+	onCrash                                                 policy.OnCrash
+	afterLoss                                               policy.AfterDataLoss
+	catchUp                                                 policy.CatchUp
+	overlap                                                 policy.Overlap
+	maxAtt, catchUpLimit, pauseAfter, maxRuns               int
+	retries                                                 Retries
+	params, written                                         string
+	noParams, noWritten                                     bool
+}
+
+// bodyKeyOf is j's bodyKey, and false for a job with calendars.
+func bodyKeyOf(j JobSpec) (bodyKey, bool) {
+	return bodyKey{sched: j.Schedule, run: j.Run, lease: j.Lease, timeout: j.Timeout, deadline: j.Deadline,
+		history: j.History, jitter: j.Jitter, jitterWindow: j.JitterWindow, onCrash: j.OnCrash, afterLoss: j.AfterDataLoss,
+		catchUp: j.CatchUp, overlap: j.Overlap, maxAtt: j.MaxAttempts, catchUpLimit: j.CatchUpLimit,
+		pauseAfter: j.PauseAfterFailures, maxRuns: j.MaxRuns, retries: j.Retries, params: string(j.Params),
+		written: string(j.ParamsWritten), noParams: j.Params == nil, noWritten: j.ParamsWritten == nil}, len(j.Except) == 0
 }
