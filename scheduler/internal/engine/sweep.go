@@ -37,6 +37,8 @@ type sweepRound struct {
 	after         string
 	pages, last   int
 	share, shares int
+	// passes is the clock's count of passes at this pass's beginning.
+	passes int64
 	// whole makes the next pass audit every job: a sweep failed (the
 	// store was down, and the replicas may have failed to record what they
 	// missed meanwhile). A replica coming back after every replica was
@@ -62,14 +64,18 @@ func (r *sweepRound) next(now time.Time) {
 	}
 	r.pages = 0
 	shares := max(1, int(sweepSpan/sweepEvery)/max(r.last, 1))
-	if r.whole {
+	passes := now.Unix() / int64(sweepEvery/time.Second) / int64(max(r.last, 1))
+	if r.whole || r.passes != 0 && passes > r.passes+1 {
+		// A failure, or a pass the clock skipped (a sweep slower than the
+		// ticker, a process frozen or suspended): the share it skipped
+		// would go unaudited for a round.
 		shares, r.whole = 1, false
 	}
+	r.passes = passes
 	if shares != r.shares {
 		clear(r.found) // counted by other shares than this pass's
 	}
 	r.shares = shares
-	passes := now.Unix() / int64(sweepEvery/time.Second) / int64(max(r.last, 1))
 	r.share = int(passes % int64(r.shares))
 }
 

@@ -112,3 +112,23 @@ func TestSweepRoundAuditsEveryJobWithinTheSpan(t *testing.T) {
 		}
 	}
 }
+
+// A pass the clock skipped (a sweep slower than its ticker, a process
+// frozen or suspended) makes the next pass audit every job: the share it
+// skipped would otherwise wait a round.
+func TestSweepRoundAfterASkippedPassAuditsEveryJob(t *testing.T) {
+	r := newSweepRound()
+	at := time.Unix(1_800_000_000, 0)
+	for i, step := range []time.Duration{0, sweepEvery, sweepEvery, 3 * sweepEvery, sweepEvery} {
+		at = at.Add(step)
+		r.next(at)
+		r.pages++ // a catalog of one page
+		want := int(sweepSpan / sweepEvery)
+		if i == 3 {
+			want = 1 // the pass after the skip
+		}
+		if r.shares != want {
+			t.Errorf("pass %d (+%v): %d shares, want %d", i, step, r.shares, want)
+		}
+	}
+}
