@@ -96,11 +96,17 @@ func Run(ctx context.Context, o *Options, w io.Writer) error {
 	if v := e.versions(); v != "" {
 		fmt.Fprintf(&b, " · %s", v)
 	}
-	fmt.Fprintf(&b, "\n\nrounds %d · window %v · warm-up %v · drain %v · load1 %s at start, %s at end · took %v\n\n",
-		o.Rounds, o.Window, o.Warmup, o.Drain, loadStart, loadAvg(), time.Since(started).Round(time.Second))
+	// The dispatch window and drain only where the dispatch section ran:
+	// the other sections print their own.
+	window := ""
+	if o.has(secDispatch) {
+		window = fmt.Sprintf(" · window %v · drain %v", o.Window, o.Drain)
+	}
+	fmt.Fprintf(&b, "\n\nrounds %d%s · warm-up %v · load1 %s at start, %s at end · took %v\n\n",
+		o.Rounds, window, o.Warmup, loadStart, loadAvg(), time.Since(started).Round(time.Second))
 	if o.has(secSchedules) {
-		fmt.Fprintf(&b, "schedules section: sizes %v · stores %s · window %v (warm-up and drain as above)\n\n",
-			o.SchedSizes, strings.Join(o.SchedStores, ","), o.SchedWindow)
+		fmt.Fprintf(&b, "schedules section: sizes %v · stores %s · window %v · drain %v (warm-up as above)\n\n",
+			o.SchedSizes, strings.Join(o.SchedStores, ","), o.SchedWindow, o.Drain)
 	}
 	if o.has(secOverload) {
 		fmt.Fprintf(&b, "overload section: %d jobs every second on memstore · window %v (warm-up as above)\n\n",
