@@ -201,6 +201,9 @@ func (d *driver) request() slotstore.ClaimRequest {
 	// None, long past on both clocks, or long after the test.
 	r.NotBefore = []time.Time{{}, {}, {}, {}, time.Unix(0, 0), time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)}[d.rng.IntN(6)]
 	r.Spec = d.specName()
+	// A job whose effect is once per slot: exempt from the generation
+	// rules, on slots older than the generation too (ignored by a backfill).
+	r.RunsAfterDataLoss = d.rng.IntN(4) == 0
 	return r
 }
 
