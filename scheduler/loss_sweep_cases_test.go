@@ -131,16 +131,7 @@ func TestSweepSettlesSlotsPendingAtTheLastAudit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := time.Now()
 		st := memstore.New(memstore.Options{})
-		reg1 := jobs.NewRegistry()
-		reg1.Register("ghost", func(context.Context, jobs.Run) error { return nil })
-		cfg, err := Parse("test.yaml", []byte("{}"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := NewSchedules(st, cfg, reg1).By("test").Put(context.Background(), Schedule{ID: "orphan", Job: "ghost",
-			Schedule: "* * * * *", Policy: Policy{StartingDeadline: Duration(5 * time.Minute), Lease: Duration(5 * time.Second)}}); err != nil {
-			t.Fatal(err)
-		}
+		putOrphan(t, st, Policy{StartingDeadline: Duration(5 * time.Minute), Lease: Duration(5 * time.Second)})
 		reg2 := jobs.NewRegistry()
 		reg2.Register("other", func(context.Context, jobs.Run) error { return nil })
 		stop := start(t, replica(t, st, "a", "jobs: {other: {schedule: '@hourly'}}", reg2))
@@ -182,16 +173,7 @@ func TestSweepAfterAFailedRecordAuditsEveryJob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := time.Now()
 		st := memstore.New(memstore.Options{})
-		reg1 := jobs.NewRegistry()
-		reg1.Register("ghost", func(context.Context, jobs.Run) error { return nil })
-		cfg, err := Parse("test.yaml", []byte("{}"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := NewSchedules(st, cfg, reg1).By("test").Put(context.Background(), Schedule{ID: "orphan", Job: "ghost",
-			Schedule: "* * * * *"}); err != nil {
-			t.Fatal(err)
-		}
+		putOrphan(t, st, Policy{})
 		reg2 := jobs.NewRegistry()
 		reg2.Register("other", func(context.Context, jobs.Run) error { return nil })
 		w := &skipFails{Store: st}
@@ -216,4 +198,20 @@ func TestSweepAfterAFailedRecordAuditsEveryJob(t *testing.T) {
 			t.Errorf("%d slots never recorded after one failed Skip of the sweeper: %v", len(missing), missing)
 		}
 	})
+}
+
+// putOrphan writes the schedule "orphan", every minute with pol, of a job
+// no replica registers: only the sweep records its slots.
+func putOrphan(t *testing.T, st slotstore.Store, pol Policy) {
+	t.Helper()
+	reg := jobs.NewRegistry()
+	reg.Register("ghost", func(context.Context, jobs.Run) error { return nil })
+	cfg, err := Parse("test.yaml", []byte("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewSchedules(st, cfg, reg).By("test").Put(context.Background(), Schedule{ID: "orphan", Job: "ghost",
+		Schedule: "* * * * *", Policy: pol}); err != nil {
+		t.Fatal(err)
+	}
 }
