@@ -119,12 +119,13 @@ func (l *loop) admitIn() (time.Duration, bool) {
 // moment later, as after a failed claim. Retries of failed runs are never
 // held back: their slot was admitted once, and a retry that found no room
 // would leave it retrying for good. Slots that can no longer start, and
-// overtaken ones whose windows closed, are added to missed.
-func (l *loop) admit(batch []*entry, missed []slotstore.SkipRequest) ([]*entry, []slotstore.SkipRequest) {
+// overtaken ones whose windows closed, are added to missed; waited says
+// that some returned waited for room, and may have been paused since.
+func (l *loop) admit(batch []*entry, missed []slotstore.SkipRequest) (_ []*entry, _ []slotstore.SkipRequest, waited bool) {
 	a := &l.adm
 	room := l.room()
 	if a.n == 0 && len(a.owed) == 0 && len(batch) <= room {
-		return batch, missed // the common case: room for everything
+		return batch, missed, false // the common case: room for everything
 	}
 	now := l.s.now()
 	out := batch[:0]
@@ -169,6 +170,7 @@ func (l *loop) admit(batch []*entry, missed []slotstore.SkipRequest) ([]*entry, 
 		default:
 			out = append(out, e)
 			a.burst.started++
+			waited = true
 			room--
 		}
 	}
@@ -177,7 +179,7 @@ func (l *loop) admit(batch []*entry, missed []slotstore.SkipRequest) ([]*entry, 
 		a.waiting.Store(false)
 		a.queue = nil
 	}
-	return out, missed
+	return out, missed, waited
 }
 
 // wait queues e, a new slot with no room to be claimed. A fire entry

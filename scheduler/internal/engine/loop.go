@@ -347,8 +347,11 @@ func (l *loop) wake(ctx context.Context) {
 	// A paused job's slot is recorded paused before it would wait for
 	// room, and one that waited is looked at again as it leaves.
 	batch = l.dropPaused(ctx, batch)
-	batch, missed = l.admit(batch, missed)
-	batch = l.dropPaused(ctx, batch)
+	var waited bool
+	batch, missed, waited = l.admit(batch, missed)
+	if waited {
+		batch = l.dropPaused(ctx, batch)
+	}
 	l.skip(ctx, missed)
 	l.claimAll(ctx, batch)
 }

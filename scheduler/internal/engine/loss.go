@@ -22,11 +22,11 @@ func (p *plan) afterDataLoss() policy.AfterDataLoss {
 // lostHere reports whether e is the watch of a slot whose run this process
 // ended with its lease lost, not long ago (runSet.lost), and whose marker
 // the store must still keep: the slot is younger than its history by more
-// than a margin for the clocks, so no store could have expired or pruned
+// than the clocks' margin, so no store could have expired or pruned
 // its marker, whoever finished it. Its absence then means the store lost
 // it.
 func (l *loop) lostHere(e *entry) bool {
-	if e.kind != watch || e.anew || !l.s.now().Add(keptMargin).Before(e.slot.Add(e.p.history)) {
+	if e.kind != watch || e.anew || !l.s.now().Add(clockMargin).Before(e.slot.Add(e.p.history)) {
 		return false
 	}
 	l.runs.mu.Lock()
@@ -34,11 +34,6 @@ func (l *loop) lostHere(e *entry) bool {
 	lr, ok := l.runs.lost[slotKey{e.p.name, e.slot.Unix()}]
 	return ok && time.Now().Before(lr.until)
 }
-
-// keptMargin is how much sooner than its history a slot's marker is taken
-// as possibly gone by prune or expiry: the replica's clock may run behind
-// the store's.
-const keptMargin = time.Minute
 
 // markerLost acts on a slot whose run this replica held when the store
 // lost its marker, and with it any record that the slot ran: a job declared
