@@ -162,6 +162,16 @@ type ClaimRequest struct {
 	// loss of data can take is of a slot older than the generation that
 	// begins after the loss (guarantee 3). It does not bind takeovers.
 	NotBefore time.Time
+	// NotAfter, when set, is the latest time by the store's clock at which
+	// the claim may create the slot's first marker: the end of the slot's
+	// starting window. A claim that would create it later records the slot
+	// skipped with ReasonLate instead (Status Skipped), so a replica whose
+	// clock runs behind cannot start a slot late by the store's clock. Like
+	// NotBefore it binds first markers only: not takeovers, claims of
+	// released or retrying slots, nor a Backfill claim's win of a skipped
+	// slot. It is kept to the microsecond and must not be before NotBefore
+	// (ErrInvalid).
+	NotAfter time.Time
 	// Manual marks the slot as a manual trigger's: a claim that creates
 	// the slot's marker (won, or skipped for overlap) records it in
 	// Marker.Manual; later claims of the slot keep the marker's own.
@@ -403,6 +413,10 @@ const (
 	// because its marker was claimed before the generation began, so the
 	// store may have lost a newer state of it (Generation).
 	ReasonDataLoss = "data loss: the slot predates the store's record of the job"
+	// ReasonLate: skipped because a claim came after its NotAfter by the
+	// store's clock, the end of the slot's starting window. Replicas record
+	// a slot whose window closed by their own clock with the same reason.
+	ReasonLate = "missed: late"
 )
 
 // Marker is the store's record of a slot.

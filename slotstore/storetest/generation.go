@@ -227,3 +227,59 @@ func testEnrollNewest(t *testing.T, s slotstore.Store) {
 		}
 	}
 }
+
+// testClaimNotAfter: a claim that would create a slot's first marker after
+// its NotAfter by the store's clock records the slot skipped, ReasonLate,
+// with no fence, and the slot never runs; one within it wins. NotAfter
+// binds first markers only: a takeover after it still wins. One before
+// NotBefore is invalid and changes nothing.
+func testClaimNotAfter(t *testing.T, s slotstore.Store) {
+	const job = "claimna"
+	sl := slots(4)
+	late := req(job, sl[0], longLease)
+	late.NotAfter = time.Now().Add(-time.Second)
+	res := claimOne(t, s, "r1", late)
+	wantStatus(t, "claim after its window", res, slotstore.Skipped)
+	m := mustFind(t, s, job, sl[0])
+	if m.State != slotstore.StateSkipped || m.Reason != slotstore.ReasonLate || m.Holder != "r1" || m.Fence != 0 ||
+		m.Attempt != 0 || !m.Slot.Equal(sl[0]) || res.Marker.Reason != slotstore.ReasonLate {
+		t.Errorf("slot claimed after its window: result %+v, marker %+v; want skipped %q by r1, no fence",
+			res.Marker, m, slotstore.ReasonLate)
+	}
+	// Final: a claim without a window, or in it, does not run it.
+	wantStatus(t, "claim of a slot recorded late", claimOne(t, s, "r2", req(job, sl[0], longLease)), slotstore.Skipped)
+
+	// Within the window, to the microsecond the stores keep: it wins.
+	open := req(job, sl[1], shortLease)
+	open.NotBefore = time.Now().Add(-time.Minute)
+	open.NotAfter = time.Now().Add(time.Hour).Add(999 * time.Nanosecond)
+	won := mustWin(t, s, "r1", open)
+
+	// A takeover is not bound by the window it was first claimed in.
+	taken := open
+	taken.NotAfter = time.Now().Add(-time.Millisecond)
+	waitPast(t, s, won.Marker)
+	if res := claimOne(t, s, "r2", taken); res.Status != slotstore.Won || res.Claim.Attempt != 2 ||
+		res.Claim.Fence <= won.Claim.Fence {
+		t.Errorf("takeover after the window: %v, claim %+v; want won, attempt 2, a higher fence", res.Status, res.Claim)
+	}
+
+	// One batch: each request by its own window.
+	due, past := req(job, sl[2], longLease), req(job, sl[3], longLease)
+	due.NotAfter, past.NotAfter = time.Now().Add(time.Hour), time.Now().Add(-time.Hour)
+	got, err := s.Claim(t.Context(), slotstore.ClaimParams{Replica: "r3", Requests: []slotstore.ClaimRequest{due, past}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Status != slotstore.Won || got[1].Status != slotstore.Skipped ||
+		got[1].Marker.Reason != slotstore.ReasonLate {
+		t.Errorf("batch of a due claim and a late one: %+v", got)
+	}
+
+	bad := req("claimna-bad", sl[0], longLease)
+	bad.NotBefore, bad.NotAfter = time.Now(), time.Now().Add(-time.Second)
+	if _, err := s.Claim(t.Context(), slotstore.ClaimParams{Replica: "r1", Requests: []slotstore.ClaimRequest{bad}}); !errors.Is(err, slotstore.ErrInvalid) {
+		t.Errorf("claim whose NotAfter is before its NotBefore: %v, want ErrInvalid", err)
+	}
+	noMarker(t, "invalid claim", s, "claimna-bad", sl[0])
+}

@@ -72,6 +72,7 @@ func Run(t *testing.T, newStore func(t *testing.T) slotstore.Store) {
 		{"EnrollNewest", testEnrollNewest},
 		{"SkipNotBefore", testSkipNotBefore},
 		{"ClaimNotBefore", testClaimNotBefore},
+		{"ClaimNotAfter", testClaimNotAfter},
 		{"RenewFinished", testRenewFinished},
 		{"Incarnation", testIncarnation},
 		{"Backfill", testBackfill},

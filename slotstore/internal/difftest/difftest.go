@@ -5,10 +5,10 @@
 // Run drives both stores through the same random operations (claim and skip
 // batches with every policy, queue claims behind slots whose holders
 // crashed (crash), backfills, renewals, finishes with and without
-// retries, releases; claims and skips with and without NotBefore, naming a
-// spec or none; claims of several incarnations; enrolments of a few specs,
-// with and without revisions and Supersedes, which decide the specs in
-// force the claims and skips are checked against; now and then a batch
+// retries, releases; claims and skips with and without NotBefore, claims
+// with and without NotAfter, naming a spec or none; claims of several
+// incarnations; enrolments of a few specs, with and without revisions and
+// Supersedes, which decide the specs in force the claims and skips are checked against; now and then a batch
 // with an invalid request; appends to the actions log and reads of its
 // pages, with filters, Before and Since) and compares every answer, and
 // the two catalogs after each enrolment. Leases are either Short, expired by the next
@@ -200,6 +200,11 @@ func (d *driver) request() slotstore.ClaimRequest {
 	}
 	// None, long past on both clocks, or long after the test.
 	r.NotBefore = []time.Time{{}, {}, {}, {}, time.Unix(0, 0), time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)}[d.rng.IntN(6)]
+	// A window that closed long ago on both clocks, or closes long after
+	// the test; never before NotBefore.
+	if d.rng.IntN(3) == 0 && r.NotBefore.Year() < 2200 {
+		r.NotAfter = []time.Time{time.Unix(1, 0), time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)}[d.rng.IntN(2)]
+	}
 	r.Spec = d.specName()
 	// A job whose effect is once per slot: exempt from the generation
 	// rules, on slots older than the generation too (ignored by a backfill).

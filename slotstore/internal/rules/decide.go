@@ -62,6 +62,10 @@ const (
 	// live lease or under an expired one a takeover may still win
 	// (QueueWait). Apply answers Queued.
 	DecideQueue
+	// DecideLate records the slot, which has no marker, skipped with Reason
+	// slotstore.ReasonLate: the store's clock has passed the claim's
+	// NotAfter, the end of the slot's starting window. No fence.
+	DecideLate
 )
 
 // Changes reports whether the decision writes the slot's marker.
@@ -158,6 +162,11 @@ func decideFirst(r slotstore.ClaimRequest, now, born time.Time, running []slotst
 	// when the store's clock reaches r.NotBefore.
 	if now.Before(r.NotBefore) {
 		return DecideNotYet
+	}
+	// One whose clock runs behind comes after the slot's window by the
+	// store's clock: it records the slot missed rather than run it late.
+	if !r.NotAfter.IsZero() && now.After(r.NotAfter) {
+		return DecideLate
 	}
 	switch r.Overlap {
 	case policy.OverlapForbid:
@@ -261,8 +270,12 @@ func Apply(d Decision, m slotstore.Marker, r slotstore.ClaimRequest, replica, in
 	case DecideSkip:
 		m = skipped(r.Job, r.Slot, r.Slot.Add(r.Retain), slotstore.ReasonOverlap, replica, r.Manual, now)
 		return m, slotstore.ClaimResult{Status: slotstore.Skipped, Marker: m}
-	case DecideDataLoss:
-		m = skipped(r.Job, r.Slot, r.Slot.Add(r.Retain), slotstore.ReasonDataLoss, replica, r.Manual, now)
+	case DecideDataLoss, DecideLate:
+		reason := slotstore.ReasonDataLoss
+		if d == DecideLate {
+			reason = slotstore.ReasonLate
+		}
+		m = skipped(r.Job, r.Slot, r.Slot.Add(r.Retain), reason, replica, r.Manual, now)
 		return m, slotstore.ClaimResult{Status: slotstore.Skipped, Marker: m}
 	case DecideNotYet:
 		return m, slotstore.ClaimResult{Status: slotstore.NotYet, Remaining: r.NotBefore.Sub(now)}

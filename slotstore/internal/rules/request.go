@@ -12,8 +12,8 @@ import (
 const DefaultRetain = 7 * 24 * time.Hour
 
 // NormalizeClaim validates r and returns it with Slot truncated to the
-// second in UTC, OnCrash, Overlap and Retain defaulted and NotBefore in UTC.
-// Backends call it, through NormalizeClaims, for every request before
+// second in UTC, OnCrash, Overlap and Retain defaulted, NotBefore in UTC and
+// NotAfter in UTC to the microsecond. Backends call it, through NormalizeClaims, for every request before
 // touching state, so a bad request changes nothing.
 func NormalizeClaim(r slotstore.ClaimRequest) (slotstore.ClaimRequest, error) {
 	if r.Job == "" {
@@ -58,6 +58,14 @@ func NormalizeClaim(r slotstore.ClaimRequest) (slotstore.ClaimRequest, error) {
 	r.Slot = r.Slot.UTC().Truncate(time.Second)
 	if !r.NotBefore.IsZero() {
 		r.NotBefore = r.NotBefore.UTC()
+	}
+	if !r.NotAfter.IsZero() {
+		// Every backend keeps it to the microsecond, as Redis's and
+		// Postgres's clocks read.
+		r.NotAfter = r.NotAfter.UTC().Truncate(time.Microsecond)
+		if r.NotAfter.Before(r.NotBefore) {
+			return r, invalid("claim %s: not after %v is before not before %v", r.Job, r.NotAfter, r.NotBefore)
+		}
 	}
 	return r, nil
 }
