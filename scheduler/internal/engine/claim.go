@@ -100,6 +100,12 @@ func (l *loop) send(ctx context.Context, batch []*entry) claimAnswer {
 			NotBefore: e.slot,
 			Spec:      e.p.spec.Fingerprint,
 		}
+		if e.kind != watch {
+			// Nor after its window by the store's clock, however far
+			// behind this replica's clock runs: a slot no replica started
+			// in time is recorded missed, not run late.
+			reqs[i].NotAfter = e.slot.Add(e.p.deadline)
+		}
 	}
 	a := claimAnswer{sent: time.Now()}
 	cctx, cancel := context.WithTimeout(ctx, claimTimeout(batch))

@@ -14,8 +14,10 @@ const (
 	reasonPaused = "paused"
 	// reasonLate and reasonUnavailable are the reasons of a slot whose
 	// window closed, by this replica's clock, before it was claimed: the
-	// replica woke too late, or the store did not answer its claims.
-	reasonLate        = "missed: late"
+	// replica woke too late, or the store did not answer its claims. The
+	// store records reasonLate itself for a claim that comes after the
+	// window by its own clock (ClaimRequest.NotAfter).
+	reasonLate        = slotstore.ReasonLate
 	reasonUnavailable = "missed: store unavailable"
 	// reasonDown is the reason of a slot that came due while no replica
 	// ran its job.

@@ -22,6 +22,10 @@ type claimMemo struct {
 	// dataLoss holds the jobs whose slots the store skipped for data loss
 	// since the last one it did not: the loss is logged once.
 	dataLoss map[string]bool
+	// late holds the jobs whose slots the store recorded missed: late for
+	// this replica's claims since the last one it did not: this replica's
+	// clock runs behind the store's, logged once.
+	late map[string]bool
 	// newJobs holds the jobs whose generation this replica's start-up
 	// began, with when it began: their slots from before are recorded
 	// skipped as never theirs (beforeRecord), not claimed as a loss.
@@ -29,7 +33,7 @@ type claimMemo struct {
 }
 
 func newClaimMemo() claimMemo {
-	return claimMemo{unknown: make(map[slotKey]bool), dataLoss: make(map[string]bool), newJobs: make(map[string]time.Time)}
+	return claimMemo{unknown: make(map[slotKey]bool), dataLoss: make(map[string]bool), late: make(map[string]bool), newJobs: make(map[string]time.Time)}
 }
 
 // result acts on the store's answer r to the claim of e, sent at sent, on
@@ -118,6 +122,7 @@ func (d slotDecisions) at(level slog.Level, msg string, more ...any) {
 // replica that the claim replaced (overlap: replace).
 func (l *loop) won(e *entry, r slotstore.ClaimResult, sent time.Time) {
 	delete(l.memo.dataLoss, e.p.name)
+	delete(l.memo.late, e.p.name)
 	delete(l.memo.newJobs, e.p.name)
 	for _, ref := range r.Replaced {
 		l.s.log.Info("run replaced", "job", ref.Job, "slot", ref.Slot.UTC().Format(time.RFC3339), "fence", ref.Fence,
@@ -131,9 +136,10 @@ func (l *loop) won(e *entry, r slotstore.ClaimResult, sent time.Time) {
 
 // skipped logs a slot the store has recorded skipped, m, and counts it
 // missed when this replica's claim is what recorded it (a loss of the
-// store's data, an overlap); one recorded by another replica is logged at
-// DEBUG, as that replica logged it. A loss is logged as a warning once per
-// job until a claim of the job wins again. (The slots of a job the store
+// store's data, an overlap, a window closed by the store's clock); one
+// recorded by another replica is logged at DEBUG, as that replica logged
+// it. A loss, and a closed window, are logged as a warning once per job
+// until a claim of the job wins again. (The slots of a job the store
 // has just begun to record are not claimed: beforeRecord.)
 func (l *loop) skipped(e *entry, m slotstore.Marker, log slotDecisions) {
 	mine := m.Holder == l.s.replica
@@ -143,6 +149,16 @@ func (l *loop) skipped(e *entry, m slotstore.Marker, log slotDecisions) {
 			l.memo.dataLoss[e.p.name] = true
 			log.at(slog.LevelWarn, "slot skipped: older than the store's record of the job",
 				"reason", m.Reason, "why", "the store lost its data, or has just begun to record the job")
+			return
+		}
+	}
+	if m.Reason == slotstore.ReasonLate && mine {
+		// Its window had closed by the store's clock when the claim came.
+		l.s.metrics.missed.WithLabelValues(e.p.metricJob(), missedReason(m.Reason)).Inc()
+		if !l.memo.late[e.p.name] {
+			l.memo.late[e.p.name] = true
+			log.at(slog.LevelWarn, "slot missed: its window had closed by the store's clock", "reason", m.Reason,
+				"why", "this replica's clock runs behind the store's by more than the starting deadline, or its claim took that long")
 			return
 		}
 	}
