@@ -171,7 +171,8 @@ func (s *Store) split(n int, job func(i int) string) [][]int {
 }
 
 // profile is what a request of claim.lua shares with the other requests of
-// its call that ask alike: everything but the job, the slot and NotBefore.
+// its call that ask alike: everything but the job, the slot, NotBefore and
+// NotAfter.
 // A batch of one replica's due slots has a handful, however many requests
 // (and, when they name specs, about one a job).
 type profile struct {
@@ -198,7 +199,7 @@ func profileOf(r request) profile {
 }
 
 // claimCall builds the claim.lua call for the requests at idx: the jobs,
-// the profiles, then four values a request (see the script).
+// the profiles, then five values a request (see the script).
 func (s *Store) claimCall(replica, incarnation string, reqs []request, idx []int) call {
 	group := map[string]int{}  // job -> its number g in the script, from 1
 	kinds := map[profile]int{} // profile -> its number p in the script, from 1
@@ -230,7 +231,7 @@ func (s *Store) claimCall(replica, incarnation string, reqs []request, idx []int
 		default:
 			notBefore = strconv.FormatInt(r.notBefore.UnixMicro(), 10)
 		}
-		tail = append(tail, g, slot, p, notBefore)
+		tail = append(tail, g, slot, p, notBefore, afterSlot(r.NotAfter, r.Slot))
 	}
 	keys := []string{keysOf(s.prefix, reqs[idx[0]].Job).gen}
 	withJobs := "0"
@@ -247,6 +248,37 @@ func (s *Store) claimCall(replica, incarnation string, reqs []request, idx []int
 	}
 	args = append(args, tail...)
 	return call{script: claimScript, keys: keys, args: args}
+}
+
+// afterSlot is a claim's NotAfter t as claim.lua reads it: "" for none,
+// else the microseconds from slot to t (negative when t is before it),
+// with three or more trailing zeros written as a power of ten, which Lua's
+// tonumber reads exactly: "6e7" for the minute after the slot. The engine
+// sends NotAfter = slot + starting deadline with nearly every claim, so
+// the value stays a few bytes whatever the year. A t further than about
+// 292 years from slot counts as that far (time.Time.Sub): the decision is
+// the same while Redis's clock is within 292 years of the slot.
+func afterSlot(t, slot time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	us := int64(t.Sub(slot) / time.Microsecond)
+	if us == 0 {
+		return "0"
+	}
+	exp := 0
+	for us%10 == 0 {
+		us /= 10
+		exp++
+	}
+	if exp < 3 {
+		// No shorter as a power of ten.
+		for range exp {
+			us *= 10
+		}
+		return strconv.FormatInt(us, 10)
+	}
+	return strconv.FormatInt(us, 10) + "e" + strconv.Itoa(exp)
 }
 
 // flag is b as a script reads it.

@@ -51,15 +51,17 @@
 //
 // Most claims are of a slot nobody holds yet, as every replica claims it
 // when it comes due. The call carries, a request, only the job's number, the
-// slot, a profile (lease, policies, retention: the handful a batch shares)
-// and NotBefore; the script reads the marker with one HGETALL and, when it
-// wins the first marker, writes only the fields a first claim sets (a
+// slot, a profile (lease, policies, retention: the handful a batch shares),
+// NotBefore ("=" when it is the slot) and NotAfter (microseconds after the
+// slot, its trailing zeros as a power of ten: "6e7" for a deadline of a
+// minute; empty for none); the script reads the marker with one HGETALL
+// and, when it wins the first marker, writes only the fields a first claim sets (a
 // missing field reads as empty, in this version and the previous one) and
 // answers with the fence alone: the store builds the rest of the marker
 // from the request and Redis's time, which the reply carries once. Every
 // other case (takeover, retry, release, backfill, overlap forbid or
-// replace, data loss, a skip, a losing claim) answers the whole marker, as
-// before.
+// replace, data loss, a late claim, a skip, a losing claim) answers the
+// whole marker, as before.
 //
 // # Keys
 //
@@ -230,7 +232,14 @@
 // result is that lease end minus TIME. A retrying marker keeps the time its
 // retry is due in the same field, and is judged alike, and so is a skip's
 // NotBefore (to the microsecond): before it, the skip records nothing and
-// answers NotYet. A generation begins at TIME. Each marker expires
+// answers NotYet. So are a claim's NotBefore and NotAfter, to the
+// microsecond: a claim that would create a slot's first marker once TIME
+// is past its NotAfter records the slot skipped with slotstore.ReasonLate
+// instead (no fence), before any overlap policy is looked at. Each replica
+// runs the claim script of its own build, by its SHA: during a rolling
+// upgrade a replica of the previous build sends no NotAfter and its
+// script knows no such rule, so its own late first claims still win as
+// before. A generation begins at TIME. Each marker expires
 // by PEXPIREAT at the later of its retention end (Slot + Retain) and, while
 // running or retrying, its lease end or retry time, so Redis deletes it
 // once Prune may (retention over, and neither running under a live lease

@@ -18,9 +18,13 @@
 --       whatever the generation), backfill ('1' or '0': a claim that may win
 --       a slot recorded skipped, before slot + retain by Redis's clock, and
 --       is takeover-only after), spec (the fingerprint the request is made
---       under, '' for none); then four values a request: job g, slot
+--       under, '' for none); then five values a request: job g, slot
 --       (Unix s), profile p, not before ('' for none, '=' for the slot
---       itself, else Unix us).
+--       itself, else Unix us), not after ('' for none, else us after the
+--       slot, negative before it, as Lua's tonumber reads them: '6e7' for
+--       a minute). A claim that would create a slot's first marker once
+--       Redis's clock (us) is past its not after records the slot skipped,
+--       'missed: late' (slotstore.ReasonLate), as one skipped for data loss.
 -- Reply: Redis's time (Unix ms), then for each request either two values,
 --       9 and the fence, for a claim won as the slot's first marker (the
 --       marker is running, attempt 1, claimed now, with nothing else but
@@ -59,7 +63,8 @@ for p = 1, P do
   }
 end
 local first = 7 + 2 * G + 12 * P
-local stride = 4
+local stride = 5
+local late = 'missed: late' -- slotstore.ReasonLate
 local n = (#ARGV - first + 1) / stride
 
 -- The keys of job g, by name (keys.go).
@@ -221,7 +226,7 @@ end
 local fresh = {}
 local out = {nowText}
 -- decideOne decides and applies one request of job g, not refused.
-local function decideOne(g, slot, pr, notBefore)
+local function decideOne(g, slot, pr, notBefore, notAfter)
   local lease, onCrash, maxAttempts = pr.lease, pr.onCrash, pr.maxAttempts
   local takeoverOnly, overlap, manual = pr.takeoverOnly, pr.overlap, pr.manual
   local skipping, reason, term, backfill = pr.skipping, pr.reason, pr.term, pr.backfill
@@ -260,6 +265,10 @@ local function decideOne(g, slot, pr, notBefore)
       -- Before its NotBefore by this clock (a replica whose clock runs
       -- ahead): no first marker yet.
       early = true
+    elseif not takeoverOnly and notAfter ~= '' and micros > tonumber(slot) * 1000000 + tonumber(notAfter) then
+      -- After its NotAfter by this clock (a replica whose clock runs
+      -- behind): the slot's window has closed, whatever else runs.
+      decision, reason = 'skip', late
     elseif not takeoverOnly then
       decision = 'win'
       if overlap == 'forbid' then
@@ -407,7 +416,7 @@ for i = 1, n do
   if refused(g, pr.spec) then
     out[#out + 1] = 10
   else
-    decideOne(g, slot, pr, notBefore)
+    decideOne(g, slot, pr, notBefore, ARGV[a + 4])
   end
 end
 
