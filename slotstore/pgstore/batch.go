@@ -20,6 +20,7 @@ type batch struct {
 	overlaps, reasons                   []string
 	specs                               []string             // nil while no request names a spec
 	notBefore                           []pgtype.Timestamptz // null where zero
+	notAfter                            []pgtype.Timestamptz // null where zero (every skip's)
 }
 
 func newBatch(n int) *batch {
@@ -29,6 +30,7 @@ func newBatch(n int) *batch {
 		takeover: make([]bool, 0, n), terms: make([]bool, 0, n), manual: make([]bool, 0, n), skipping: make([]bool, 0, n),
 		backfill: make([]bool, 0, n),
 		overlaps: make([]string, 0, n), reasons: make([]string, 0, n), notBefore: make([]pgtype.Timestamptz, 0, n),
+		notAfter: make([]pgtype.Timestamptz, 0, n),
 	}
 }
 
@@ -40,6 +42,7 @@ func (b *batch) add(r slotstore.ClaimRequest, skipping bool, reason string, notB
 	b.backfill = append(b.backfill, r.Backfill)
 	b.overlaps, b.reasons = append(b.overlaps, string(r.Overlap)), append(b.reasons, reason)
 	b.notBefore = append(b.notBefore, pgtype.Timestamptz{Time: notBefore, Valid: !notBefore.IsZero()})
+	b.notAfter = append(b.notAfter, pgtype.Timestamptz{Time: r.NotAfter, Valid: !r.NotAfter.IsZero()})
 }
 
 // spec records that request i, the last added, names spec: a batch that
@@ -58,7 +61,7 @@ func (b *batch) spec(i int, spec string) {
 func (b *batch) args(replica, incarnation string) []any {
 	return []any{replica, incarnation, b.jobs, b.slots, b.leases, b.crashSkips, b.maxes,
 		b.keeps, b.takeover, b.overlaps, b.terms, b.manual, b.skipping, b.reasons, b.notBefore, slotstore.ReasonDataLoss,
-		b.backfill, b.specsArg()}
+		b.backfill, b.specsArg(), b.notAfter}
 }
 
 // specsArg is the claim function's p_spec: null when no request names a

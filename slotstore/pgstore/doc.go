@@ -23,7 +23,8 @@
 // that have none (see Generations), and decides in one set-based statement
 // every request whose answer needs no lock on an existing marker: the
 // first claim of a slot that has no marker (overlap allow, not older than
-// the generation, NotBefore passed) is inserted there, with its fence; a
+// the generation, NotBefore passed, NotAfter not passed) is inserted there,
+// with its fence; a
 // slot held under a live lease (its marker locked with SKIP LOCKED, so one
 // a mutation holds is left to the next step), finished, waiting for its
 // retry, not yet due or absent is answered there. No other transaction can
@@ -37,7 +38,8 @@
 // write; otherwise it takes the fence rows, holding no marker's lock, and
 // decides again. The rest
 // (takeovers, released slots, due retries, abandonments, overlap forbid,
-// replace or queue, data loss, skips that write, a slot named twice), with every
+// replace or queue, data loss, late first claims, skips that write, a slot
+// named twice), with every
 // request of a job that has such a request, so that a job's fences follow
 // request order, is decided in request order,
 // each as the decision table in Go does: it locks the slot's
@@ -52,6 +54,13 @@
 // reads the clock again, so a lease that ended while it waited counts as
 // ended. A claim that would create the first marker of a slot older than
 // its job's generation records it skipped with slotstore.ReasonDataLoss.
+// One that would create it, its NotBefore passed, once the database's clock
+// has passed its NotAfter (the end of the slot's starting window) records
+// it skipped with slotstore.ReasonLate, whatever else of the job runs, so a
+// replica whose clock runs behind never starts a slot late by the
+// database's; like NotBefore, NotAfter binds first markers alone (not
+// takeovers, claims of released or retrying slots, nor a backfill's win of
+// a skipped slot).
 // A claim with an overlap policy that would create a slot's first marker, or
 // a backfill with forbid of a skipped slot, reads the job's running markers
 // (index markers_running, and those the batch won): forbid records the slot
@@ -389,9 +398,12 @@
 //	                             at, keep_until (at + retain) database clock
 //	  index actions_by_who, _by_kind, _by_target (column, seq); actions_by_keep_until
 //	claim(...)                   the claim function (claims and skips); claim_result its rows
-//	claim(... less p_spec)       the claim of the builds of versions 8 and 9: the one above, no spec
+//	claim(... less p_not_after)  the claim of the builds of versions 10 to 12 before NotAfter:
+//	                               the one above, no NotAfter
+//	claim(... less p_spec,       the claim of the builds of versions 8 and 9: the one above,
+//	      p_not_after)             no spec, no NotAfter
 //	claim(... less p_backfill,   the claim of the builds of versions 3 to 6: the one above,
-//	      p_spec)                  backfill false, no spec
+//	      p_spec, p_not_after)     backfill false, no spec, no NotAfter
 //	write_schedules(by, writes...) a batch of schedule writes (Schedules held as data)
 //	enroll(jobs, now)            begins and returns generations
 //	enroll(jobs, now, replica,   offers specs to the catalog, then enrolls; returns generations
@@ -437,8 +449,9 @@
 //   - keep callable every signature such a build calls, with the result it
 //     reads: a changed argument list is a new function beside the old one,
 //     which stays (claim_compat.sql keeps the claims of the builds of
-//     versions 3 to 6 and of 8 and 9 as calls of today's with backfill
-//     false and no spec; enroll.sql keeps enroll(jobs, now)), unless
+//     versions 3 to 6, of 8 and 9 and of 10 to 12 as calls of today's
+//     with backfill false, no spec and no NotAfter, as each lacks them;
+//     enroll.sql keeps enroll(jobs, now)), unless
 //     the old behaviour would break a guarantee: version 2's claim, which
 //     never checked generations, is dropped, so a replica of that build
 //     gets errors from its claims and claims nothing (it still renews and
@@ -462,10 +475,10 @@
 //     a claim of the old text in flight while it runs (its row no longer
 //     casts to the type); the replica retries it as any failed claim.
 //
-// TestRollingUpgrade shows replicas of the previous build and of version
-// 6's claiming, with those builds' own statements, before, while and
-// after this build applies its texts, beside this build's store: one
-// winner per slot, and fences that grow.
+// TestRollingUpgrade shows replicas of the previous build and of the
+// builds of versions 6 and 8 claiming, with those builds' own statements,
+// before, while and after this build applies its texts, beside this
+// build's store: one winner per slot, and fences that grow.
 //
 // What each schema version changed: 2 added the claim; 3 generations and
 // incarnations, the enroll and renew functions, and dropped version 2's
@@ -489,6 +502,11 @@
 // spec it does not carry); 12 the actions table. Versions
 // 4, 5, 6 and 8 changed functions alone: their
 // migrations now change nothing, and today's texts stand in functions/.
+// A change of function texts alone raises no schema version: a claim's
+// NotAfter (claim.sql version 6, a claim with one argument more,
+// p_not_after; the claim of one argument less, which the builds of
+// versions 10 to 12 from before it call, is now a call of it with no
+// NotAfter, in claim_compat.sql version 3) came within version 12.
 //
 // The store takes three advisory lock keys per schema, hashed from its
 // name: for migrations, for pruning, for appends to the actions log.

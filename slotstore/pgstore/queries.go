@@ -60,7 +60,7 @@ func newQueries(schema string) queries {
 	return queries{
 		claim: in(`SELECT ord, won, prev_holder, retry, ` + columns + `, replaced_slots, replaced_fences, now,
 			coalesce(superseded, false)
-			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`),
+			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`),
 		// enroll also reads each job's newest slot from markers_by_job
 		// (job, slot DESC): one index probe a job.
 		enroll: in(`SELECT g.ord, g.job, g.born,

@@ -22,9 +22,16 @@ import (
 // that of the build of version 6 (commit 26b4fc2's parent), from their
 // queries.go — but for "false AS backfill" and "false AS superseded",
 // constants that let this build's reader read their rows: the server runs
-// the same call and returns the same columns it did.
+// the same call and returns the same columns it did; and that of the
+// build of version 11 (commit 9635b10; the builds of version 10, and of
+// 12 before a claim's NotAfter, send the same), whose rows this build's
+// reader reads as they are.
 const (
-	previousClaimSQL = `SELECT ord, won, prev_holder, retry, job, slot, state, holder, fence, attempt, claimed_at, lease_end, keep_until,
+	version11ClaimSQL = `SELECT ord, won, prev_holder, retry, job, slot, state, holder, fence, attempt, claimed_at, lease_end, keep_until,
+	finished_at, outcome, error, duration_ns, reason, manual, incarnation, backfill, replaced_slots, replaced_fences, now,
+			coalesce(superseded, false)
+			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`
+	version8ClaimSQL = `SELECT ord, won, prev_holder, retry, job, slot, state, holder, fence, attempt, claimed_at, lease_end, keep_until,
 	finished_at, outcome, error, duration_ns, reason, manual, incarnation, false AS backfill, replaced_slots, replaced_fences, now,
 	false AS superseded
 			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`
@@ -36,8 +43,9 @@ const (
 )
 
 // oldReplica claims as a replica of an earlier build does: one request a
-// batch, with that build's statement and arguments (backfill only when
-// the statement has the argument; never a spec).
+// batch, with that build's statement and arguments (as many as the
+// statement has: backfill and spec only when it has them; never a spec
+// named, nor a NotAfter).
 type oldReplica struct {
 	name string
 	pool *pgxpool.Pool
@@ -50,10 +58,7 @@ type oldReplica struct {
 func (r oldReplica) claim(ctx context.Context, job string, slot time.Time) (bool, int64, error) {
 	b := newBatch(1)
 	b.add(slotstore.ClaimRequest{Job: job, Slot: slot, Lease: time.Minute, Retain: time.Hour}, false, "", time.Time{})
-	args := b.args(r.name, r.name+"-i")[:17]
-	if !strings.Contains(r.sql, "$17") {
-		args = args[:16] // no backfill
-	}
+	args := b.args(r.name, r.name+"-i")[:strings.Count(r.sql, "$")]
 	rows, err := r.pool.Query(ctx, r.sql, args...)
 	if err != nil {
 		return false, 0, fmt.Errorf("%s: claim %s: %w", r.name, key(job, slot), err)
@@ -90,8 +95,8 @@ type win struct {
 	fence   int64
 }
 
-// TestRollingUpgrade: replicas of the previous build (and of version 6's)
-// keep claiming, with their own statements, before, while and after this
+// TestRollingUpgrade: replicas of the previous build (and of version 6's
+// and version 8's) keep claiming, with their own statements, before, while and after this
 // build upgrades the schema's functions, beside this build's store
 // claiming the same slots: every slot has exactly one winner, the fences
 // each replica wins grow, and no two wins share a fence.
@@ -103,8 +108,9 @@ func TestRollingUpgrade(t *testing.T) {
 	in := func(sql string) string { return strings.ReplaceAll(sql, "{schema}", q) }
 	var olds []claimer
 	for _, r := range []oldReplica{
-		{"prev1", old.pool, in(previousClaimSQL)},
-		{"prev2", old.pool, in(previousClaimSQL)},
+		{"prev1", old.pool, in(version11ClaimSQL)},
+		{"prev2", old.pool, in(version11ClaimSQL)},
+		{"v8", old.pool, in(version8ClaimSQL)},
 		{"v6", old.pool, in(version6ClaimSQL)},
 	} {
 		olds = append(olds, claimer{r.name, func(slot time.Time) (bool, int64, error) { return r.claim(ctx, "j", slot) }})
@@ -124,7 +130,7 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Fatalf("this build's store on the previous build's schema: %v", err)
 	}
 	defer s.Close()
-	for _, n := range []int{16, 17} { // version 6's claim, and the previous build's
+	for _, n := range []int{16, 17, 18} { // version 6's claim, version 8's, and the previous build's
 		var lang string
 		if err := old.pool.QueryRow(ctx, `SELECT l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
 			WHERE p.pronamespace = $1::regnamespace AND p.proname = 'claim' AND p.pronargs = $2`, q, n).Scan(&lang); err != nil || lang != "sql" {

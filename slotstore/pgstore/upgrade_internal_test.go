@@ -45,6 +45,8 @@ func TestUpgradeCatalog(t *testing.T) {
 	want := describeSchema(t, fresh)
 	for _, line := range []string{
 		"function claim(text,text,text[],timestamp with time zone[],bigint[],boolean[],integer[],timestamp with time zone[],boolean[],text[],boolean[],boolean[],boolean[],text[],timestamp with time zone[],text) sql",
+		"function claim(text,text,text[],timestamp with time zone[],bigint[],boolean[],integer[],timestamp with time zone[],boolean[],text[],boolean[],boolean[],boolean[],text[],timestamp with time zone[],text,boolean[],text[]) sql",
+		"function claim(text,text,text[],timestamp with time zone[],bigint[],boolean[],integer[],timestamp with time zone[],boolean[],text[],boolean[],boolean[],boolean[],text[],timestamp with time zone[],text,boolean[],text[],timestamp with time zone[]) plpgsql",
 		"function renew(text,timestamp with time zone,bigint,bigint) plpgsql",
 		"comment renew slotcron functions/renew.sql version ",
 	} {

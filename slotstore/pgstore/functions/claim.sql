@@ -1,4 +1,4 @@
--- version 5 (raise it with every change of this file; see ../functions.go)
+-- version 6 (raise it with every change of this file; see ../functions.go)
 --
 -- claim decides every request of a batch, in request order: a claim, or,
 -- where p_skipping is true, a skip (Store.Skip). It encodes the decision
@@ -25,19 +25,27 @@
 --  4. It decides together, in one statement that reads the batch's markers,
 --     every request whose answer needs no lock on a marker: the first
 --     claim of a slot nobody holds (overlap allow, not older than its job's
---     generation, NotBefore passed) is inserted there, and so is every
---     answer that changes nothing (held, finished, retry not yet due, not
---     yet due, absent). Every request of a job with a request left over
---     goes to step 5, so each job's fences follow request order.
+--     generation, NotBefore passed, NotAfter not passed) is inserted
+--     there, and so is every answer that changes nothing (held, finished,
+--     retry not yet due, not yet due, absent). Every request of a job with
+--     a request left over goes to step 5, so each job's fences follow
+--     request order.
 --  5. The rest (takeovers, released slots, due retries, abandonments,
---     overlap forbid, replace or queue, data loss, skips that write, backfills of
---     skipped slots, a slot twice in the batch) it decides one by one: it
---     locks the slot's marker row (SELECT ... FOR UPDATE: under READ
---     COMMITTED it waits for a fenced mutation, a prune or a job's
---     transaction after CompleteTx in progress and reads the row that one
---     left), decides on it, and writes; after such a wait it reads the
---     clock again. A first marker of a slot older than its job's generation
+--     overlap forbid, replace or queue, data loss, late first claims, skips
+--     that write, backfills of skipped slots, a slot twice in the batch) it
+--     decides one by one: it locks the slot's marker row (SELECT ... FOR
+--     UPDATE: under READ COMMITTED it waits for a fenced mutation, a prune
+--     or a job's transaction after CompleteTx in progress and reads the row
+--     that one left), decides on it, and writes; after such a wait it reads
+--     the clock again. A first marker of a slot older than its job's generation
 --     is recorded skipped for data loss, unless the claim is a term's.
+--     A first marker that a claim would create, past its NotBefore, once
+--     the clock has passed its NotAfter (the end of the slot's starting
+--     window) is recorded skipped with slotstore.ReasonLate, 'missed:
+--     late', whatever else of the job runs: a replica whose clock runs
+--     behind never starts a slot late by this clock. NotAfter binds first
+--     markers alone: not takeovers, claims of released or retrying slots,
+--     nor a backfill's win of a skipped slot.
 --     Forbid skips a slot while another of the job runs under a live lease;
 --     queue then writes nothing and answers queued, and also while one runs
 --     under an expired lease that a takeover may still win (on_crash retry,
@@ -66,9 +74,10 @@
 -- its keep_until is a takeover-only claim.
 --
 -- Replicas of earlier builds call this function by name (those of the
--- builds of versions 3 to 6, from before backfills, and 8 and 9, from
--- before specs, through claim_compat.sql): a new text takes effect for
--- them too from the commit that applies it, and a claim that began before
+-- builds of versions 3 to 6, from before backfills, 8 and 9, from before
+-- specs, and 10 to 12, from before NotAfter, through claim_compat.sql):
+-- a new text takes effect for them too from the commit that applies it,
+-- and a claim that began before
 -- runs the old text to its end. Every text must therefore lock as the one
 -- before did: fence rows of the batch's jobs first, in job order, then
 -- catalog rows and generation rows, then markers (doc.go, Functions).
@@ -91,7 +100,8 @@ CREATE OR REPLACE FUNCTION {schema}.claim(
     p_not_before    timestamptz[], -- a skip's or a claim's NotBefore; null for none
     p_data_loss     text,          -- the reason of a slot skipped for predating its job's generation
     p_backfill      boolean[],     -- a claim that may win a slot recorded skipped, before its keep_until
-    p_spec          text[]         -- the fingerprint of the spec each request is made under, '' for none; null for none at all
+    p_spec          text[],        -- the fingerprint of the spec each request is made under, '' for none; null for none at all
+    p_not_after     timestamptz[]  -- a claim's NotAfter; null for none (a skip's, and every one where the array is null)
 ) RETURNS SETOF {schema}.claim_result
 LANGUAGE plpgsql VOLATILE
 -- Every name below is schema-qualified or built in: no other schema's
@@ -216,13 +226,16 @@ BEGIN
         -- slot, not for data loss, is slow):
         --   win   no marker, a claim (not takeover-only) with overlap allow, of
         --         a slot not older than the generation (or a term), NotBefore
-        --         passed: the slot's first marker is inserted here;
+        --         passed, NotAfter not passed: the slot's first marker is
+        --         inserted here;
         --   lose  a marker that stays as it is: final, running under a live
         --         lease, retrying before its retry is due, or any for a skip;
         --   none  no marker and none made: takeover-only (absent), or before
         --         NotBefore (not yet);
-        --   slow  the rest, and every request of a job that has one of those
-        --         or names a slot twice: decided one by one below.
+        --   slow  the rest (a first claim past its NotAfter among them, which
+        --         records the slot missed: late), and every request of a job
+        --         that has one of those or names a slot twice: decided one by
+        --         one below.
         -- A marker of these jobs can appear only under their fence rows, which
         -- this transaction holds, so "no marker" stays true until the insert.
         -- A lose answer is the marker as committed when the statement began,
@@ -233,7 +246,7 @@ BEGIN
             SELECT u.ord::integer AS ord, u.job, u.slot, u.lease_us, u.keep_until,
                 u.takeover_only OR (u.backfill AND v_now >= u.keep_until) AS takeover_only, u.overlap,
                 u.term, u.manual, u.skipping, u.not_before, u.backfill AND v_now < u.keep_until AS backfill, g.born,
-                coalesce(v_sup[u.ord], false) AS sup
+                coalesce(v_sup[u.ord], false) AS sup, p_not_after[u.ord] AS not_after
             FROM unnest(p_job, p_slot, p_lease_us, p_keep_until, p_takeover_only, p_overlap, p_term, p_manual,
                 p_skipping, p_not_before, p_backfill)
                 WITH ORDINALITY AS u(job, slot, lease_us, keep_until, takeover_only, overlap, term, manual,
@@ -250,6 +263,7 @@ BEGIN
                     WHEN r.takeover_only THEN 'none'
                     WHEN r.born IS NULL OR (r.slot < r.born AND NOT r.term) THEN 'slow'
                     WHEN v_now < r.not_before THEN 'none'
+                    WHEN v_now > r.not_after THEN 'slow' -- late: recorded skipped below
                     WHEN r.overlap IN ('allow', '') THEN 'win'
                     ELSE 'slow' END
                 WHEN r.backfill AND m.state = 'skipped' AND m.reason <> p_data_loss THEN 'slow'
@@ -375,6 +389,11 @@ BEGIN
                     -- Before its NotBefore by this clock (a replica whose clock
                     -- runs ahead): no first marker yet.
                     v_dec := 'not yet';
+                ELSIF v_now > p_not_after[i] THEN
+                    -- After its NotAfter by this clock (a replica whose clock
+                    -- runs behind): the slot is recorded missed, whatever
+                    -- else of the job runs (slotstore.ReasonLate).
+                    v_dec := 'late';
                 ELSE
                     v_dec := 'win';
                     IF p_overlap[i] = 'forbid' AND EXISTS (
@@ -496,11 +515,12 @@ BEGIN
                               WHEN p_crash_skip[i] THEN 'on_crash skip' ELSE 'max attempts' END
             WHERE m.job = p_job[i] AND m.slot = p_slot[i]
             RETURNING m.* INTO v_cur;
-        ELSIF v_dec IN ('skip', 'overlap', 'data loss') THEN
+        ELSIF v_dec IN ('skip', 'overlap', 'data loss', 'late') THEN
             INSERT INTO {schema}.markers AS m (job, slot, state, holder, fence, attempt, claimed_at, lease_end,
                 keep_until, finished_at, reason, manual)
             VALUES (p_job[i], p_slot[i], 'skipped', p_replica, 0, 0, v_now, v_now, p_keep_until[i], v_now,
-                CASE v_dec WHEN 'overlap' THEN 'overlap' WHEN 'data loss' THEN p_data_loss ELSE p_reason[i] END,
+                CASE v_dec WHEN 'overlap' THEN 'overlap' WHEN 'data loss' THEN p_data_loss
+                    WHEN 'late' THEN 'missed: late' ELSE p_reason[i] END,
                 p_manual[i] AND NOT p_skipping[i])
             RETURNING m.* INTO v_cur;
         END IF;
