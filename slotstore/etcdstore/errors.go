@@ -108,6 +108,10 @@ func unansweredRequest(err error) bool {
 // errUnsent marks the error of a request the store never sent.
 var errUnsent = errors.New("not sent")
 
+// unsent is the error of a request not sent because its context ended
+// with err.
+func unsent(err error) error { return fmt.Errorf("%w: %w", errUnsent, err) }
+
 // lost is the error of a fenced mutation whose fence is not the slot's
 // running claim.
 func lost(op string) error {

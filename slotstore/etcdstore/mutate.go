@@ -219,7 +219,8 @@ func (mu *mutation) know() error {
 }
 
 // send writes next, with the slot's running copy and holder key, if the
-// marker is still as the mutation read it; the Else reads it back. It
+// marker is still as the mutation read it; the Else reads it back. It goes
+// with other mutations sent at the same time (group.go). It
 // returns errResend when the transaction went unanswered and is to be sent
 // again as it was. The cache keeps the marker written while it runs.
 func (mu *mutation) send(next slotstore.Marker) (*clientv3.TxnResponse, error) {
@@ -234,8 +235,7 @@ func (mu *mutation) send(next slotstore.Marker) (*clientv3.TxnResponse, error) {
 		writes[order[1]] = write{del: true}
 		writes[order[2]] = write{del: true}
 	}
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(mu.key), "=", mu.cur.mod)}
-	resp, err := s.commit(mu.ctx, mu.op, cmps, order, writes, []clientv3.Op{clientv3.OpGet(mu.key)})
+	resp, err := s.commitGrouped(&grouped{ctx: mu.ctx, op: mu.op, key: mu.key, mod: mu.cur.mod, order: order, writes: writes})
 	if err != nil {
 		s.cache.drop(s.cache.markers, mu.key)
 		if s.unanswered(mu.ctx, err) {

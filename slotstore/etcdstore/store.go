@@ -61,6 +61,7 @@ type Store struct {
 
 	cache  cache      // keys whose values rarely change
 	pauses pauseCache // kept by a watch
+	group  group      // fenced mutations waiting to go together
 	bg     context.Context
 	stop   context.CancelFunc // ends bg, and with it every goroutine below
 	// mu orders the start of a goroutine (workers.Add) before Close's wait

@@ -68,7 +68,7 @@ func (s *Store) commit(ctx context.Context, op string, cmps []clientv3.Cmp, orde
 	els []clientv3.Op, more ...clientv3.Op) (*clientv3.TxnResponse, error) {
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("%w: %w", errUnsent, err)
+			return nil, unsent(err)
 		}
 		lease := s.currentLease()
 		then := make([]clientv3.Op, 0, len(order)+len(more))
