@@ -309,7 +309,7 @@ func TestCLIBackfill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := gens[0].Born.Truncate(time.Second).Add(time.Second)
+	first := gens[0].From().Truncate(time.Second).Add(time.Second)
 	// Two slots missed while no replica ran, as catch-up records them.
 	// Past the slots' starting windows (1 s, and a second of clock skew).
 	time.Sleep(time.Until(first.Add(4500 * time.Millisecond)))

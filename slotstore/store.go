@@ -157,10 +157,11 @@ type ClaimRequest struct {
 	// NotBefore, when set, is the earliest time by the store's clock at
 	// which the claim may create the slot's first marker; before it the
 	// claim changes nothing and answers NotYet. A replica sets it to the
-	// slot, so one whose clock runs ahead gets the slot when it is due:
-	// no marker then exists before its slot's time, and every marker a
-	// loss of data can take is of a slot older than the generation that
-	// begins after the loss (guarantee 3). It does not bind takeovers.
+	// slot, or to slot − ClaimLead when it claims ahead, so one whose
+	// clock runs ahead gets the slot no earlier than that: no marker then
+	// exists before slot − ClaimLead, and every marker a loss of data can
+	// take is of a slot the generation that begins after the loss does not
+	// cover (guarantee 3). It does not bind takeovers.
 	NotBefore time.Time
 	// NotAfter, when set, is the latest time by the store's clock at which
 	// the claim may create the slot's first marker: the end of the slot's
@@ -335,7 +336,8 @@ type EnrollParams struct {
 // begins anew, at the store's time then, when the store has lost what it
 // knew (a Redis restarted empty or flushed, a database file or schema
 // replaced): every marker of the job from before may be gone. A claim that
-// would create the first marker of a slot older than Born does not win:
+// would create the first marker of a slot the generation does not cover
+// (older than Born + ClaimLead, Covers) does not win:
 // the slot is recorded skipped with ReasonDataLoss, because it may have run
 // before the loss, and a finished slot must never run again (guarantee 3).
 // Likewise a marker claimed before Born (one a restored backup brought back,
@@ -358,15 +360,28 @@ type Generation struct {
 	Spec SpecRecord
 }
 
+// ClaimLead is how long before its slot, by the store's clock, a claim may
+// create the slot's first marker: a replica claims a slot ahead, so that it
+// holds it by the slot's instant and starts it then, and sets its claim's
+// NotBefore to slot − ClaimLead. It is the same in every store and build,
+// for Covers relies on it: no marker of a slot exists before slot −
+// ClaimLead by the store's clock.
+const ClaimLead = time.Second
+
 // Covers reports whether the generation's record of the job reaches back to
-// slot: slot is not older than Born. A claim, unless a Term claim, creates
-// the first marker only of a slot its job's generation covers; any other is
-// recorded skipped with ReasonDataLoss, because its marker could have been
-// created, and lost, before the generation began. A slot of Born's very
-// instant is covered: a claim of it before a loss would have been made at or
-// after that instant, and the loss and the new generation came later still,
-// by a store clock that does not step back.
-func (g Generation) Covers(slot time.Time) bool { return !slot.Before(g.Born) }
+// slot: slot is not older than Born + ClaimLead (From). A claim, unless a
+// Term claim, creates the first marker only of a slot its job's generation
+// covers; any other is recorded skipped with ReasonDataLoss, because its
+// marker could have been created, and lost, before the generation began: a
+// claim of a slot is made from ClaimLead before it, so a slot a ClaimLead
+// after Born is the first whose every claim before a loss would have been
+// made at or after Born, and the loss and the new generation came later
+// still, by a store clock that does not step back.
+func (g Generation) Covers(slot time.Time) bool { return !slot.Before(g.From()) }
+
+// From is the first instant whose slot the generation covers: Born +
+// ClaimLead.
+func (g Generation) From() time.Time { return g.Born.Add(ClaimLead) }
 
 // HistoryParams selects markers.
 type HistoryParams struct {

@@ -20,12 +20,14 @@ import (
 func TestWipedPrefix(t *testing.T) {
 	s := open(t)
 	ctx := t.Context()
-	if _, err := s.Enroll(ctx, slotstore.EnrollParams{Jobs: []string{"w"}}); err != nil {
+	gens, err := s.Enroll(ctx, slotstore.EnrollParams{Jobs: []string{"w"}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	// A slot a second from now, of the job's generation, claimed when it
-	// comes due (NotBefore at the slot), as a replica claims it.
-	r := slotstore.ClaimRequest{Job: "w", Slot: time.Now().UTC().Add(time.Second).Truncate(time.Second), Lease: time.Minute}
+	// The job's first slot its generation covers, claimed when it comes
+	// due (NotBefore at the slot), as a replica claims it.
+	r := slotstore.ClaimRequest{Job: "w", Slot: gens[0].From().UTC().Add(time.Second - time.Nanosecond).Truncate(time.Second),
+		Lease: time.Minute}
 	r.NotBefore = r.Slot
 	var first slotstore.ClaimResult
 	poll.Until(t, 10*time.Second, "the slot to come due", func() error {

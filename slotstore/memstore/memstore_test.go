@@ -29,7 +29,7 @@ func TestConformance(t *testing.T) {
 // wrap the contract's sentinels.
 func TestErrors(t *testing.T) {
 	slot := time.Date(2100, 11, 29, 2, 0, 0, 0, time.UTC)
-	now := slot
+	now := slot.Add(-time.Minute) // the generation begins with the claim, and covers the slot
 	s := memstore.New(memstore.Options{Clock: func() time.Time { return now }})
 	ctx := t.Context()
 	res, err := s.Claim(ctx, slotstore.ClaimParams{Replica: "r1",

@@ -37,7 +37,7 @@ func TestGenerationAfterDataLoss(t *testing.T) {
 			const job = "lost"
 			born := enroll(t, s, job).Born
 			// Two slots of the generation, the first seconds after it began.
-			first := born.Truncate(time.Second).Add(time.Second)
+			first := born.Add(slotstore.ClaimLead).Truncate(time.Second).Add(time.Second)
 			reqs := []slotstore.ClaimRequest{
 				{Job: job, Slot: first, Lease: time.Minute},
 				{Job: job, Slot: first.Add(time.Second), Lease: time.Minute},
@@ -86,7 +86,7 @@ func TestGenerationAfterDataLoss(t *testing.T) {
 				}
 			}
 			next := claim(t, s, "r1", slotstore.ClaimRequest{
-				Job: job, Slot: gen.Born.Truncate(time.Second).Add(time.Second), Lease: time.Minute,
+				Job: job, Slot: gen.From().Truncate(time.Second).Add(time.Second), Lease: time.Minute,
 			})[0]
 			if next.Status != slotstore.Won || next.Claim.Attempt != 1 || next.Claim.Fence <= lastFence {
 				t.Errorf("claim of a slot of the new generation: %v %+v, want a first claim with a fence above %d",

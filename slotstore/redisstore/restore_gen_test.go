@@ -23,7 +23,7 @@ func TestDeletedGenerationAfterRestoreSkips(t *testing.T) {
 	ctx := t.Context()
 	const job = "j"
 	born := enroll(t, s, job).Born
-	before := born.Truncate(time.Second).Add(time.Second)
+	before := born.Add(slotstore.ClaimLead).Truncate(time.Second).Add(time.Second)
 	after := before.Add(time.Second)
 	run := func(slot time.Time) {
 		res := claim(t, s, "r1", slotstore.ClaimRequest{Job: job, Slot: slot, Lease: time.Minute})
@@ -72,7 +72,7 @@ func TestRestoredRunningMarkerIsNotTakenOver(t *testing.T) {
 	defer c.Close()
 	ctx := t.Context()
 	const job = "j"
-	slot := enroll(t, s, job).Born.Truncate(time.Second).Add(time.Second)
+	slot := enroll(t, s, job).From().Truncate(time.Second).Add(time.Second)
 	res := claim(t, s, "r1", slotstore.ClaimRequest{Job: job, Slot: slot, Lease: 300 * time.Millisecond})
 	won(t, res)
 	// The restore's rebirth: the generation begins after the claim.

@@ -27,7 +27,7 @@ func TestFileDeleted(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "slots.db")
 	a := open(t, path)
 	born := enroll(t, a, "j")
-	done := born.Truncate(time.Second).Add(time.Second)
+	done := born.Add(slotstore.ClaimLead).Truncate(time.Second).Add(time.Second)
 	ref := claim(t, a, "a", slotstore.ClaimRequest{Job: "j", Slot: done, Lease: time.Minute}).Claim.Ref
 	if err := a.Finish(t.Context(), slotstore.FinishParams{Ref: ref, Outcome: slotstore.Succeeded}); err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestFileReplacedByOlderCopy(t *testing.T) {
 	path, backup := filepath.Join(dir, "slots.db"), filepath.Join(dir, "backup.db")
 	a := open(t, path)
 	born := enroll(t, a, "j")
-	first, second := born.Truncate(time.Second).Add(time.Second), born.Truncate(time.Second).Add(2*time.Second)
+	first, second := born.Add(slotstore.ClaimLead).Truncate(time.Second).Add(time.Second), born.Add(slotstore.ClaimLead).Truncate(time.Second).Add(2*time.Second)
 	run := func(slot time.Time) {
 		ref := claim(t, a, "a", slotstore.ClaimRequest{Job: "j", Slot: slot, Lease: time.Minute}).Claim.Ref
 		if err := a.Finish(t.Context(), slotstore.FinishParams{Ref: ref, Outcome: slotstore.Succeeded}); err != nil {

@@ -20,7 +20,7 @@ func TestCopyWithRunningSlotIsNotTakenOver(t *testing.T) {
 	path, backup := filepath.Join(dir, "slots.db"), filepath.Join(dir, "backup.db")
 	a := open(t, path)
 	born := enroll(t, a, "j")
-	slot := born.Truncate(time.Second).Add(time.Second)
+	slot := born.Add(slotstore.ClaimLead).Truncate(time.Second).Add(time.Second)
 	waitUntil(t, slot)
 	res := claim(t, a, "a", slotstore.ClaimRequest{Job: "j", Slot: slot, Lease: time.Second})
 	if res.Status != slotstore.Won {

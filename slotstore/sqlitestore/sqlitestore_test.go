@@ -142,6 +142,10 @@ func TestClock(t *testing.T) {
 	now.Store(slot.UnixMilli())
 	clock := func() time.Time { return time.UnixMilli(now.Load()) }
 	s := openWith(t, sqlitestore.Options{Path: filepath.Join(t.TempDir(), "slots.db"), Clock: clock})
+	// The job's generation begins a minute before the slot, and covers it.
+	now.Store(slot.Add(-time.Minute).UnixMilli())
+	enroll(t, s, "j")
+	now.Store(slot.UnixMilli())
 
 	r := slotstore.ClaimRequest{Job: "j", Slot: slot, Lease: time.Minute}
 	first := claim(t, s, "r1", r)

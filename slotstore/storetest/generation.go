@@ -59,8 +59,16 @@ func testGeneration(t *testing.T, s slotstore.Store) {
 	}
 	once.Slot = old // recorded skipped for data loss already: a marker, left to the ordinary rules
 	wantStatus(t, "a job that runs after a loss, of a slot skipped for it", claimOne(t, s, "r1", once), slotstore.Skipped)
-	// A slot of the generation's own time or later is claimed as usual.
-	mustWin(t, s, "r1", req("g1", born.Add(time.Second), longLease))
+	// A slot less than ClaimLead after the generation began is not covered
+	// (a claim of it could have been made ahead, before the generation);
+	// one from then on is claimed as usual.
+	early := born.Add(slotstore.ClaimLead).Add(-time.Nanosecond).UTC().Truncate(time.Second)
+	res = claimOne(t, s, "r1", req("g1", early, longLease))
+	if res.Status != slotstore.Skipped || res.Marker.Reason != slotstore.ReasonDataLoss {
+		t.Errorf("slot %s, less than ClaimLead after the generation began at %s: %v %q, want skipped for data loss",
+			stamp(early), stamp(born), res.Status, res.Marker.Reason)
+	}
+	mustWin(t, s, "r1", req("g1", early.Add(time.Second), longLease))
 	mustWin(t, s, "r1", req("g2", slots(1)[0], longLease))
 
 	// A job claimed before it was enrolled: its generation begins with

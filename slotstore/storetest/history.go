@@ -120,7 +120,7 @@ func testPrune(t *testing.T, s slotstore.Store) {
 	ctx := t.Context()
 	// Slots just after the job's generation began, kept a second: their
 	// retention ends within seconds.
-	first := enroll(t, s, "p")[0].Born.UTC().Truncate(time.Second).Add(time.Second)
+	first := enroll(t, s, "p")[0].From().UTC().Truncate(time.Second).Add(time.Second)
 	var sl []time.Time
 	for i := range 6 {
 		sl = append(sl, first.Add(time.Duration(i)*time.Second))

@@ -155,7 +155,7 @@ func newAPIRig(t *testing.T, setup uint8) *apiRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slot := gens[0].Born.Truncate(time.Second).Add(time.Hour)
+	slot := gens[0].From().Truncate(time.Second).Add(time.Hour)
 	claim := func(job string) slotstore.Claim {
 		res, err := rig.st.Claim(ctx, slotstore.ClaimParams{Replica: "b", Requests: []slotstore.ClaimRequest{
 			{Job: job, Slot: slot, Lease: time.Hour}}})

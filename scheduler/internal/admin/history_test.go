@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
+	"github.com/slotcron/slotcron/slotstore"
 )
 
 // A job's history pages by slot with next_before, shows each slot's start,
@@ -17,7 +18,9 @@ import (
 func TestJobHistory(t *testing.T) {
 	r := newRig(t, rigConfig{jobs: []engine.JobSpec{spec(t, "report", never, ""), spec(t, "other", never, "")}})
 	born := r.enroll(t, "report", "other")
-	slot := func(i int) time.Time { return born.Truncate(time.Second).Add(time.Duration(i+1) * time.Minute) }
+	slot := func(i int) time.Time {
+		return born.Add(slotstore.ClaimLead).Truncate(time.Second).Add(time.Duration(i+1) * time.Minute)
+	}
 	// 30 slots: every third failed, every fifth manual, every seventh
 	// retried on another replica, one running, one skipped.
 	for i := range 30 {
@@ -135,7 +138,9 @@ func TestJobHistoryScanStops(t *testing.T) {
 	}
 	r := newRig(t, rigConfig{jobs: []engine.JobSpec{spec(t, "busy", never, "")}})
 	born := r.enroll(t, "busy")
-	slot := func(i int) time.Time { return born.Truncate(time.Second).Add(time.Duration(i+1) * time.Second) }
+	slot := func(i int) time.Time {
+		return born.Add(slotstore.ClaimLead).Truncate(time.Second).Add(time.Duration(i+1) * time.Second)
+	}
 	r.marker(t, "busy", slot(0), "b", "fail:the one failure", false)
 	for i := 1; i <= scanBudget+50; i++ {
 		r.marker(t, "busy", slot(i), "b", "ok", false)

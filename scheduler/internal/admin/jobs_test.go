@@ -26,7 +26,9 @@ func TestJobsStatus(t *testing.T) {
 		spec(t, "flaky", never, ""), spec(t, "sync", "0 3 1 1 *", "Europe/Berlin"), spec(t, "yearly", "0 3 1 1 *", "Europe/Berlin"),
 	}})
 	born = r.enroll(t, "flaky")
-	slot := func(i int) time.Time { return born.Truncate(time.Second).Add(time.Duration(i+1) * time.Minute) }
+	slot := func(i int) time.Time {
+		return born.Add(slotstore.ClaimLead).Truncate(time.Second).Add(time.Duration(i+1) * time.Minute)
+	}
 	r.marker(t, "flaky", slot(0), "b", "ok", false)
 	r.marker(t, "flaky", slot(1), "b", "fail:first", false)
 	r.marker(t, "flaky", slot(2), "c", "skip", false)
@@ -122,7 +124,9 @@ func y0(t *testing.T) *time.Location {
 func TestJobsFailureStreak(t *testing.T) {
 	r := newRig(t, rigConfig{jobs: []engine.JobSpec{spec(t, "down", never, ""), spec(t, "long", never, "")}})
 	born := r.enroll(t, "down", "long")
-	slot := func(i int) time.Time { return born.Truncate(time.Second).Add(time.Duration(i+1) * time.Second) }
+	slot := func(i int) time.Time {
+		return born.Add(slotstore.ClaimLead).Truncate(time.Second).Add(time.Duration(i+1) * time.Second)
+	}
 	r.marker(t, "down", slot(0), "b", "ok", false)
 	for i := 1; i <= statusDepth+10; i++ {
 		r.marker(t, "down", slot(i), "b", "fail:x", false)

@@ -29,7 +29,7 @@ func TestDecideBackfill(t *testing.T) {
 	// Skips recorded after the generation began, of a slot older than it
 	// (which may have run before the loss) and of one of its very instant.
 	older, ofBorn := skipped("missed: store unavailable", born.Add(time.Minute)), skipped("missed: late", born.Add(time.Minute))
-	older.Slot, ofBorn.Slot = born.Add(-time.Second), born
+	older.Slot, ofBorn.Slot = born.Add(-time.Second), born.Add(slotstore.ClaimLead)
 	req := func(muts ...func(*slotstore.ClaimRequest)) slotstore.ClaimRequest {
 		r := slotstore.ClaimRequest{Job: "j", Slot: slot, Lease: time.Minute, OnCrash: policy.OnCrashRetry,
 			Overlap: policy.OverlapAllow, Retain: 24 * time.Hour, Backfill: true, Manual: true}
@@ -72,8 +72,11 @@ func TestDecideBackfill(t *testing.T) {
 		{"skipped for data loss", skipped(slotstore.ReasonDataLoss, born.Add(time.Second)), req(), nil, rules.DecideLose, slotstore.Skipped},
 		{"older than the generation, skipped since", older, req(func(r *slotstore.ClaimRequest) { r.Slot = older.Slot }), nil,
 			rules.DecideLose, slotstore.Skipped},
-		{"of the generation's instant", ofBorn, req(func(r *slotstore.ClaimRequest) { r.Slot = born }), nil,
+		{"of the generation's first covered instant", ofBorn, req(func(r *slotstore.ClaimRequest) { r.Slot = ofBorn.Slot }), nil,
 			rules.DecideWin, slotstore.Won},
+		{"less than ClaimLead after the generation began", ofBorn, req(func(r *slotstore.ClaimRequest) {
+			r.Slot = born.Add(slotstore.ClaimLead - time.Second)
+		}), nil, rules.DecideLose, slotstore.Skipped},
 		{"not a backfill", missed, req(plain), nil, rules.DecideLose, slotstore.Skipped},
 		{"takeover only", missed, req(only), nil, rules.DecideWin, slotstore.Won},
 		{"before its NotBefore", missed, req(early), nil, rules.DecideNotYet, slotstore.NotYet},
