@@ -198,6 +198,13 @@ func profileOf(r request) profile {
 	}
 }
 
+// claimLeadMillis is slotstore.ClaimLead in milliseconds, as claim.lua
+// compares it with a generation's beginning (Unix ms): a generation covers
+// the slots from Born + ClaimLead (slotstore.Generation.Covers). Rounded
+// up, should ClaimLead ever not be whole milliseconds, so the script never
+// covers a slot the Go rule does not.
+const claimLeadMillis = int64((slotstore.ClaimLead + time.Millisecond - 1) / time.Millisecond)
+
 // claimCall builds the claim.lua call for the requests at idx: the jobs,
 // the profiles, then five values a request (see the script).
 func (s *Store) claimCall(replica, incarnation string, reqs []request, idx []int) call {
@@ -239,8 +246,8 @@ func (s *Store) claimCall(replica, incarnation string, reqs []request, idx []int
 		withJobs = "1"
 		keys = append(keys, jobsKey(s.prefix), s.liveKey())
 	}
-	args := make([]any, 0, 6+2*len(names)+12*len(profiles)+len(tail))
-	args = append(args, replica, incarnation, len(names), withJobs, slotstore.ReasonDataLoss, len(profiles))
+	args := make([]any, 0, 7+2*len(names)+12*len(profiles)+len(tail))
+	args = append(args, replica, incarnation, len(names), withJobs, slotstore.ReasonDataLoss, claimLeadMillis, len(profiles))
 	args = append(append(args, names...), tags...)
 	for _, p := range profiles {
 		args = append(args, p.lease, string(p.onCrash), p.maxAttempts, p.retain, flag(p.takeover), string(p.overlap),

@@ -288,12 +288,19 @@
 // no claim can come between a loss of data and the check. Nothing deletes
 // the key (Prune leaves it) and it never expires, so it is missing only
 // when Redis lost the job's data, or before the job was first enrolled. A
-// claim that would create the first marker of a slot older than the
-// generation, not takeover-only and not a term, records the slot skipped
-// with slotstore.ReasonDataLoss instead, with no fence; skips are recorded
-// as asked. The key carries the job's hash tag: in a Cluster, a master that
-// loses its data begins new generations for its own jobs only, and the jobs
-// of the other masters keep theirs and their markers.
+// claim that would create the first marker of a slot the generation does
+// not cover (slotstore.Generation.Covers: a slot older than the
+// generation's beginning plus slotstore.ClaimLead, which the claim call
+// passes to the script in milliseconds), not takeover-only and not a term,
+// records the slot skipped with slotstore.ReasonDataLoss instead, with no
+// fence; a backfill does not win a skipped slot the generation does not
+// cover; skips are recorded as asked. A slot less than ClaimLead after the
+// generation began is not covered because a replica claims ahead, from
+// ClaimLead before the slot: it may have been claimed, and its marker
+// lost, before the generation began. The key carries the job's hash tag:
+// in a Cluster, a master that loses its data begins new generations for
+// its own jobs only, and the jobs of the other masters keep theirs and
+// their markers.
 //
 // The key is written once, when the job is first enrolled or claimed, and
 // its absence is the store's only sign of a loss. So:
@@ -302,19 +309,19 @@
 //     never a slot run twice: Redis restarted with no persistence or with
 //     its files gone (and the replicas that resynchronised from it), FLUSHALL
 //     or FLUSHDB, a failover to a node that never had the job's keys, a
-//     Cluster master replaced by an empty node. Every slot before the loss
-//     that has no marker is skipped; slots after it are claimed as usual.
-//     (A slot that a replica whose clock runs fast claimed before its time,
-//     and whose marker the loss took, is not before the loss: within that
-//     lead it can run again.)
+//     Cluster master replaced by an empty node. Every slot before the new
+//     generation, or less than ClaimLead after it began, that has no
+//     marker is skipped; slots from then on are claimed as usual. (A claim
+//     made without NotBefore more than ClaimLead before its slot, whose
+//     marker the loss took, escapes this: its slot can run again.)
 //   - A loss of only the last writes keeps the key, which is older: a
 //     failover (Sentinel or Cluster) to a replica that had not received
 //     them, a restart from an RDB snapshot or from an AOF fsynced once a
 //     second, a restore from a backup. A slot whose marker was among the
-//     lost writes is not older than the generation, so the next claim of it
-//     wins as new: a finished slot that a replica then claims (the catch-up
-//     of a replica starting, or one still within the starting deadline)
-//     runs again, and a running slot may get a second holder while the
+//     lost writes is covered by the generation (unless less than ClaimLead
+//     after it began), so the next claim of it wins as new: a finished
+//     slot that a replica then claims (the catch-up of a replica starting,
+//     or one still within the starting deadline) runs again, and a running slot may get a second holder while the
 //     first still runs. Fences still grow across the loss (see Fences), so
 //     an effect written with the fence package's once-per-slot helper
 //     refuses the second run; WaitReplicas (below) narrows the window of a

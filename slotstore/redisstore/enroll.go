@@ -16,7 +16,8 @@ import (
 // milliseconds by Redis's clock. It has no expiry and nothing deletes it,
 // so it is gone only when Redis lost the job's data: then the next Enroll
 // or claim begins a new generation, and claims no longer create the first
-// marker of a slot from before it (claim.lua). It lives under the job's
+// marker of a slot it does not cover: one from before it, or less than
+// slotstore.ClaimLead after it began (claim.lua). It lives under the job's
 // hash tag, so in a Cluster each job's generation is lost with its own
 // markers, on its own master, and the claim script reads it in the call
 // that claims.

@@ -19,8 +19,10 @@ import (
 // slots afterwards, as catch-up sends them, do not run them again: they
 // record them skipped for data loss, with no fence, whether the job was
 // enrolled again first or its generation begins with the claim itself. A
-// slot of the new generation is claimed as usual, with a fence above every
-// fence issued before the loss.
+// slot less than slotstore.ClaimLead after the new generation began is not
+// covered (a claim of it could have been made ahead, before the loss) and
+// is skipped for data loss too; the first slot from then on is claimed as
+// usual, with a fence above every fence issued before the loss.
 func TestGenerationAfterDataLoss(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -85,15 +87,52 @@ func TestGenerationAfterDataLoss(t *testing.T) {
 					t.Errorf("claim of lost slot %d again: %v, marker %+v", i, res.Status, res.Marker)
 				}
 			}
-			next := claim(t, s, "r1", slotstore.ClaimRequest{
-				Job: job, Slot: gen.From().Truncate(time.Second).Add(time.Second), Lease: time.Minute,
-			})[0]
+			// The last whole second before the generation covers slots: at
+			// or after its beginning, less than ClaimLead after it.
+			early := gen.From().Add(-time.Nanosecond).Truncate(time.Second)
+			res := claim(t, s, "r1", slotstore.ClaimRequest{Job: job, Slot: early, Lease: time.Minute})[0]
+			if res.Status != slotstore.Skipped || res.Marker.Reason != slotstore.ReasonDataLoss || res.Marker.Fence != 0 {
+				t.Errorf("claim of slot %s, less than ClaimLead after the new generation began at %s: %v %+v, want skipped for data loss",
+					early, gen.Born, res.Status, res.Marker)
+			}
+			next := claim(t, s, "r1", slotstore.ClaimRequest{Job: job, Slot: early.Add(time.Second), Lease: time.Minute})[0]
 			if next.Status != slotstore.Won || next.Claim.Attempt != 1 || next.Claim.Fence <= lastFence {
 				t.Errorf("claim of a slot of the new generation: %v %+v, want a first claim with a fence above %d",
 					next.Status, next.Claim, lastFence)
 			}
 			t.Logf("generation %s, then %s; fence before the loss %d, after %d", born, gen.Born, lastFence, next.Claim.Fence)
 		})
+	}
+}
+
+// TestBackfillCoversFromClaimLead: a backfill wins a slot recorded skipped
+// since the job's generation began only when the generation covers it: a
+// slot less than slotstore.ClaimLead after Born (a claim of it could have
+// been made ahead, before the generation) stays skipped; the first slot
+// from Born + ClaimLead on is won.
+func TestBackfillCoversFromClaimLead(t *testing.T) {
+	s := open(t, testserver.StartRedis(t).Addr())
+	const job = "bf"
+	gen := enroll(t, s, job)
+	// At or after Born, less than ClaimLead after it; then the next second.
+	early := gen.From().Add(-time.Nanosecond).Truncate(time.Second)
+	covered := early.Add(time.Second)
+	res, err := s.Skip(t.Context(), slotstore.SkipParams{Replica: "r1", Requests: []slotstore.SkipRequest{
+		{Job: job, Slot: early, Reason: "missed: down"}, {Job: job, Slot: covered, Reason: "missed: down"}}})
+	mustDo(t, err)
+	for i, r := range res {
+		if r.Status != slotstore.Skipped || r.Marker.ClaimedAt.Before(gen.Born) {
+			t.Fatalf("skip %d: %v %+v, want skipped since the generation began at %s", i, r.Status, r.Marker, gen.Born)
+		}
+	}
+	got := claim(t, s, "r2", slotstore.ClaimRequest{Job: job, Slot: early, Lease: time.Minute, Backfill: true},
+		slotstore.ClaimRequest{Job: job, Slot: covered, Lease: time.Minute, Backfill: true})
+	if got[0].Status != slotstore.Skipped || got[0].Marker.Holder != "r1" {
+		t.Errorf("backfill of slot %s, less than ClaimLead after the generation began at %s: %v %+v, want skipped as before",
+			early, gen.Born, got[0].Status, got[0].Marker)
+	}
+	if got[1].Status != slotstore.Won || !got[1].Marker.Backfill {
+		t.Errorf("backfill of slot %s, the generation's first covered second: %v %+v, want won", covered, got[1].Status, got[1].Marker)
 	}
 }
 
@@ -106,11 +145,12 @@ func TestGenerationClusterMasterLoss(t *testing.T) {
 	s := open(t, c.Addrs()...)
 	lost, kept, master := jobsOnTwoMasters(t, s)
 	gens := enrollAll(t, s, lost, kept)
-	slot := gens[0].Born
-	if gens[1].Born.After(slot) {
-		slot = gens[1].Born
+	// The first whole second both generations cover.
+	slot := gens[0].From()
+	if gens[1].From().After(slot) {
+		slot = gens[1].From()
 	}
-	slot = slot.Truncate(time.Second).Add(time.Second)
+	slot = slot.Add(time.Second - time.Nanosecond).Truncate(time.Second)
 	reqs := []slotstore.ClaimRequest{{Job: lost, Slot: slot, Lease: time.Minute}, {Job: kept, Slot: slot, Lease: time.Minute}}
 	res := claim(t, s, "r1", reqs...)
 	won(t, res)

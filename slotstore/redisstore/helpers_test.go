@@ -13,10 +13,11 @@ import (
 )
 
 // batch returns n requests of job for consecutive seconds from the next
-// hour on, starting at offset seconds: after the generation of a job a
-// fresh store has just begun.
+// hour on, starting at offset seconds: slots the generation of a job a
+// fresh store has just begun covers, the hour being at least
+// slotstore.ClaimLead away.
 func batch(job string, offset, n int, lease time.Duration) []slotstore.ClaimRequest {
-	base := time.Now().UTC().Truncate(time.Hour).Add(time.Hour)
+	base := time.Now().Add(slotstore.ClaimLead).UTC().Truncate(time.Hour).Add(time.Hour)
 	reqs := make([]slotstore.ClaimRequest, n)
 	for i := range reqs {
 		reqs[i] = slotstore.ClaimRequest{Job: job, Slot: base.Add(time.Duration(offset+i) * time.Second), Lease: lease}

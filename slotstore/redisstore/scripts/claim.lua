@@ -9,8 +9,11 @@
 --       the call; every key the script touches shares its hash slot), then,
 --       when ARGV[4] is '1', the set of job names and the live index.
 -- ARGV: replica, incarnation, G, '1' or '0', the reason of a slot skipped
---       for data loss, P, then the G job names, the G prefixes of their
---       keys ('<prefix>{job}:'), then P profiles of twelve values each:
+--       for data loss, the claim lead (ms: slotstore.ClaimLead, how long
+--       before its slot a claim may create a slot's first marker; a
+--       generation covers the slots from its beginning plus the lead), P,
+--       then the G job names, the G prefixes of their keys
+--       ('<prefix>{job}:'), then P profiles of twelve values each:
 --       lease (ms), on_crash, max attempts, retain (ms), takeover only ('1'
 --       or '0'), overlap, manual ('1' or '0'), skip ('1' for a skip, '0' for
 --       a claim), reason (a skip's; for a claim with replace, the reason of
@@ -40,8 +43,8 @@
 --       values, 11 and the least remaining lease (us, 0 for an expired
 --       one) of the job's other running slots that hold back a claim with
 --       queue, which changed nothing (queueWait).
-local replica, incarnation, G, P = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[6])
-local dataLoss = ARGV[5]
+local replica, incarnation, G, P = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[7])
+local dataLoss, lead = ARGV[5], tonumber(ARGV[6])
 local live = ''
 if ARGV[4] == '1' then
   live = KEYS[3]
@@ -50,11 +53,11 @@ local now, micros = clock()
 local nowText = int(now)
 local tags = {}
 for g = 1, G do
-  tags[g] = ARGV[6 + G + g]
+  tags[g] = ARGV[7 + G + g]
 end
 local profiles = {}
 for p = 1, P do
-  local a = 7 + 2 * G + (p - 1) * 12
+  local a = 8 + 2 * G + (p - 1) * 12
   profiles[p] = {
     lease = tonumber(ARGV[a]), onCrash = ARGV[a + 1], maxAttempts = tonumber(ARGV[a + 2]),
     retain = tonumber(ARGV[a + 3]), takeoverOnly = ARGV[a + 4] == '1', overlap = ARGV[a + 5],
@@ -62,7 +65,7 @@ for p = 1, P do
     backfill = ARGV[a + 10] == '1', spec = ARGV[a + 11],
   }
 end
-local first = 7 + 2 * G + 12 * P
+local first = 8 + 2 * G + 12 * P
 local stride = 5
 local late = 'missed: late' -- slotstore.ReasonLate
 local n = (#ARGV - first + 1) / stride
@@ -107,6 +110,15 @@ local function bornOf(g)
     borns[g] = b
   end
   return b
+end
+
+-- covers reports whether a generation that began at born (Unix ms) covers
+-- slot (Unix s): slot is not older than born + lead (Generation.Covers).
+-- A claim of a slot may be made from lead before it, so a slot less than
+-- lead after born may have been claimed, and its marker lost, before the
+-- generation began.
+local function covers(slot, born)
+  return tonumber(slot) * 1000 >= born + lead
 end
 
 -- The next fence of job g: past the last one and never below Redis's clock
@@ -257,9 +269,10 @@ local function decideOne(g, slot, pr, notBefore, notAfter)
       end
     end
   elseif not state then
-    if not takeoverOnly and not term and tonumber(slot) * 1000 < born then
-      -- Older than the generation: its marker may have been lost with the
-      -- data, after it ran.
+    if not takeoverOnly and not term and not covers(slot, born) then
+      -- Not covered by the generation: its marker may have been lost with
+      -- the data, after it ran (or was claimed ahead, before the generation
+      -- began).
       decision, reason = 'skip', dataLoss
     elseif not takeoverOnly and notBefore ~= '' and micros < tonumber(notBefore) then
       -- Before its NotBefore by this clock (a replica whose clock runs
@@ -288,15 +301,15 @@ local function decideOne(g, slot, pr, notBefore, notAfter)
     end
   elseif state == 'skipped' then
     -- A backfill wins a slot that never ran as a first claim would: not
-    -- one skipped for data loss, nor one older than the generation, which
-    -- may have run before the loss, nor one whose skip came back from
-    -- before the generation began (a restored backup: it may have been
-    -- backfilled since), nor, with forbid, while another slot runs under a
-    -- live lease. Before its NotBefore it waits, changing nothing.
+    -- one skipped for data loss, nor one the generation does not cover,
+    -- which may have run (or been claimed ahead) before the loss, nor one
+    -- whose skip came back from before the generation began (a restored
+    -- backup: it may have been backfilled since), nor, with forbid, while
+    -- another slot runs under a live lease. Before its NotBefore it waits, changing nothing.
     if backfill and m[12] ~= dataLoss then
       if notBefore ~= '' and micros < tonumber(notBefore) then
         early = true
-      elseif tonumber(m[5]) >= born and tonumber(slot) * 1000 >= born
+      elseif tonumber(m[5]) >= born and covers(slot, born)
           and not (overlap == 'forbid' and liveOther(g, slot)) then
         decision = 'backfill'
       end
@@ -428,7 +441,7 @@ if ARGV[4] == '1' and #dirtyOrder > 0 then
     local g = dirty[key][1]
     if not named[g] then
       named[g] = true
-      names[#names + 1] = ARGV[6 + g]
+      names[#names + 1] = ARGV[7 + g]
     end
   end
   redis.call('SADD', KEYS[2], unpack(names))
