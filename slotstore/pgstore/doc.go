@@ -22,8 +22,8 @@
 // (clock_timestamp), begins the generations of the batch's claimed jobs
 // that have none (see Generations), and decides in one set-based statement
 // every request whose answer needs no lock on an existing marker: the
-// first claim of a slot that has no marker (overlap allow, not older than
-// the generation, NotBefore passed, NotAfter not passed) is inserted there,
+// first claim of a slot that has no marker (overlap allow, of a slot the
+// generation covers, NotBefore passed, NotAfter not passed) is inserted there,
 // with its fence; a
 // slot held under a live lease (its marker locked with SKIP LOCKED, so one
 // a mutation holds is left to the next step), finished, waiting for its
@@ -52,8 +52,10 @@
 // statement), or an abandonment. A batch that waits for no
 // marker's lock is decided at that one instant; after a wait, the claim
 // reads the clock again, so a lease that ended while it waited counts as
-// ended. A claim that would create the first marker of a slot older than
-// its job's generation records it skipped with slotstore.ReasonDataLoss.
+// ended. A claim that would create the first marker of a slot its job's
+// generation does not cover (one less than slotstore.ClaimLead after the
+// generation began, or older) records it skipped with
+// slotstore.ReasonDataLoss.
 // One that would create it, its NotBefore passed, once the database's clock
 // has passed its NotAfter (the end of the slot's starting window) records
 // it skipped with slotstore.ReasonLate, whatever else of the job runs, so a
@@ -135,8 +137,13 @@
 // Any other row is
 // taken as written by someone else, and the next enroll or claim of the job
 // begins its generation anew at the database's time then, so the claims of
-// slots older than that which have no marker are recorded skipped for data
-// loss instead of run. What this detects, and what it does not:
+// slots that have no marker and that the new generation does not cover
+// (older than that time plus slotstore.ClaimLead, for a replica claims a
+// slot from ClaimLead before it: slotstore.Generation.Covers) are recorded
+// skipped for data loss instead of run; a backfill wins no skipped slot the
+// generation does not cover. The claim function holds ClaimLead as a
+// constant, v_lead, which a test keeps equal to slotstore.ClaimLead. What
+// this detects, and what it does not:
 //
 //   - A schema dropped (or its generations rows deleted) and created again
 //     by the migrations: detected; every job's generation begins at its
@@ -506,7 +513,11 @@
 // NotAfter (claim.sql version 6, a claim with one argument more,
 // p_not_after; the claim of one argument less, which the builds of
 // versions 10 to 12 from before it call, is now a call of it with no
-// NotAfter, in claim_compat.sql version 3) came within version 12.
+// NotAfter, in claim_compat.sql version 3) came within version 12, and so
+// did generations that cover slots from slotstore.ClaimLead after they
+// began (claim.sql version 7, the same signatures: replicas of earlier
+// builds calling it skip for data loss a few more slots just after a loss,
+// which is only more cautious).
 //
 // The store takes three advisory lock keys per schema, hashed from its
 // name: for migrations, for pruning, for appends to the actions log.

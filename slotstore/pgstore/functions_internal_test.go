@@ -1,9 +1,14 @@
 package pgstore
 
 import (
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/slotcron/slotcron/slotstore"
 )
 
 // functionHashes records the SHA-256 of every version of each function
@@ -20,7 +25,8 @@ var functionHashes = map[string][]string{
 	"renew":     {"0fdb9378d0d359a3398f89afe8d42213023c31037472c3e1cc2b851d9eb82930"},
 	"claim": {"170ee472b0e40b01ddf44dcfb4504f8453425ba6854d65f653d3a018168656ff", "62b998a4922877f081448d0724c773425981b6bef0b10a8b5f83ddc042f54a7d", "a053d9228756146c4bd8130501dd5f6f3a72908616714a2f4752ce4e9a6aace0",
 		"cf765435633b855cdbf85cc0f714589ee8df453c0a6623bdc829a3c871d3776a", "f530d4efa64373f881087ed16f61f36b06ab46421a48fd5ee797a91ccc5e82b6",
-		"85ab037505e8cb6d44535a1d1f9d06d6c04cffa0a4b4ac9a8546c7996b228197"},
+		"85ab037505e8cb6d44535a1d1f9d06d6c04cffa0a4b4ac9a8546c7996b228197",
+		"a9a7bc716034f7b92bd5712f5d37b8a4fe9c7686122617ebdbdc11e5198e6bc3"},
 	"claim_compat": {"84617abbf4ace2fdf372cb33808003f823e163d75ecfa630e61a8b4c64f8c4cb", "45fe141ca3b8c577fc90d450cd043fa2e6f956234d30bf6a9ebf15c8b99620f2",
 		"f214381f4a8f6cd9de5009683395aa4cd4177de6a70112ab8db1d30db2533c93"},
 }
@@ -41,6 +47,54 @@ func TestFunctionVersions(t *testing.T) {
 				f.name, f.hash, len(hashes)+1)
 		}
 	}
+}
+
+// TestClaimLeadPinned: the claim function's v_lead, the time after a
+// generation began from which it covers slots, is slotstore.ClaimLead, and
+// every comparison of a slot with born in the function adds it (a claim's
+// first marker, on the set-based path and one by one, and a backfill's win
+// of a skipped slot). A change of ClaimLead fails here until claim.sql's
+// constant, and so its version, follows.
+func TestClaimLeadPinned(t *testing.T) {
+	claim := functions[slices.IndexFunc(functions, func(f function) bool { return f.name == "claim" })]
+	decl := regexp.MustCompile(`(?m)^\s*v_lead\s+CONSTANT\s+interval\s*:=\s*interval\s+'([^']*)'\s*;`).
+		FindAllStringSubmatch(claim.sql, -1)
+	if len(decl) != 1 {
+		t.Fatalf("functions/claim.sql declares v_lead CONSTANT interval %d times, want once", len(decl))
+	}
+	if lead, err := sqlInterval(decl[0][1]); err != nil || lead != slotstore.ClaimLead {
+		t.Errorf("functions/claim.sql: v_lead is interval '%s' (%v, %v), want slotstore.ClaimLead, %v",
+			decl[0][1], lead, err, slotstore.ClaimLead)
+	}
+	cmp := regexp.MustCompile(`slot(?:\[i\])?\s*(?:<|>=)\s*(?:r\.born|v_b)\b(\s*\+\s*v_lead\b)?`).
+		FindAllStringSubmatch(claim.sql, -1)
+	if len(cmp) != 3 {
+		t.Errorf("functions/claim.sql compares a slot with born %d times, want 3: %q", len(cmp), cmp)
+	}
+	for _, c := range cmp {
+		if c[1] == "" {
+			t.Errorf("functions/claim.sql: %q compares a slot with born, not with born + v_lead", c[0])
+		}
+	}
+}
+
+// sqlInterval reads an interval literal of one unit, "N second(s)",
+// "N millisecond(s)" or "N microsecond(s)".
+func sqlInterval(lit string) (time.Duration, error) {
+	f := strings.Fields(lit)
+	if len(f) != 2 {
+		return 0, strconv.ErrSyntax
+	}
+	n, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	unit, ok := map[string]time.Duration{"second": time.Second, "millisecond": time.Millisecond,
+		"microsecond": time.Microsecond}[strings.TrimSuffix(f[1], "s")]
+	if !ok {
+		return 0, strconv.ErrSyntax
+	}
+	return time.Duration(n) * unit, nil
 }
 
 // TestFunctionsNeverDowngraded: a function file that a newer build applied

@@ -55,12 +55,19 @@ func wantDataLoss(t *testing.T, s slotstore.Store, what, job string, slot time.T
 	}
 }
 
+// firstSlot is the first slot (a whole second) that the generation born at
+// born covers: the first at or after born + slotstore.ClaimLead.
+func firstSlot(born time.Time) time.Time {
+	return slotstore.Generation{Born: born}.From().UTC().Add(time.Second - time.Nanosecond).Truncate(time.Second)
+}
+
 // pastSlots returns two consecutive slots of the generation born at born,
-// once the later has passed by the database's clock, which it polls
-// through pool: the engine claims a slot at its time.
+// the first it covers and the next, once the later has passed by the
+// database's clock, which it polls through pool: the engine claims a slot
+// at its time.
 func pastSlots(t *testing.T, pool *pgxpool.Pool, born time.Time) (time.Time, time.Time) {
 	t.Helper()
-	first := born.UTC().Truncate(time.Second).Add(time.Second)
+	first := firstSlot(born)
 	later := first.Add(time.Second)
 	poll.Until(t, 10*time.Second, fmt.Sprintf("the database's clock past %v", later), func() error {
 		var now time.Time
@@ -73,6 +80,73 @@ func pastSlots(t *testing.T, pool *pgxpool.Pool, born time.Time) (time.Time, tim
 		return nil
 	})
 	return first, later
+}
+
+// TestGenerationClaimLead: a generation covers the slots from
+// slotstore.ClaimLead after it began, for a replica claims a slot from
+// ClaimLead before it. A first claim of the last slot before then (at or
+// after the generation began) is recorded skipped for data loss, whether
+// the set-based statement sees it alone or it is decided one by one beside
+// another slot of its job, and the first slot from then on is won; a
+// Backfill claim wins a slot recorded skipped as missed only from then on.
+func TestGenerationClaimLead(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := newStore(t)
+	jobs := []string{"alone", "batch", "backfill"}
+	gens, err := s.Enroll(ctx, slotstore.EnrollParams{Jobs: jobs})
+	if err != nil || len(gens) != len(jobs) {
+		t.Fatalf("enroll: %v, %v", gens, err)
+	}
+	// early: the last slot the generation does not cover, at or after Born.
+	slots := func(g slotstore.Generation) (early, first time.Time) {
+		first = firstSlot(g.Born)
+		early = first.Add(-time.Second)
+		if early.Before(g.Born) || g.Covers(early) || !g.Covers(first) {
+			t.Fatalf("generation born at %v: slots %v and %v", g.Born, early, first)
+		}
+		return early, first
+	}
+
+	early, first := slots(gens[0])
+	wantDataLoss(t, s, "the slot less than ClaimLead after the generation began, alone", "alone", early)
+	if res := claimOne(t, s, "r1", slotstore.ClaimRequest{Job: "alone", Slot: first, Lease: time.Minute}); res.Status != slotstore.Won {
+		t.Errorf("claim of %v, ClaimLead or more after the generation began at %v: %v (marker %+v), want won",
+			first, gens[0].Born, res.Status, res.Marker)
+	}
+
+	early, first = slots(gens[1])
+	res, err := s.Claim(ctx, slotstore.ClaimParams{Replica: "r1", Requests: []slotstore.ClaimRequest{
+		{Job: "batch", Slot: first, Lease: time.Minute}, {Job: "batch", Slot: early, Lease: time.Minute}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Status != slotstore.Won {
+		t.Errorf("batch: claim of %v, ClaimLead or more after the generation began at %v: %v, want won", first, gens[1].Born, res[0].Status)
+	}
+	if res[1].Status != slotstore.Skipped || res[1].Marker.Reason != slotstore.ReasonDataLoss {
+		t.Errorf("batch: claim of %v, less than ClaimLead after the generation began at %v: %v %q, want skipped for data loss",
+			early, gens[1].Born, res[1].Status, res[1].Marker.Reason)
+	}
+
+	early, first = slots(gens[2])
+	if _, err := s.Skip(ctx, slotstore.SkipParams{Replica: "r1", Requests: []slotstore.SkipRequest{
+		{Job: "backfill", Slot: early, Reason: "missed"}, {Job: "backfill", Slot: first, Reason: "missed"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []slotstore.Marker{findMarker(t, s, "backfill", early), findMarker(t, s, "backfill", first)} {
+		if m.State != slotstore.StateSkipped || m.Reason != "missed" {
+			t.Fatalf("skip of %v: %+v", m.Slot, m)
+		}
+	}
+	if r := claimOne(t, s, "r1", slotstore.ClaimRequest{Job: "backfill", Slot: early, Lease: time.Minute, Backfill: true}); r.Status != slotstore.Skipped || r.Marker.Reason != "missed" {
+		t.Errorf("backfill of %v, skipped, less than ClaimLead after the generation began at %v: %v (marker %+v), want skipped as missed",
+			early, gens[2].Born, r.Status, r.Marker)
+	}
+	if r := claimOne(t, s, "r1", slotstore.ClaimRequest{Job: "backfill", Slot: first, Lease: time.Minute, Backfill: true}); r.Status != slotstore.Won || !r.Marker.Backfill {
+		t.Errorf("backfill of %v, skipped, ClaimLead or more after the generation began at %v: %v (marker %+v), want won",
+			first, gens[2].Born, r.Status, r.Marker)
+	}
 }
 
 // TestGenerationSchemaDropped: a schema dropped while it holds markers and

@@ -21,7 +21,7 @@ func TestRestoredRunningMarkerIsNotTakenOver(t *testing.T) {
 	s := newStore(t)
 	const job = "restored-running"
 	born := enrollOne(t, s, job)
-	sl := born.UTC().Truncate(time.Second).Add(time.Second)
+	sl := firstSlot(born)
 	time.Sleep(time.Until(sl) + 10*time.Millisecond)
 	res := claimOne(t, s, "r1", slotstore.ClaimRequest{Job: job, Slot: sl, Lease: time.Second})
 	if res.Status != slotstore.Won {

@@ -1,4 +1,4 @@
--- version 6 (raise it with every change of this file; see ../functions.go)
+-- version 7 (raise it with every change of this file; see ../functions.go)
 --
 -- claim decides every request of a batch, in request order: a claim, or,
 -- where p_skipping is true, a skip (Store.Skip). It encodes the decision
@@ -24,8 +24,8 @@
 --     this cluster wrote is read without a lock: nobody rewrites one.
 --  4. It decides together, in one statement that reads the batch's markers,
 --     every request whose answer needs no lock on a marker: the first
---     claim of a slot nobody holds (overlap allow, not older than its job's
---     generation, NotBefore passed, NotAfter not passed) is inserted
+--     claim of a slot nobody holds (overlap allow, a slot its job's
+--     generation covers, NotBefore passed, NotAfter not passed) is inserted
 --     there, and so is every answer that changes nothing (held, finished,
 --     retry not yet due, not yet due, absent). Every request of a job with
 --     a request left over goes to step 5, so each job's fences follow
@@ -37,8 +37,9 @@
 --     UPDATE: under READ COMMITTED it waits for a fenced mutation, a prune
 --     or a job's transaction after CompleteTx in progress and reads the row
 --     that one left), decides on it, and writes; after such a wait it reads
---     the clock again. A first marker of a slot older than its job's generation
---     is recorded skipped for data loss, unless the claim is a term's.
+--     the clock again. A first marker of a slot its job's generation does
+--     not cover is recorded skipped for data loss, unless the claim is a
+--     term's.
 --     A first marker that a claim would create, past its NotBefore, once
 --     the clock has passed its NotAfter (the end of the slot's starting
 --     window) is recorded skipped with slotstore.ReasonLate, 'missed:
@@ -66,7 +67,17 @@
 -- enrolment that puts another spec in force and the claims of its job take
 -- turns. A batch naming no spec (p_spec null) reads no catalog row.
 --
--- A backfill (p_backfill) wins a slot of its job's generation recorded
+-- A generation covers the slots from v_lead (slotstore.ClaimLead) after
+-- it began (slotstore.Generation.Covers): a replica claims a slot from
+-- ClaimLead before it (its NotBefore), so the marker of a slot less than
+-- ClaimLead after born may have been created, and lost, before the
+-- generation began. Every comparison of a slot with born is therefore
+-- with born + v_lead; those of a marker's claimed_at with born (a marker,
+-- or a skip, recorded before the generation began) are not. Replicas of
+-- earlier builds, which claim no slot ahead, get the same rule: it only
+-- skips for data loss a few more of their slots just after a loss.
+--
+-- A backfill (p_backfill) wins a slot its job's generation covers recorded
 -- skipped, for any reason but data loss, as a first claim wins a slot
 -- (attempt 1, a new fence, nothing of the skip left); with forbid, not
 -- while another slot of the job runs under a live lease; before its
@@ -98,7 +109,7 @@ CREATE OR REPLACE FUNCTION {schema}.claim(
     p_skipping      boolean[],     -- a skip request, not a claim
     p_reason        text[],        -- a skip's reason; a replace claim's reason for what it replaces
     p_not_before    timestamptz[], -- a skip's or a claim's NotBefore; null for none
-    p_data_loss     text,          -- the reason of a slot skipped for predating its job's generation
+    p_data_loss     text,          -- the reason of a slot skipped as one its job's generation does not cover
     p_backfill      boolean[],     -- a claim that may win a slot recorded skipped, before its keep_until
     p_spec          text[],        -- the fingerprint of the spec each request is made under, '' for none; null for none at all
     p_not_after     timestamptz[]  -- a claim's NotAfter; null for none (a skip's, and every one where the array is null)
@@ -117,6 +128,9 @@ DECLARE
     v_gjobs  text[];        -- the jobs with a generation
     v_born   timestamptz[]; -- when the generation of each of v_gjobs began
     v_b      timestamptz;
+    -- slotstore.ClaimLead: a generation covers the slots from born + v_lead.
+    -- The same in every build (TestClaimLeadPinned).
+    v_lead   CONSTANT interval := interval '1 second';
     v_cur    {schema}.markers;
     v_found  boolean;
     v_dec    text;
@@ -225,7 +239,7 @@ BEGIN
         -- whose answer needs no lock on a marker (a backfill of a skipped
         -- slot, not for data loss, is slow):
         --   win   no marker, a claim (not takeover-only) with overlap allow, of
-        --         a slot not older than the generation (or a term), NotBefore
+        --         a slot the generation covers (or a term), NotBefore
         --         passed, NotAfter not passed: the slot's first marker is
         --         inserted here;
         --   lose  a marker that stays as it is: final, running under a live
@@ -261,7 +275,7 @@ BEGIN
                     CASE
                     WHEN r.skipping THEN CASE WHEN v_now < r.not_before THEN 'none' ELSE 'slow' END
                     WHEN r.takeover_only THEN 'none'
-                    WHEN r.born IS NULL OR (r.slot < r.born AND NOT r.term) THEN 'slow'
+                    WHEN r.born IS NULL OR (r.slot < r.born + v_lead AND NOT r.term) THEN 'slow'
                     WHEN v_now < r.not_before THEN 'none'
                     WHEN v_now > r.not_after THEN 'slow' -- late: recorded skipped below
                     WHEN r.overlap IN ('allow', '') THEN 'win'
@@ -383,7 +397,8 @@ BEGIN
             ELSIF NOT v_found THEN
                 IF v_only THEN
                     NULL; -- absent
-                ELSIF p_slot[i] < v_b AND NOT p_term[i] THEN
+                ELSIF p_slot[i] < v_b + v_lead AND NOT p_term[i] THEN
+                    -- A slot the generation does not cover.
                     v_dec := 'data loss';
                 ELSIF v_now < p_not_before[i] THEN
                     -- Before its NotBefore by this clock (a replica whose clock
@@ -419,8 +434,8 @@ BEGIN
                 END IF;
             ELSIF v_cur.state = 'skipped' THEN
                 -- A backfill wins a slot that never ran as a first claim would:
-                -- not one skipped for data loss, nor one older than the
-                -- generation, which may have run before the loss, nor one whose
+                -- not one skipped for data loss, nor one the generation does
+                -- not cover, which may have run before the loss, nor one whose
                 -- skip came back from before the generation began (a restored
                 -- backup: it may have been backfilled since), nor, with forbid,
                 -- while another slot runs under a live lease. Before its
@@ -428,7 +443,7 @@ BEGIN
                 IF v_bf AND v_cur.reason <> p_data_loss THEN
                     IF v_now < p_not_before[i] THEN
                         v_dec := 'not yet';
-                    ELSIF v_cur.claimed_at >= v_b AND p_slot[i] >= v_b AND NOT (p_overlap[i] = 'forbid' AND EXISTS (
+                    ELSIF v_cur.claimed_at >= v_b AND p_slot[i] >= v_b + v_lead AND NOT (p_overlap[i] = 'forbid' AND EXISTS (
                         SELECT 1 FROM {schema}.markers m
                         WHERE m.job = p_job[i] AND m.state = 'running' AND m.slot <> p_slot[i] AND m.lease_end > v_now
                     )) THEN
