@@ -13,16 +13,12 @@ func (s *Store) FollowSchedules(ctx context.Context, from int64, out chan<- stru
 func (s *Store) HoldGroup() (release func()) {
 	gr := &s.group
 	gr.mu.Lock()
-	gr.sending = true
+	gr.leaders++
 	gr.mu.Unlock()
 	return func() {
 		gr.mu.Lock()
 		defer gr.mu.Unlock()
-		if len(gr.pending) > 0 {
-			gr.pending[0].wake <- struct{}{}
-			return
-		}
-		gr.sending = false
+		gr.resign()
 	}
 }
 

@@ -2,6 +2,7 @@ package etcdstore
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,7 +15,9 @@ import (
 // go in one transaction (a group commit), so a burst of runs ending at
 // once (every job of a second, no-ops that end within a millisecond) is a
 // few transactions, not one each. A lone mutation goes at once, as its own
-// transaction.
+// transaction. One that has waited groupPatience without being taken goes
+// itself, with those waiting, beside the transaction out: one stuck on a
+// member that does not answer holds no other back for longer.
 //
 // The group's transaction compares every member's marker and writes every
 // member's keys; its Else reads every member's marker. When it fails, the
@@ -27,12 +30,16 @@ import (
 // transaction sent again compares the same ModRevision, so one that
 // landed is seen, whatever it was sent with.
 
-// group is the mutations waiting for a transaction, and whether one of
-// their callers is sending.
+// groupPatience is how long a mutation waits for the transaction out
+// before it goes itself.
+const groupPatience = 50 * time.Millisecond
+
+// group is the mutations waiting for a transaction, and how many of their
+// callers are sending.
 type group struct {
 	mu      sync.Mutex
 	pending []*grouped
-	sending bool
+	leaders int
 }
 
 // grouped is one mutation's transaction: it compares key's ModRevision
@@ -45,9 +52,10 @@ type grouped struct {
 	order  []string
 	writes map[string]write
 	// wake is signalled once the mutation is answered (answered set), or
-	// when its caller is to send the pending mutations.
+	// when its caller is to send the pending mutations (lead set).
 	wake     chan struct{}
 	answered bool
+	lead     bool
 	resp     *clientv3.TxnResponse
 	err      error
 }
@@ -60,19 +68,74 @@ func (s *Store) commitGrouped(g *grouped) (*clientv3.TxnResponse, error) {
 	gr := &s.group
 	gr.mu.Lock()
 	gr.pending = append(gr.pending, g)
-	lead := !gr.sending
-	gr.sending = true
+	lead := gr.leaders == 0
+	if lead {
+		gr.leaders++
+	}
 	gr.mu.Unlock()
 	if !lead {
-		<-g.wake
-		gr.mu.Lock()
-		lead = !g.answered
-		gr.mu.Unlock()
+		lead = s.waitGroup(g)
 	}
 	if lead {
 		s.sendGroups(g)
 	}
 	return g.resp, g.err
+}
+
+// waitGroup waits until g is answered, and reports false, or until its
+// caller is to send, and reports true: handed the sending by a caller that
+// sent, or once it has waited groupPatience still pending.
+func (s *Store) waitGroup(g *grouped) bool {
+	gr := &s.group
+	t := time.NewTimer(groupPatience)
+	defer t.Stop()
+	patience := t.C
+	for {
+		select {
+		case <-g.wake:
+		case <-patience:
+			patience = nil
+		}
+		gr.mu.Lock()
+		switch {
+		case g.answered:
+			if g.lead {
+				gr.resign() // handed the sending, but sent with another's
+			}
+			gr.mu.Unlock()
+			return false
+		case g.lead:
+			gr.mu.Unlock()
+			return true
+		case patience == nil && slices.Contains(gr.pending, g):
+			gr.leaders++
+			g.lead = true
+			gr.mu.Unlock()
+			return true
+		}
+		gr.mu.Unlock()
+	}
+}
+
+// resign ends one caller's sending: the oldest pending mutation's caller
+// sends next, unless another caller is sending. The caller holds the
+// group's lock.
+func (gr *group) resign() {
+	if len(gr.pending) > 0 && gr.leaders == 1 {
+		next := gr.pending[0]
+		next.lead = true
+		next.signal()
+		return
+	}
+	gr.leaders--
+}
+
+// signal wakes g's caller to look again at what became of it.
+func (g *grouped) signal() {
+	select {
+	case g.wake <- struct{}{}:
+	default: // a wake it has not taken yet will do
+	}
 }
 
 // sendGroups sends the pending mutations, oldest first, a group a
@@ -83,22 +146,26 @@ func (s *Store) sendGroups(own *grouped) {
 	for {
 		gr.mu.Lock()
 		if own.answered {
-			if len(gr.pending) > 0 {
-				gr.pending[0].wake <- struct{}{}
-			} else {
-				gr.sending = false
-			}
+			gr.resign()
 			gr.mu.Unlock()
 			return
 		}
 		members := s.takeGroup()
 		gr.mu.Unlock()
+		if len(members) == 0 {
+			// Own went with another caller's transaction, still out.
+			<-own.wake
+			continue
+		}
 		retry := s.sendGroup(members)
 		gr.mu.Lock()
 		gr.pending = append(retry, gr.pending...)
 		for _, m := range members {
-			if m.answered && m != own {
-				m.wake <- struct{}{}
+			if !slices.Contains(retry, m) {
+				m.answered = true
+				if m != own {
+					m.signal()
+				}
 			}
 		}
 		gr.mu.Unlock()
@@ -144,8 +211,9 @@ func (s *Store) takeGroup() []*grouped {
 }
 
 // sendGroup sends one transaction of the members not yet answered and
-// answers each, but those whose compare held in a transaction another
-// member's failed: it returns those, to go again.
+// sets each one's answer, but those whose compare held in a transaction
+// another member's failed: it returns those, to go again. The caller marks
+// the others answered, under the group's lock.
 func (s *Store) sendGroup(members []*grouped) (retry []*grouped) {
 	var live []*grouped
 	for _, g := range members {
@@ -187,7 +255,6 @@ func (s *Store) sendGroup(members []*grouped) (retry []*grouped) {
 			}
 			g.resp = &clientv3.TxnResponse{Header: resp.Header, Responses: []*etcdserverpb.ResponseOp{got}}
 		}
-		g.answered = true
 	}
 	return retry
 }
