@@ -71,7 +71,8 @@ func TestScenarioCommitThenCrash(t *testing.T) {
 			now := time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC)
 			clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 			advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
-			store := memstore.New(memstore.Options{Clock: clock})
+			// The store has recorded every job since before the first slot.
+			store := memstore.New(memstore.Options{Clock: clock, Since: now.Add(-time.Hour)})
 			job := unique("crash")
 
 			claim := func(slot time.Time, replica string) jobs.Run {

@@ -35,10 +35,11 @@ func TestGenerationCovers(t *testing.T) {
 		want bool
 	}{
 		{born.Add(-time.Second), false},
-		{born.Add(-time.Nanosecond), false},
-		{born, true},
-		{born.In(time.FixedZone("east", 3600)), true},
-		{born.Add(time.Second), true},
+		{born, false}, // a claim of it may have been made ahead, before born
+		{born.Add(slotstore.ClaimLead - time.Nanosecond), false},
+		{born.Add(slotstore.ClaimLead), true},
+		{born.Add(slotstore.ClaimLead).In(time.FixedZone("east", 3600)), true},
+		{born.Add(slotstore.ClaimLead + time.Second), true},
 		{time.Time{}, false},
 	} {
 		if got := g.Covers(tc.slot); got != tc.want {

@@ -42,6 +42,7 @@ type Store struct {
 	newest   map[string]int64          // job -> its newest marker's slot (Unix seconds)
 	fences   map[string]int64
 	born     map[string]time.Time              // job -> when its generation began
+	since    time.Time                         // Options.Since
 	pauses   map[string]slotstore.PauseNote    // job -> its pause; "" is the whole cluster
 	beats    map[string]slotstore.Replica      // replica -> its last beat
 	catalog  map[string]slotstore.CatalogEntry // job -> its catalog entry (catalog.go)
@@ -64,6 +65,15 @@ type Store struct {
 type Options struct {
 	// Clock replaces time.Now as the store's clock; nil means time.Now.
 	Clock func() time.Time
+	// Since, when set, is when the store's record of every job began, for
+	// a job it has not seen before, if that is earlier than its first
+	// enrolment or claim: the store behaves as one that has recorded every
+	// job since then would (slotstore.Generation.Born), so a test that
+	// starts a replica at a slot's instant has that slot run rather than
+	// skipped as older than the store's record of the job. Zero means the
+	// store's time at the job's first enrolment or claim. A loss (Lose)
+	// forgets it.
+	Since time.Time
 }
 
 // New returns an empty store.
@@ -76,7 +86,7 @@ func New(o Options) *Store {
 		now: now, markers: make(map[key]slotstore.Marker), jobSlots: make(map[string]map[int64]struct{}),
 		running: make(map[string]map[int64]bool),
 		retry:   make(map[key]bool), newest: make(map[string]int64),
-		fences: make(map[string]int64), born: make(map[string]time.Time),
+		fences: make(map[string]int64), born: make(map[string]time.Time), since: o.Since,
 		pauses: make(map[string]slotstore.PauseNote), beats: make(map[string]slotstore.Replica),
 		catalog: make(map[string]slotstore.CatalogEntry), watchers: make(map[chan struct{}]struct{}),
 	}
@@ -118,12 +128,15 @@ func (s *Store) drop(k key) {
 	delete(s.running[k.job], k.slot)
 }
 
-// bornOf returns when job's generation began, beginning it at now if it
-// has none.
+// bornOf returns when job's generation began, beginning it at now (or
+// Options.Since) if it has none.
 func (s *Store) bornOf(job string, now time.Time) time.Time {
 	b, ok := s.born[job]
 	if !ok {
 		b = now
+		if !s.since.IsZero() && s.since.Before(now) {
+			b = s.since
+		}
 		s.born[job] = b
 	}
 	return b
@@ -443,4 +456,5 @@ func (s *Store) Lose() {
 	clear(s.retry)
 	clear(s.newest)
 	clear(s.born)
+	s.since = time.Time{}
 }

@@ -74,7 +74,7 @@ func Run(t *testing.T, s slotstore.Store, o Options) {
 	memNow := func() time.Time { return start.Add(time.Duration(tick.Load()) * time.Millisecond) }
 	// After the generation of every job of the fresh backend began; old
 	// slots before it, in both stores.
-	d.base = start.UTC().Truncate(time.Hour).Add(time.Hour)
+	d.base = start.Add(slotstore.ClaimLead).UTC().Truncate(time.Hour).Add(time.Hour)
 	d.old = d.base.Add(-24 * time.Hour)
 	// Slots skipped before their job's generation began (a's, whose
 	// generation its first claim begins) and after (b's, enrolled here),
@@ -93,7 +93,7 @@ func Run(t *testing.T, s slotstore.Store, o Options) {
 	if m := memNow(); m.After(recent) {
 		recent = m
 	}
-	recent = recent.UTC().Truncate(time.Second).Add(time.Second)
+	recent = recent.Add(slotstore.ClaimLead).UTC().Truncate(time.Second).Add(time.Second) // a slot the generation covers
 	time.Sleep(time.Until(recent.Add(5 * time.Millisecond)))
 	if lag := time.Since(memNow()); lag > 0 {
 		tick.Add(int64(lag / time.Millisecond))
