@@ -13,6 +13,111 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Functions
+//
+// Every function of the schema is written out once, in one file of
+// functions/ (claim.sql; claim_compat.sql, the claim signatures older
+// builds call; enroll.sql, both enroll signatures; schedules.sql,
+// write_schedules; renew.sql), and applied from there, CREATE OR
+// REPLACE, whenever the schema lacks the file's text: migrations never
+// hold a function's text. Each file begins with its version, "-- version
+// N", raised with every change of its text. The comment of each function
+// a file creates records the file, its version and the SHA-256 of the
+// text applied ("slotcron functions/claim.sql version 1 sha256 …"), set
+// by COMMENT ON FUNCTION in the transaction that applies the file (an
+// argument list therefore holds no DEFAULT: the comment names the
+// signature). In the same locked transaction as the migrations, after them, a file is applied
+// when the schema has no record of it (a new file, or a schema a build
+// from before the record created, whose functions its migrations wrote)
+// or records an older version. A newer version recorded was applied by a
+// newer build and is left as it is: an older build never replaces a newer
+// text, also when it starts after the newer one. The same version with
+// another text is refused, and New fails: a text changed without its
+// version (TestFunctionVersions keeps every version's hash, so such a
+// change fails the tests first). A schema at any earlier version N thus
+// upgrades by the migrations after N, then the function texts, and ends as
+// a schema this build creates (TestUpgradeCatalog, TestUpgradeConformance).
+//
+// A rolling upgrade runs replicas of the previous build beside the new
+// one. They call the functions by name with their own argument lists, and
+// from the commit that applies a new text their calls run it; a call that
+// began before runs the old text to its end. So every new text of a file
+// must, for as long as a build that calls it may run:
+//
+//   - keep callable every signature such a build calls, with the result it
+//     reads: a changed argument list is a new function beside the old one,
+//     which stays (claim_compat.sql keeps the claims of the builds of
+//     versions 3 to 6, of 8 and 9 and of 10 to 12 as calls of today's
+//     with backfill false, no spec and no NotAfter, as each lacks them;
+//     enroll.sql keeps enroll(jobs, now)), unless
+//     the old behaviour would break a guarantee: version 2's claim, which
+//     never checked generations, is dropped, so a replica of that build
+//     gets errors from its claims and claims nothing (it still renews and
+//     finishes the runs it holds);
+//   - answer such a build's calls as its own text did, or as the contract
+//     lets it see (a new argument's old callers get the old behaviour);
+//   - take its locks in the order every text takes them (a claim: the
+//     fence rows of its batch's jobs, in job order, then their catalog
+//     rows and generation rows, before any marker; an enroll: catalog
+//     rows, then generation rows; a write of schedules: schedule_head,
+//     then catalog rows, then generation rows), so calls of the old and the new text
+//     take turns per job and fences still grow; a generation row this cluster wrote is read without a
+//     lock only because no text ever rewrites one;
+//   - need no table or column the schema lacks: a text that needs one
+//     comes with the migration that adds it, applied in the same
+//     transaction. Such a migration raises the schema version, and a
+//     replica of the previous build then refuses to start (it still runs
+//     if started); a change of function texts alone keeps the schema
+//     version, and a replica of the previous build starts as before. A
+//     migration that adds to the claim's row type (versions 3 and 9) fails
+//     a claim of the old text in flight while it runs (its row no longer
+//     casts to the type); the replica retries it as any failed claim.
+//
+// TestRollingUpgrade shows replicas of the previous build and of the
+// builds of versions 6 and 8 claiming, with those builds' own statements,
+// before, while and after this build applies its texts, beside this
+// build's store: one winner per slot, and fences that grow.
+//
+// What each schema version changed: 2 added the claim; 3 generations and
+// incarnations, the enroll and renew functions, and dropped version 2's
+// claim; 4 a claim's NotBefore; 5 the set-based claim of fresh slots; 6 a
+// claim that looks locks no marker (version 5's look locked the running
+// markers it read and, when it had to write after all, took the other
+// fence rows still holding them: it could deadlock with a claim holding
+// one of those fence rows); 7 the pause's note, with defaults, and the
+// replicas table (a replica of version 6's build pauses and resumes as
+// before, its pauses with no note); 8 backfill claims, a claim with one
+// argument more, beside the one version 6's build calls (versions 7 and 8
+// shipped together); 9 the mark of a slot a backfill won (markers.backfill,
+// and the claim's rows with it); 10 the catalog (the catalog table, the
+// enroll that offers specs, a claim with one argument more, p_spec, whose
+// rows say superseded; the previous build's claim, of one argument less,
+// is now a call of it that names no spec, in claim_compat.sql); 11
+// schedules held as data (the catalog's run, version, seq and deleted, their
+// indexes, schedule_head, the write_schedules function, and an enroll that
+// leaves a live schedule's row alone: a replica of version 10's build still
+// running enrolls through it, and sees a schedule's spec in force as any
+// spec it does not carry); 12 the actions table. Versions
+// 4, 5, 6 and 8 changed functions alone: their
+// migrations now change nothing, and today's texts stand in functions/.
+// A change of function texts alone raises no schema version: a claim's
+// NotAfter (claim.sql version 6, a claim with one argument more,
+// p_not_after; the claim of one argument less, which the builds of
+// versions 10 to 12 from before it call, is now a call of it with no
+// NotAfter, in claim_compat.sql version 3) came within version 12, and so
+// did generations that cover slots from slotstore.ClaimLead after they
+// began (claim.sql version 7, the same signatures: replicas of earlier
+// builds calling it skip for data loss a few more slots just after a loss,
+// which is only more cautious).
+//
+// The store takes three advisory lock keys per schema, hashed from its
+// name: for migrations, for pruning, for appends to the actions log.
+//
+// Connections must run at READ COMMITTED, the server's default; Open sets
+// it for the pool it opens, and the claim function refuses any other
+// level. Package leader/pgleader elects one replica at a time, for
+// users' own singleton work.
+
 // functionFiles holds the schema's functions, each in one source file,
 // functions/NAME.sql, whose first line is "-- version N". migrate applies
 // a file (CREATE OR REPLACE) when the schema has no record of it or an
@@ -23,7 +128,7 @@ import (
 // every role, so a role with no privilege beyond the tables' can tell that
 // there is nothing to do. Change a file's text and raise its version with
 // it (TestFunctionVersions records each version's hash); the rules a new
-// text must keep are in the package documentation, under Functions.
+// text must keep are above, under Functions.
 // {schema} in a file stands for the store's quoted schema name; an
 // argument list holds no DEFAULT (its comment names the signature).
 //

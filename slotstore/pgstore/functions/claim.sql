@@ -1,4 +1,4 @@
--- version 7 (raise it with every change of this file; see ../functions.go)
+-- version 8 (raise it with every change of this file; see ../functions.go)
 --
 -- claim decides every request of a batch, in request order: a claim, or,
 -- where p_skipping is true, a skip (Store.Skip). It encodes the decision
@@ -91,7 +91,7 @@
 -- and a claim that began before
 -- runs the old text to its end. Every text must therefore lock as the one
 -- before did: fence rows of the batch's jobs first, in job order, then
--- catalog rows and generation rows, then markers (doc.go, Functions).
+-- catalog rows and generation rows, then markers (functions.go, Functions).
 -- {schema} is replaced by the store's quoted schema name.
 CREATE OR REPLACE FUNCTION {schema}.claim(
     p_replica       text,
