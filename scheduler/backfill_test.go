@@ -16,7 +16,6 @@ import (
 
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/slotstore"
-	"github.com/slotcron/slotcron/slotstore/memstore"
 	"github.com/slotcron/slotcron/slotstore/sqlitestore"
 )
 
@@ -56,7 +55,7 @@ func ranSlots(rec *recorder, t0 time.Time) []int {
 // rest alone; run again, it runs nothing.
 func TestBackfillRunsMissedSlotsOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New(memstore.Options{})
+		st := steadyStore()
 		t0 := outage(t, st)
 		missed := 0
 		for _, m := range history(t, st, "j") {
@@ -125,7 +124,7 @@ func TestBackfillRunsMissedSlotsOnce(t *testing.T) {
 // every slot is claimed like any other.
 func TestConcurrentBackfillsRunEachSlotOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New(memstore.Options{})
+		st := steadyStore()
 		t0 := outage(t, st)
 		rec := &recorder{sleep: time.Second}
 		reg := jobs.NewRegistry()
@@ -152,7 +151,7 @@ func TestConcurrentBackfillsRunEachSlotOnce(t *testing.T) {
 // refused, and a range with too many slots or none is an error.
 func TestBackfillDuringRunAndRefusals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New(memstore.Options{})
+		st := steadyStore()
 		t0 := outage(t, st)
 		rec := &recorder{}
 		reg := jobs.NewRegistry()
@@ -197,7 +196,7 @@ func TestBackfillDuringRunAndRefusals(t *testing.T) {
 // later backfill runs them.
 func TestBackfillForbidWaitsForNoRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New(memstore.Options{})
+		st := steadyStore()
 		forbid := "    overlap: forbid\n"
 		t0 := outage(t, st, forbid)
 		rec := &recorder{sleep: 20 * time.Second}
@@ -242,7 +241,7 @@ func TestBackfillForbidWaitsForNoRun(t *testing.T) {
 // of those alone.
 func TestBackfillLeavesOldAndOpenSlots(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New(memstore.Options{})
+		st := steadyStore()
 		conf := "    history: 90s\n"
 		outage(t, st, conf)
 		time.Sleep(60 * time.Second)

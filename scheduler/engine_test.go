@@ -13,7 +13,6 @@ import (
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
-	"github.com/slotcron/slotcron/slotstore/memstore"
 )
 
 // Three replicas started at different moments share a per-second schedule:
@@ -29,7 +28,8 @@ func TestReplicasRunEverySlotOnce(t *testing.T) {
 			time.Sleep(delay)
 			stops = append(stops, start(t, replica(t, st, fmt.Sprintf("r%d", i), conf, reg)))
 		}
-		time.Sleep(time.Until(t0.Add(20*time.Second + 500*time.Millisecond)))
+		// Before the next slot is claimed, ahead of its instant.
+		time.Sleep(time.Until(t0.Add(20*time.Second + 250*time.Millisecond)))
 		for _, stop := range stops {
 			stop()
 		}
@@ -167,7 +167,7 @@ func TestShutdownReleasesRunningSlot(t *testing.T) {
 
 func TestOutcomesInHistory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New(memstore.Options{})
+		st := steadyStore()
 		reg := jobs.NewRegistry()
 		reg.Register("ok", func(ctx context.Context, run jobs.Run) error { return nil })
 		reg.Register("bad", func(ctx context.Context, run jobs.Run) error { return errors.New("disk full") })
@@ -223,7 +223,7 @@ func TestCatchUpAfterOutage(t *testing.T) {
 		t.Run(strings.Fields(tc.policy)[0]+fmt.Sprint(len(tc.want)), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				// The store has known the job since well before the outage.
-				st := memstore.New(memstore.Options{})
+				st := steadyStore()
 				if _, err := st.Enroll(context.Background(), slotstore.EnrollParams{Jobs: []string{"j"}}); err != nil {
 					t.Fatal(err)
 				}
@@ -254,7 +254,7 @@ func TestCatchUpAfterOutage(t *testing.T) {
 func TestStoreOutageMissesThenRecovers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		st := &flaky{Store: memstore.New(memstore.Options{})}
+		st := &flaky{Store: steadyStore()}
 		rec := &recorder{}
 		reg := jobs.NewRegistry()
 		reg.Register("tick", rec.fn)
@@ -372,7 +372,7 @@ func TestJitterIsDeterministic(t *testing.T) {
 		reg.Register("a", rec.fn)
 		reg.Register("b", rec.fn)
 		conf := "defaults: {jitter: 20s}\njobs:\n  a: {schedule: '@every 1m', catch_up: none}\n  b: {schedule: '@every 1m', catch_up: none}\n"
-		stop := start(t, replica(t, memstore.New(memstore.Options{}), "r", conf, reg))
+		stop := start(t, replica(t, steadyStore(), "r", conf, reg))
 		time.Sleep(2*time.Minute + 30*time.Second)
 		stop()
 		delays := map[string][]time.Duration{}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/slotcron/slotcron/internal/testlog"
 	"github.com/slotcron/slotcron/jobs"
-	"github.com/slotcron/slotcron/slotstore/memstore"
 )
 
 // A run that failed is logged at WARN while a retry is due, and at ERROR
@@ -31,7 +30,7 @@ func TestFailedRunsLogAtWarnAndError(t *testing.T) {
 		conf := `jobs:
   plain: {schedule: "@every 1h"}
   retried: {schedule: "@every 1h", retries: {max: 1, backoff: 1s}}`
-		stop := start(t, replica(t, memstore.New(memstore.Options{}), "a", conf, reg, WithLogger(logger)))
+		stop := start(t, replica(t, steadyStore(), "a", conf, reg, WithLogger(logger)))
 		time.Sleep(10 * time.Second) // the slot at the start of the hour, and its retry
 		stop()
 		got := map[string][]string{} // job: level msg, in order

@@ -174,7 +174,14 @@ func rig(rec *recorder, names ...string) (*memstore.Store, *recorder, *jobs.Regi
 	for _, name := range names {
 		reg.Register(name, rec.fn)
 	}
-	return memstore.New(memstore.Options{}), rec, reg
+	return steadyStore(), rec, reg
+}
+
+// steadyStore is a memory store that has recorded every job since a
+// ClaimLead before now: a test that starts at a slot's instant has that
+// slot run (slotstore.Generation.Covers), and no slot before it owed.
+func steadyStore() *memstore.Store {
+	return memstore.New(memstore.Options{Since: time.Now().Add(-slotstore.ClaimLead)})
 }
 
 // runsAtLeast is a poll's answer to whether n runs are at least want.

@@ -14,7 +14,6 @@ import (
 	"github.com/slotcron/slotcron/jobs"
 	"github.com/slotcron/slotcron/scheduler/internal/engine"
 	"github.com/slotcron/slotcron/slotstore"
-	"github.com/slotcron/slotcron/slotstore/memstore"
 )
 
 func history(t *testing.T, st slotstore.Store, job string) []slotstore.Marker {
@@ -115,7 +114,7 @@ func TestOverlap(t *testing.T) {
 // past the starting deadline).
 func TestRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New(memstore.Options{})
+		st := steadyStore()
 		var calls atomic.Int32
 		var runs []jobs.Run
 		reg := jobs.NewRegistry()
@@ -155,7 +154,9 @@ func TestPauseAndResume(t *testing.T) {
 		conf := "jobs: {tick: {schedule: '*/1 * * * * *', catch_up: none}}"
 		stopA := start(t, replica(t, st, "a", conf, reg))
 		stopB := start(t, replica(t, st, "b", conf, reg))
-		time.Sleep(3500 * time.Millisecond)
+		// Before the next slot is claimed, ahead of its instant: a slot
+		// claimed before the pause still starts.
+		time.Sleep(3250 * time.Millisecond)
 		ctx := context.Background()
 		if err := st.SetPause(ctx, slotstore.PauseParams{Job: "tick", Paused: true}); err != nil {
 			t.Fatal(err)
@@ -327,7 +328,7 @@ func TestCatchUpLeavesLiveSlotsAlone(t *testing.T) {
 // A retry whose window closed while nobody was up is never run late.
 func TestStaleRetryIsNotRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := memstore.New(memstore.Options{})
+		st := steadyStore()
 		var runs atomic.Int32
 		reg := jobs.NewRegistry()
 		reg.Register("flaky", func(ctx context.Context, run jobs.Run) error { runs.Add(1); return errors.New("no") })

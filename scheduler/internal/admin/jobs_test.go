@@ -275,8 +275,8 @@ func TestJobsRunningBeyondOneRead(t *testing.T) {
 	}
 	// The oldest slots, so the one read of every job's, newest first,
 	// stops before them.
-	claim("stuck", born.Add(time.Second), 10*time.Minute)
-	claim("live", born.Add(2*time.Second), 24*time.Hour)
+	claim("stuck", born.Add(slotstore.ClaimLead+time.Second), 10*time.Minute)
+	claim("live", born.Add(slotstore.ClaimLead+2*time.Second), 24*time.Hour)
 	var reqs []slotstore.ClaimRequest
 	for i := range runningLimit + 1 {
 		reqs = append(reqs, slotstore.ClaimRequest{Job: "busy", Slot: born.Add(time.Duration(10+i) * time.Second), Lease: 24 * time.Hour})
@@ -322,7 +322,7 @@ func TestStalledMargin(t *testing.T) {
 	}{{"skewed", 18 * time.Second}, {"gone", 40 * time.Second}} {
 		r.lag.Store(int64(c.lag))
 		res, err := r.st.Claim(t.Context(), slotstore.ClaimParams{Replica: "b", Requests: []slotstore.ClaimRequest{
-			{Job: c.job, Slot: born.Add(time.Second), Lease: 15 * time.Second}}})
+			{Job: c.job, Slot: born.Add(slotstore.ClaimLead + time.Second), Lease: 15 * time.Second}}})
 		if err != nil || res[0].Status != slotstore.Won {
 			t.Fatalf("claim %s: %v %v", c.job, res, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/slotcron/slotcron/slotstore"
 )
@@ -113,6 +114,7 @@ func (a *api) scheduleRows(ctx context.Context, st *boundedStore, page []Schedul
 	for _, j := range ps.Jobs {
 		paused[j] = true
 	}
+	now := a.e.Now()
 	rows := make([]scheduleRow, len(page))
 	errs := make([]error, len(page))
 	var wg sync.WaitGroup
@@ -123,11 +125,12 @@ func (a *api) scheduleRows(ctx context.Context, st *boundedStore, page []Schedul
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			ms, err := st.History(ctx, slotstore.HistoryParams{Job: s.ID, Limit: 1})
+			// Two: the newest may be claimed ahead of its slot, not begun.
+			ms, err := st.History(ctx, slotstore.HistoryParams{Job: s.ID, Limit: 2})
 			a.storeCall(ctx, err)
 			errs[i] = err
 			rows[i] = scheduleRow{ScheduleJSON: s}
-			rows[i].Health, rows[i].Last = healthOf(ps.All || paused[s.ID], ms)
+			rows[i].Health, rows[i].Last = healthOf(ps.All || paused[s.ID], ms, now)
 		}()
 	}
 	wg.Wait()
@@ -139,8 +142,13 @@ func (a *api) scheduleRows(ctx context.Context, st *boundedStore, page []Schedul
 	return rows, nil
 }
 
-// healthOf is a schedule's health from its newest markers (newest first).
-func healthOf(paused bool, ms []slotstore.Marker) (string, *MarkerView) {
+// healthOf is a schedule's health from its newest markers (newest first)
+// at now: a slot claimed ahead of its instant, whose run has not begun,
+// says nothing of it yet.
+func healthOf(paused bool, ms []slotstore.Marker, now time.Time) (string, *MarkerView) {
+	if len(ms) > 0 && ms[0].State == slotstore.StateRunning && ms[0].Slot.After(now) {
+		ms = ms[1:]
+	}
 	if len(ms) == 0 {
 		if paused {
 			return "paused", nil

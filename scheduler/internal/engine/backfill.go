@@ -309,7 +309,7 @@ func (e *Engine) BackfillOn(ctx context.Context, st slotstore.Store, job string,
 		rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 		stop := context.AfterFunc(ctx, func() { cancel(ErrShutdown) })
 		defer stop()
-		return e.execute(rctx, cancel, st, p, c, backfilled, sent, runHooks{}), nil
+		return e.execute(rctx, cancel, st, p, c, backfilled, sent, begin{}, runHooks{}), nil
 	})
 	return bf, nil
 }
@@ -390,7 +390,7 @@ func (e *Engine) onLive(ctx context.Context, do func(st slotstore.Store) (bool, 
 func (e *Engine) runLive(p *plan, c slotstore.Claim, sent time.Time) (End, error) {
 	l := e.live.cur.Load() // stable while mu is held
 	done := make(chan End, 1)
-	l.startWith(p, c, backfilled, sent, done)
+	l.startWith(p, c, backfilled, sent, begin{}, done)
 	e.live.mu.Unlock()
 	return <-done, nil
 }
@@ -430,7 +430,7 @@ func (e *Engine) Backfill(ctx context.Context, job string, p BackfillParams) (Ba
 		l := e.live.cur.Load() // stable while mu is held
 		k := slotKey{p.name, c.Slot.Unix()}
 		done := make(chan End, 1)
-		l.startWith(p, c, backfilled, sent, done)
+		l.startWith(p, c, backfilled, sent, begin{}, done)
 		e.live.mu.Unlock()
 		select {
 		case end := <-done:

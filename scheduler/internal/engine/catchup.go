@@ -138,7 +138,7 @@ func (l *loop) schedule(p *plan, now time.Time, g slotstore.Generation) []slotst
 	// the window still waiting for their try are ordinary slots, pushed one
 	// at a time however many fall in the jitter.
 	if next := p.sched.Next(now.Add(-p.jitter)); !next.IsZero() {
-		l.h.push(&entry{at: next.Add(p.jitter), p: p, slot: next, kind: fire})
+		l.h.push(&entry{at: p.fireAt(next), p: p, slot: next, kind: fire})
 		l.s.metrics.next(p).Set(seconds(next))
 		l.s.metrics.scheduled(p, now)
 	} else {
@@ -235,8 +235,8 @@ func (p *plan) owedFrom(g slotstore.Generation, now time.Time) time.Time {
 		return time.Time{}
 	}
 	floor := now.Add(-p.history + clockMargin)
-	if g.Born.After(floor) {
-		floor = g.Born
+	if g.From().After(floor) {
+		floor = g.From()
 	}
 	// The first slot at or after floor: a slot of the generation's very
 	// instant is covered (slotstore.Generation.Covers).

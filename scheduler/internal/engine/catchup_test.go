@@ -75,8 +75,8 @@ func TestCatchUpIsBounded(t *testing.T) {
 			}
 			// The slots of the jitter still ahead of their try are one chain
 			// of fire entries, from the oldest of them.
-			if want := p.sched.Next(now.Add(-p.jitter)); first == nil || !first.slot.Equal(want) || !first.at.Equal(want.Add(p.jitter)) {
-				t.Errorf("first fire entry %+v, want slot %v at %v", first, want, want.Add(p.jitter))
+			if want := p.sched.Next(now.Add(-p.jitter)); first == nil || !first.slot.Equal(want) || !first.at.Equal(p.fireAt(want)) {
+				t.Errorf("first fire entry %+v, want slot %v at %v", first, want, p.fireAt(want))
 			}
 			if bound := tc.retries + 2*maxMissedRecords + 2; len(l.h) > bound {
 				t.Errorf("%d heap entries, want at most %d", len(l.h), bound)
@@ -112,7 +112,8 @@ func TestOwedFrom(t *testing.T) {
 		{"enrolled long ago, never run", "2026-11-20T08:00:00Z", "", "2026-12-04T12:00:00Z", ""},
 		{"enrolled at the epoch", "1970-01-01T00:00:00Z", "", "2026-12-04T12:00:00Z", ""},
 		{"enrolled yesterday", "2026-12-05T03:00:00Z", "", "2026-12-05T12:00:00Z", ""},
-		{"enrolled at a slot's instant", "2026-12-05T12:00:00Z", "", "2026-12-05T12:00:00Z", ""},
+		{"enrolled a ClaimLead before a slot", "2026-12-05T11:59:59Z", "", "2026-12-05T12:00:00Z", ""},
+		{"enrolled at a slot's instant", "2026-12-05T12:00:00Z", "", "2026-12-06T12:00:00Z", ""},
 		{"enrolled just after a slot", "2026-12-05T12:00:00.5Z", "", "2026-12-06T12:00:00Z", ""},
 		{"enrolled just now", "2026-12-06T15:00:00Z", "", "2026-12-07T12:00:00Z", ""},
 		{"ran yesterday", "2026-11-20T08:00:00Z", "2026-12-05T12:00:00Z", "2026-12-06T12:00:00Z", ""},

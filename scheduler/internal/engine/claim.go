@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slotcron/slotcron/policy"
 	"github.com/slotcron/slotcron/slotstore"
 )
 
@@ -25,7 +26,40 @@ const (
 	// the pauses, which every job's new slots wait for, half the shortest
 	// lease.
 	maxStoreWait = 5 * time.Second
+	// claimAhead is how long before a slot's instant the loop claims it,
+	// so that the winner holds it by then and starts it at that instant
+	// rather than a store round trip after (and a burst of a second's
+	// slots is claimed before the second, not during it). At most
+	// slotstore.ClaimLead, so a replica whose clock runs up to their
+	// difference ahead of the store's is not told "not yet".
+	claimAhead = 500 * time.Millisecond
 )
+
+// ahead is how long before the instant a slot of p starts at (the slot, and
+// its jitter) the loop claims it: claimAhead, at most a quarter of the
+// lease, which counts from the claim (so its first renewal comes before
+// the run starts). A job whose claims decide by what else of it runs
+// (overlap forbid, replace, queue) is claimed at the instant, where that
+// is judged.
+func (p *plan) ahead() time.Duration {
+	if p.overlap != policy.OverlapAllow && p.overlap != "" {
+		return 0
+	}
+	return min(claimAhead, p.lease/4)
+}
+
+// fireAt is when the loop claims slot of p, a slot of its schedule.
+func (p *plan) fireAt(slot time.Time) time.Time { return slot.Add(p.jitter - p.ahead()) }
+
+// notBefore is the NotBefore of e's claims: ClaimLead before the slot for
+// a slot claimed ahead, the slot otherwise (guarantee 7, and 3 after a
+// loss: slotstore.Generation.Covers).
+func (e *entry) notBefore() time.Time {
+	if e.kind != watch && e.p.ahead() > 0 {
+		return e.slot.Add(-slotstore.ClaimLead)
+	}
+	return e.slot
+}
 
 // claimAll claims a wake's slots and acts on every result. Takeovers and
 // new slots go in calls of their own, sent at once: a takeover never waits
@@ -95,9 +129,10 @@ func (l *loop) send(ctx context.Context, batch []*entry) claimAnswer {
 			TakeoverOnly: e.kind == watch && !e.anew,
 			// Its effect is once per slot: exempt from the generation rules.
 			RunsAfterDataLoss: e.p.afterLoss,
-			// Not before the slot by the store's clock, however far ahead
-			// this replica's clock runs (guarantee 3 after a loss).
-			NotBefore: e.slot,
+			// Not before the slot (less ClaimLead, claimed ahead) by the
+			// store's clock, however far ahead this replica's clock runs
+			// (guarantee 3 after a loss).
+			NotBefore: e.notBefore(),
 			Spec:      e.p.spec.Fingerprint,
 		}
 		if e.kind != watch {

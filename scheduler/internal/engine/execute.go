@@ -28,13 +28,14 @@ type runHooks struct {
 	retryAt func(p *plan, slot, at time.Time)
 }
 
-// execute runs one won claim to its end: it keeps the lease, calls the job,
-// and records the outcome (or the retry it earned), or releases the slot on
-// shutdown; o marks its lines. ctx is the run's own context and cancel its
+// execute runs one won claim to its end: it keeps the lease, calls the job
+// when b says (a claim made ahead of its slot waits for the slot's
+// instant), and records the outcome (or the retry it earned), or
+// releases the slot on shutdown; o marks its lines. ctx is the run's own context and cancel its
 // cancel function, which the loop may call too (a replaced run). A replica
 // whose lease was lost records nothing: the slot belongs to its successor.
 func (s *Engine) execute(ctx context.Context, cancel context.CancelCauseFunc, st slotstore.Store, p *plan,
-	c slotstore.Claim, o origin, sent time.Time, hooks runHooks) End {
+	c slotstore.Claim, o origin, sent time.Time, b begin, hooks runHooks) End {
 	defer cancel(nil)
 	ctx, span := s.traceRun(ctx, p, c, sent)
 	run := jobs.Run{Job: p.name, Slot: c.Slot, Fence: c.Fence, Attempt: c.Attempt, Replica: s.replica}.
@@ -46,9 +47,16 @@ func (s *Engine) execute(ctx context.Context, cancel context.CancelCauseFunc, st
 
 	keeper := rl.keep(sent)
 	defer keeper.Stop()
-	res := x.call(ctx, run)
+	res, began := x.await(ctx, b), false
+	if res.err == nil {
+		res, began = x.call(ctx, run), true
+	}
 	keeper.Pause()
 	end, over := x.cutShort(ctx, keeper, res)
+	if !over && !began {
+		// Its context ended as it waited, for no reason of the above.
+		over, end = true, x.release(res)
+	}
 	if !over {
 		end = x.record(keeper, res, hooks)
 	}
@@ -89,6 +97,35 @@ func (x *execution) noteTakeover() {
 	x.log.get().Info("takeover", "prev_holder", x.c.PrevHolder, "retry", x.c.Retry)
 	if !x.c.Retry {
 		x.s.metrics.takeover(x.p).Inc()
+	}
+}
+
+// begin is when a won claim's run starts: at once (the zero begin), or,
+// for a claim made ahead of its slot, at the slot's instant, unless the
+// replica stops first (stop is closed): a run not begun is released then,
+// not started in the shutdown's grace.
+type begin struct {
+	at   time.Time
+	stop <-chan struct{}
+}
+
+// await waits until b.at and returns a result with an error when the run's
+// context ends first (a lost lease, the grace's end: its cause) or the
+// replica stops (ErrShutdown): the job is never called.
+func (x *execution) await(ctx context.Context, b begin) jobResult {
+	wait := time.Until(b.at)
+	if wait <= 0 {
+		return jobResult{}
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return jobResult{}
+	case <-ctx.Done():
+		return jobResult{err: context.Cause(ctx)}
+	case <-b.stop:
+		return jobResult{err: ErrShutdown}
 	}
 }
 
@@ -134,16 +171,22 @@ func (x *execution) cutShort(ctx context.Context, keeper *lease.Keeper, res jobR
 		log.get().Warn("run ended after lease lost; outcome not recorded", "duration", res.dur, "err", errString(res.err))
 		return EndLeaseLost, true
 	case res.err != nil && errors.Is(context.Cause(ctx), ErrShutdown):
-		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer rcancel()
-		if rerr := x.st.Release(rctx, x.c.Ref); rerr != nil {
-			log.get().Warn("release failed; the slot is taken over when its lease ends", "err", rerr)
-			return EndLeaseLost, true
-		}
-		log.get().Info("run released", "duration", res.dur, "err", errString(res.err))
-		return EndReleased, true
+		return x.release(res), true
 	}
 	return "", false
+}
+
+// release ends the claim without an outcome, for another replica to take
+// the slot over at once.
+func (x *execution) release(res jobResult) End {
+	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer rcancel()
+	if rerr := x.st.Release(rctx, x.c.Ref); rerr != nil {
+		x.log.get().Warn("release failed; the slot is taken over when its lease ends", "err", rerr)
+		return EndLeaseLost
+	}
+	x.log.get().Info("run released", "duration", res.dur, "err", errString(res.err))
+	return EndReleased
 }
 
 // record records the run's outcome, or the retry it earned, and logs it;

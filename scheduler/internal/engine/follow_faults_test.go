@@ -160,9 +160,10 @@ func TestFollowDeleteDuringStartup(t *testing.T) {
 // write at their next poll.
 type noWatch struct{ slotstore.Store }
 
-// TestFollowFirstSlotAfterPut: a schedule put just before a slot that
-// comes due before the replica's next read of the feed still runs that
-// slot, late, and the next.
+// TestFollowFirstSlotAfterPut: a schedule put just before the first slot
+// its record covers (slotstore.ClaimLead after the put), which comes due
+// by the replica's next read of the feed, still runs that slot, and the
+// next.
 func TestFollowFirstSlotAfterPut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := newSwapStore()
@@ -180,7 +181,7 @@ func TestFollowFirstSlotAfterPut(t *testing.T) {
 		if err := <-ran; err != nil {
 			t.Fatal(err)
 		}
-		first := put.Truncate(time.Second).Add(time.Second)
+		first := put.Add(slotstore.ClaimLead).Add(time.Second - time.Nanosecond).Truncate(time.Second)
 		var slots []time.Time
 		for _, r := range rec.snapshot() {
 			slots = append(slots, r.run.Slot)

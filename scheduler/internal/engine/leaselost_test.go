@@ -58,6 +58,7 @@ func lostLeaseCounted(t *testing.T, frozen func(*plan) time.Duration, wrap func(
 	if _, err := st.Enroll(ctx, slotstore.EnrollParams{Jobs: []string{"j"}}); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(slotstore.ClaimLead) // to the first slot the generation covers
 	slot := time.Now().Truncate(time.Second)
 	rs, err := st.Claim(ctx, slotstore.ClaimParams{Replica: "a", Incarnation: "test", Requests: []slotstore.ClaimRequest{
 		{Job: "j", Slot: slot, Lease: 3 * time.Second, Retain: time.Hour}}})
@@ -75,7 +76,7 @@ func lostLeaseCounted(t *testing.T, frozen func(*plan) time.Duration, wrap func(
 	}
 	p := e.jobs().plans[0]
 	rctx, cancel := context.WithCancelCause(ctx)
-	if end := e.execute(rctx, cancel, st, p, rs[0].Claim, scheduled, time.Now().Add(-frozen(p)), runHooks{}); end != EndLeaseLost {
+	if end := e.execute(rctx, cancel, st, p, rs[0].Claim, scheduled, time.Now().Add(-frozen(p)), begin{}, runHooks{}); end != EndLeaseLost {
 		t.Fatalf("the run ended %q, want %q", end, EndLeaseLost)
 	}
 	synctest.Wait() // the keeper's timers, had they anything left to say

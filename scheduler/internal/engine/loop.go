@@ -47,7 +47,10 @@ type loop struct {
 	st slotstore.Store
 	// runCtx is the runs' context: it outlives run's by the shutdown grace.
 	runCtx context.Context
-	h      entryHeap
+	// stopping is closed when run's context ends: a run not yet begun
+	// (claimed ahead of its slot) is released then, not started.
+	stopping <-chan struct{}
+	h        entryHeap
 	// watched holds the slots with a watch entry in the heap, so a slot
 	// found by a scan and by a claim is watched once.
 	watched map[slotKey]bool
@@ -106,6 +109,7 @@ func newLoop(s *Engine, st slotstore.Store, runCtx context.Context, runs *sync.W
 
 // run schedules every job and serves the heap until ctx ends.
 func (l *loop) run(ctx context.Context) {
+	l.stopping = ctx.Done()
 	// Before the start-up, which reads the pauses on goroutines of bg.
 	defer l.bg.Wait()
 	ok := l.startUp(ctx)
@@ -360,7 +364,7 @@ func (l *loop) wake(ctx context.Context) {
 // job has none left, and measures how late the timer woke.
 func (l *loop) fired(e *entry, now time.Time) {
 	if next := e.p.sched.Next(e.slot); !next.IsZero() {
-		l.h.push(&entry{at: next.Add(e.p.jitter), p: e.p, slot: next, kind: fire})
+		l.h.push(&entry{at: e.p.fireAt(next), p: e.p, slot: next, kind: fire})
 		l.s.metrics.next(e.p).Set(seconds(next))
 	} else {
 		l.noteEnded(e.p)
@@ -382,7 +386,7 @@ func (l *loop) beforeRecord(e *entry) bool {
 	// A job declared after_data_loss: run claims such a slot as any
 	// other: the store cannot tell a new job from one whose record it
 	// lost, and its claim is not refused (loss.go).
-	return ok && e.slot.Before(born) && !e.p.afterLoss
+	return ok && !(slotstore.Generation{Born: born}).Covers(e.slot) && !e.p.afterLoss
 }
 
 // push schedules e at at; a watch of a slot already watched is dropped.

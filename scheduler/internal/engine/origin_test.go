@@ -33,7 +33,7 @@ func TestRunStartedMarksManualAndBackfill(t *testing.T) {
 		if _, _, err := e.TriggerOn(ctx, st, "j"); err != nil {
 			t.Fatal(err)
 		}
-		bf, err := e.BackfillOn(ctx, st, "j", BackfillParams{From: from, To: from.Add(15 * time.Second)})
+		bf, err := e.BackfillOn(ctx, st, "j", BackfillParams{From: from.Add(time.Second), To: from.Add(25 * time.Second)})
 		if err != nil || bf.ToRun() != 2 {
 			t.Fatalf("backfill: %v, %+v", err, bf)
 		}

@@ -18,8 +18,9 @@ func TestRecordsKind(t *testing.T) {
 }
 
 // A pause set through this replica's Records is obeyed at its very next
-// slot, even one due while the pauses read just before it are still fresh
-// (the loop reads them pauseLead ahead and keeps a read pauseFresh).
+// slot claimed after it, even one due while the pauses read just before it
+// are still fresh (the loop reads them pauseLead ahead of the claim and
+// keeps a read pauseFresh).
 func TestPauseThroughRecordsObeyedAtNextSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}
@@ -33,9 +34,10 @@ func TestPauseThroughRecordsObeyedAtNextSlot(t *testing.T) {
 		for len(rec.snapshot()) < 2 {
 			time.Sleep(100 * time.Millisecond)
 		}
-		// Just after the read for the next slot, just before the slot.
+		// Just after the read for the next slot, just before it is
+		// claimed (ahead of its instant).
 		next := time.Now().Truncate(time.Second).Add(time.Second)
-		time.Sleep(time.Until(next.Add(-pauseLead / 2)))
+		time.Sleep(time.Until(next.Add(-claimAhead - pauseLead/2)))
 		synctest.Wait()
 		r, ok := e.Records()
 		if !ok {

@@ -216,7 +216,7 @@ func (l *loop) takeReload(req reloadReq) {
 			l.s.metrics.specConflict.WithLabelValues(p.name).Set(conflict)
 		}
 		if next := p.sched.Next(p.firstFrom(now)); !next.IsZero() {
-			l.h.push(&entry{at: next.Add(p.jitter), p: p, slot: next, kind: fire})
+			l.h.push(&entry{at: p.fireAt(next), p: p, slot: next, kind: fire})
 			l.s.metrics.next(p).Set(seconds(next))
 			l.s.metrics.scheduled(p, now)
 		} else {

@@ -131,7 +131,24 @@ func (l *loop) won(e *entry, r slotstore.ClaimResult, sent time.Time) {
 			cancel(ErrReplaced) // ours: stop it now, not at its next renewal
 		}
 	}
-	l.start(e.p, r.Claim, originOf(r.Marker), sent)
+	l.start(e.p, r.Claim, originOf(r.Marker), sent, l.beginOf(e, r.Marker))
+}
+
+// beginOf is when the run of e's slot, won as m, starts: at the slot's
+// instant (its jitter's included) by the store's clock, for a claim made
+// ahead of it, and at once otherwise. It counts from now, which is after
+// the store decided the claim (m.ClaimedAt), so the run never starts
+// before the slot's instant by the store's clock, however this replica's
+// clock runs: at most the claim's reply later. One not begun when the
+// replica stops is released.
+func (l *loop) beginOf(e *entry, m slotstore.Marker) begin {
+	if e.kind == watch {
+		return begin{}
+	}
+	if d := e.slot.Add(e.p.jitter).Sub(m.ClaimedAt); d > 0 {
+		return begin{at: time.Now().Add(d), stop: l.stopping}
+	}
+	return begin{}
 }
 
 // skipped logs a slot the store has recorded skipped, m, and counts it
@@ -186,7 +203,7 @@ func (l *loop) notYet(e *entry, remaining time.Duration, sent time.Time, log slo
 	// the slots. Measured from when the claim was sent, it closes no later
 	// than it does by the store's clock.
 	if e.closes.IsZero() {
-		e.closes = sent.Add(remaining + e.p.deadline)
+		e.closes = sent.Add(remaining + e.slot.Sub(e.notBefore()) + e.p.deadline)
 	}
 	l.push(e, l.s.now().Add(max(remaining-time.Since(sent), time.Millisecond)))
 }
@@ -217,6 +234,6 @@ func (l *loop) adopt(p *plan, m slotstore.Marker) bool {
 		return false
 	}
 	l.s.log.Info("claim adopted", "job", p.name, "slot", m.Slot.Format(time.RFC3339), "fence", m.Fence, "reason", "its reply was lost")
-	l.start(p, slotstore.Claim{Ref: m.Ref(), Attempt: m.Attempt, PrevHolder: ""}, originOf(m), sent)
+	l.start(p, slotstore.Claim{Ref: m.Ref(), Attempt: m.Attempt, PrevHolder: ""}, originOf(m), sent, begin{})
 	return true
 }

@@ -99,14 +99,14 @@ func (rs *runSet) ended(k slotKey, fence int64, lease time.Duration, end End) {
 func (l *loop) runningNow() int64 { return l.runs.active.Load() }
 
 // start runs a won claim in its own goroutine, which the loop can cancel.
-func (l *loop) start(p *plan, c slotstore.Claim, o origin, sent time.Time) {
-	l.startWith(p, c, o, sent, nil)
+func (l *loop) start(p *plan, c slotstore.Claim, o origin, sent time.Time, b begin) {
+	l.startWith(p, c, o, sent, b, nil)
 }
 
-// startWith starts the run of a won claim, started as o says, as start
-// does, and sends how it ended on done, if done is not nil (a buffered
+// startWith starts the run of a won claim, started as o says, when b says,
+// as start does, and sends how it ended on done, if done is not nil (a buffered
 // channel: the run never waits for the receiver).
-func (l *loop) startWith(p *plan, c slotstore.Claim, o origin, sent time.Time, done chan<- End) {
+func (l *loop) startWith(p *plan, c slotstore.Claim, o origin, sent time.Time, b begin, done chan<- End) {
 	l.runs.active.Add(1)
 	l.s.metrics.inFlight.Inc()
 	k := slotKey{p.name, c.Slot.Unix()}
@@ -115,19 +115,19 @@ func (l *loop) startWith(p *plan, c slotstore.Claim, o origin, sent time.Time, d
 	l.runs.mine[k] = cancel
 	l.runs.mu.Unlock()
 	l.runs.wg.Add(1)
-	go l.runOne(ctx, cancel, k, p, c, o, sent, done) // one allocation, where WaitGroup.Go and a closure take two
+	go l.runOne(ctx, cancel, k, p, c, o, sent, b, done) // one allocation, where WaitGroup.Go and a closure take two
 }
 
 // runOne runs a claim started by startWith to its end, on its own goroutine.
 func (l *loop) runOne(ctx context.Context, cancel context.CancelCauseFunc, k slotKey, p *plan, c slotstore.Claim,
-	o origin, sent time.Time, done chan<- End) {
+	o origin, sent time.Time, b begin, done chan<- End) {
 	defer l.runs.wg.Done()
 	defer func() {
 		l.s.metrics.inFlight.Dec()
 		l.runs.active.Add(-1)
 		l.runEndedHere() // after it leaves the count, so its room is seen
 	}()
-	end := l.s.execute(ctx, cancel, l.st, p, c, o, sent, l.runs.hooks)
+	end := l.s.execute(ctx, cancel, l.st, p, c, o, sent, b, l.runs.hooks)
 	l.runs.ended(k, c.Fence, p.lease, end)
 	if done != nil {
 		done <- end

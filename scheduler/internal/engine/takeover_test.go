@@ -126,10 +126,11 @@ func newDeadHolder(t *testing.T, other string, wrap func(slotstore.Store) slotst
 	st := memstore.New(memstore.Options{})
 	ctx := context.Background()
 	time.Sleep(time.Hour)
-	d := deadHolder{slot: time.Now().Truncate(time.Second), rec: &recorder{}, runs: &sync.WaitGroup{}}
 	if _, err := st.Enroll(ctx, slotstore.EnrollParams{Jobs: []string{"b", other}}); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(slotstore.ClaimLead) // to the first slot the generation covers
+	d := deadHolder{slot: time.Now().Truncate(time.Second), rec: &recorder{}, runs: &sync.WaitGroup{}}
 	if rs, err := st.Claim(ctx, slotstore.ClaimParams{Replica: "dead", Requests: []slotstore.ClaimRequest{
 		{Job: "b", Slot: d.slot, Lease: 3 * time.Second, Retain: time.Hour}}}); err != nil || rs[0].Status != slotstore.Won {
 		t.Fatalf("claim: %+v %v", rs, err)

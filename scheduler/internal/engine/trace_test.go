@@ -47,7 +47,9 @@ func TestRetryLinksToFailedAttempt(t *testing.T) {
 				t.Errorf("Run: %v", err)
 			}
 		})
-		time.Sleep(10 * time.Second) // the slot, its retry a second later
+		// The slot an hour after the store began to record the job, its
+		// retry a second later.
+		time.Sleep(time.Hour + 10*time.Second)
 		stop()
 		wg.Wait()
 
@@ -60,7 +62,7 @@ func TestRetryLinksToFailedAttempt(t *testing.T) {
 		if len(runs) != 2 {
 			t.Fatalf("%d run spans, want the failed attempt's and its retry's", len(runs))
 		}
-		slot := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+		slot := time.Date(2000, 1, 1, 1, 0, 0, 0, time.UTC)
 		for i, s := range runs {
 			tid, sid := runtrace.RunIDs("", "flaky", slot, i+1)
 			if s.SpanContext().TraceID() != tid || s.SpanContext().SpanID() != sid {

@@ -87,7 +87,7 @@ func (e *Engine) Start(ctx context.Context, job string) (Started, error) {
 		return Started{Manual: m}, err
 	}
 	done := make(chan End, 1)
-	l.startWith(p, c, triggered, sent, done)
+	l.startWith(p, c, triggered, sent, begin{}, done)
 	return Started{Manual: m, l: l, key: slotKey{p.name, c.Slot.Unix()}, done: done}, nil
 }
 
@@ -129,7 +129,7 @@ func (e *Engine) TriggerOn(ctx context.Context, st slotstore.Store, job string) 
 	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() { cancel(ErrShutdown) })
 	defer stop()
-	return m, End(e.execute(rctx, cancel, st, p, c, triggered, sent, runHooks{})), nil
+	return m, End(e.execute(rctx, cancel, st, p, c, triggered, sent, begin{}, runHooks{})), nil
 }
 
 // maxManualTries bounds the slots one trigger tries: a minute of seconds,
@@ -165,7 +165,7 @@ func (e *Engine) claimManual(ctx context.Context, st slotstore.Store, p *plan) (
 	}
 	first := e.now().Truncate(time.Second)
 	if len(gens) == 1 && !gens[0].Covers(first) {
-		first = gens[0].Born.Truncate(time.Second).Add(time.Second)
+		first = gens[0].From().Add(time.Second - time.Nanosecond).Truncate(time.Second)
 	}
 	slot := free(first)
 	for tries := 0; ; tries++ {

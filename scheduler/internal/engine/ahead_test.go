@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slotcron/slotcron/policy"
+	"github.com/slotcron/slotcron/slotstore"
+	"github.com/slotcron/slotcron/slotstore/memstore"
+)
+
+// A slot of a job with overlap allow is claimed ahead of its instant, by
+// claimAhead (at most a quarter of its lease), and its run starts at the
+// slot's instant exactly, jitter included; a job whose claim is judged
+// against its other runs (forbid) is claimed at the instant.
+func TestClaimedAheadStartsAtTheInstant(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		overlap policy.Overlap
+		lease   time.Duration
+		jitter  time.Duration
+		ahead   time.Duration
+	}{
+		{"allow", policy.OverlapAllow, 3 * time.Second, 0, claimAhead},
+		{"allow, short lease", policy.OverlapAllow, time.Second, 0, time.Second / 4},
+		{"allow, jitter", policy.OverlapAllow, 3 * time.Second, 300 * time.Millisecond, claimAhead},
+		{"forbid", policy.OverlapForbid, 3 * time.Second, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rec := &recorder{}
+				j := job("j", rec.fn)
+				j.Schedule, j.Lease, j.Overlap, j.Jitter = mustSchedule(t, "@every 2s"), tc.lease, tc.overlap, tc.jitter
+				e := newEngine(t, j)
+				st := memstore.New(memstore.Options{})
+				ctx, stop := context.WithCancel(context.Background())
+				ran := make(chan error, 1)
+				go func() { ran <- e.Run(ctx, RunParams{Store: st}) }()
+				time.Sleep(9 * time.Second)
+				stop()
+				if err := <-ran; err != nil {
+					t.Fatal(err)
+				}
+				runs := rec.snapshot()
+				if len(runs) < 3 {
+					t.Fatalf("%d runs in 9 s of a job every 2 s", len(runs))
+				}
+				for _, r := range runs {
+					if want := r.run.Slot.Add(tc.jitter); !r.at.Equal(want) {
+						t.Errorf("slot %s started at %s, want %s", r.run.Slot.Format(time.TimeOnly),
+							r.at.Format("15:04:05.000"), want.Format("15:04:05.000"))
+					}
+					m, err := st.History(context.Background(), slotstore.HistoryParams{Job: "j", Limit: 10})
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, mk := range m {
+						if mk.Slot.Equal(r.run.Slot) && !mk.ClaimedAt.Equal(r.run.Slot.Add(tc.jitter-tc.ahead)) {
+							t.Errorf("slot %s claimed at %s, want %v before it starts", r.run.Slot.Format(time.TimeOnly),
+								mk.ClaimedAt.Format("15:04:05.000"), tc.ahead)
+						}
+					}
+				}
+			})
+		})
+	}
+}
+
+// A replica stopped between a claim made ahead and the slot's instant
+// never starts the run, even in the shutdown's grace, and releases the
+// slot, for another replica to take over at once.
+func TestStoppedBeforeTheInstantReleases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		j := job("j", rec.fn)
+		j.Schedule = mustSchedule(t, "@every 10s")
+		e := newEngine(t, j)
+		st := memstore.New(memstore.Options{})
+		ctx, stop := context.WithCancel(context.Background())
+		ran := make(chan error, 1)
+		go func() { ran <- e.Run(ctx, RunParams{Store: st}) }()
+		// Between the claim of the slot at 10 s and its instant.
+		time.Sleep(10*time.Second - claimAhead/2)
+		synctest.Wait()
+		slot := time.Now().Truncate(10 * time.Second).Add(10 * time.Second)
+		stop()
+		if err := <-ran; err != nil {
+			t.Fatal(err)
+		}
+		if runs := rec.snapshot(); len(runs) != 0 {
+			t.Errorf("runs %+v, want none: stopped before the slot's instant", runs)
+		}
+		ms, err := st.History(context.Background(), slotstore.HistoryParams{Job: "j", Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ms) == 0 || !ms[0].Slot.Equal(slot) || ms[0].State != slotstore.StateReleased {
+			t.Fatalf("history %+v, want slot %s released", ms, slot.Format(time.TimeOnly))
+		}
+	})
+}
