@@ -30,10 +30,11 @@ type runHooks struct {
 
 // execute runs one won claim to its end: it keeps the lease, calls the job
 // when b says (a claim made ahead of its slot waits for the slot's
-// instant), and records the outcome (or the retry it earned), or
-// releases the slot on shutdown; o marks its lines. ctx is the run's own context and cancel its
-// cancel function, which the loop may call too (a replaced run). A replica
-// whose lease was lost records nothing: the slot belongs to its successor.
+// instant), and records the outcome (or the retry it earned), or releases
+// the slot on shutdown; o marks its lines. ctx is the run's own context and
+// cancel its cancel function, which the loop may call too (a replaced
+// run). A replica whose lease was lost records nothing: the slot belongs to
+// its successor.
 func (s *Engine) execute(ctx context.Context, cancel context.CancelCauseFunc, st slotstore.Store, p *plan,
 	c slotstore.Claim, o origin, sent time.Time, b begin, hooks runHooks) End {
 	defer cancel(nil)

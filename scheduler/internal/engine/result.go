@@ -43,7 +43,8 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 	k := slotKey{e.p.name, e.slot.Unix()}
 	wasUnknown := l.memo.unknown[k]
 	delete(l.memo.unknown, k)
-	if r.Status == slotstore.Held && wasUnknown && l.mineByName(r.Marker) && l.adopt(e.p, r.Marker) {
+	if r.Status == slotstore.Held && wasUnknown && l.mineByName(r.Marker) &&
+		l.adopt(e.p, r.Marker, l.beginAt(e, r.Marker.LeaseEnd.Add(-r.Remaining))) {
 		return
 	}
 	if e.kind == queued && l.waiting[e.p.name] == e {
@@ -131,21 +132,19 @@ func (l *loop) won(e *entry, r slotstore.ClaimResult, sent time.Time) {
 			cancel(ErrReplaced) // ours: stop it now, not at its next renewal
 		}
 	}
-	l.start(e.p, r.Claim, originOf(r.Marker), sent, l.beginOf(e, r.Marker))
+	l.start(e.p, r.Claim, originOf(r.Marker), sent, l.beginAt(e, r.Marker.ClaimedAt))
 }
 
-// beginOf is when the run of e's slot, won as m, starts: at the slot's
-// instant (its jitter's included) by the store's clock, for a claim made
-// ahead of it, and at once otherwise. It counts from now, which is after
-// the store decided the claim (m.ClaimedAt), so the run never starts
-// before the slot's instant by the store's clock, however this replica's
-// clock runs: at most the claim's reply later. One not begun when the
-// replica stops is released.
-func (l *loop) beginOf(e *entry, m slotstore.Marker) begin {
-	if e.kind == watch {
-		return begin{}
-	}
-	if d := e.slot.Add(e.p.jitter).Sub(m.ClaimedAt); d > 0 {
+// beginAt is when the run of e's slot starts, given the store's time when
+// it answered the claim (for a claim won, the marker's ClaimedAt): at the
+// slot's instant (its jitter's included) by the store's clock, for a claim
+// made ahead of it, or a released one claimed again before it, and at once
+// otherwise. It counts from now, which is after the store answered, so the
+// run never starts before the slot's instant by the store's clock, however
+// this replica's clock runs: at most the claim's reply later. One not
+// begun when the replica stops is released.
+func (l *loop) beginAt(e *entry, storeNow time.Time) begin {
+	if d := e.slot.Add(e.p.jitter).Sub(storeNow); d > 0 {
 		return begin{at: time.Now().Add(d), stop: l.stopping}
 	}
 	return begin{}
@@ -217,10 +216,11 @@ func (l *loop) mineByName(m slotstore.Marker) bool {
 
 // adopt takes up a claim this replica made whose reply was lost: it renews
 // the lease under the marker's fence (so the store's lease covers the trust
-// window that starts now) and runs the slot as if the claim had answered.
+// window that starts now) and runs the slot as if the claim had answered,
+// when b says (at the slot's instant, for a claim made ahead of it).
 // The marker's incarnation says the claim is this process's own, even when
 // another live process shares the replica name.
-func (l *loop) adopt(p *plan, m slotstore.Marker) bool {
+func (l *loop) adopt(p *plan, m slotstore.Marker, b begin) bool {
 	if l.runs.ranOrRuns(slotKey{p.name, m.Slot.Unix()}, m.Fence) {
 		return false
 	}
@@ -234,6 +234,6 @@ func (l *loop) adopt(p *plan, m slotstore.Marker) bool {
 		return false
 	}
 	l.s.log.Info("claim adopted", "job", p.name, "slot", m.Slot.Format(time.RFC3339), "fence", m.Fence, "reason", "its reply was lost")
-	l.start(p, slotstore.Claim{Ref: m.Ref(), Attempt: m.Attempt, PrevHolder: ""}, originOf(m), sent, begin{})
+	l.start(p, slotstore.Claim{Ref: m.Ref(), Attempt: m.Attempt, PrevHolder: ""}, originOf(m), sent, b)
 	return true
 }
