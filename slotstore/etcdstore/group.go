@@ -62,7 +62,10 @@ type grouped struct {
 
 // commitGrouped sends g's transaction with the others pending and returns
 // its answer as its own transaction's would be: Succeeded and the header,
-// or, when its compare failed, its marker as Responses[0].
+// or, when its compare failed, its marker as Responses[0]. When g's
+// context ends while its transaction is out with another's, it returns the
+// context's error: whether it landed is unknown, as for a request of its
+// own.
 func (s *Store) commitGrouped(g *grouped) (*clientv3.TxnResponse, error) {
 	g.wake = make(chan struct{}, 1)
 	gr := &s.group
@@ -71,47 +74,74 @@ func (s *Store) commitGrouped(g *grouped) (*clientv3.TxnResponse, error) {
 	lead := gr.leaders == 0
 	if lead {
 		gr.leaders++
+		g.lead = true
 	}
 	gr.mu.Unlock()
-	if !lead {
-		lead = s.waitGroup(g)
+	for {
+		if !lead {
+			var err error
+			if lead, err = s.waitGroup(g); err != nil {
+				return nil, err
+			}
+			if !lead {
+				return g.resp, g.err
+			}
+		}
+		if s.sendGroups(g) {
+			return g.resp, g.err
+		}
+		lead = false // it went with another caller's transaction: wait for that
 	}
-	if lead {
-		s.sendGroups(g)
-	}
-	return g.resp, g.err
 }
 
 // waitGroup waits until g is answered, and reports false, or until its
 // caller is to send, and reports true: handed the sending by a caller that
-// sent, or once it has waited groupPatience still pending.
-func (s *Store) waitGroup(g *grouped) bool {
+// sent, or once g has waited groupPatience pending (patience counts anew
+// each time it comes back from a transaction that failed on another's
+// compare). It returns g's context's error when that ends while g is out
+// in another caller's transaction; while g is pending, it answers g not
+// sent.
+func (s *Store) waitGroup(g *grouped) (bool, error) {
 	gr := &s.group
 	t := time.NewTimer(groupPatience)
 	defer t.Stop()
-	patience := t.C
+	patient := false
 	for {
 		select {
 		case <-g.wake:
-		case <-patience:
-			patience = nil
+		case <-t.C:
+			patient = true
+		case <-g.ctx.Done():
 		}
 		gr.mu.Lock()
+		pending := slices.Contains(gr.pending, g)
 		switch {
 		case g.answered:
 			if g.lead {
+				g.lead = false
 				gr.resign() // handed the sending, but sent with another's
 			}
 			gr.mu.Unlock()
-			return false
+			return false, nil
 		case g.lead:
 			gr.mu.Unlock()
-			return true
-		case patience == nil && slices.Contains(gr.pending, g):
+			return true, nil
+		case g.ctx.Err() != nil && pending:
+			gr.pending = slices.DeleteFunc(gr.pending, func(o *grouped) bool { return o == g })
+			g.answered, g.err = true, unsent(g.ctx.Err())
+			gr.mu.Unlock()
+			return false, nil
+		case g.ctx.Err() != nil:
+			gr.mu.Unlock()
+			return false, context.Cause(g.ctx)
+		case pending && patient:
 			gr.leaders++
 			g.lead = true
 			gr.mu.Unlock()
-			return true
+			return true, nil
+		case patient:
+			patient = false
+			t.Reset(groupPatience)
 		}
 		gr.mu.Unlock()
 	}
@@ -139,33 +169,35 @@ func (g *grouped) signal() {
 }
 
 // sendGroups sends the pending mutations, oldest first, a group a
-// transaction, until own is answered; then it hands the sending on to the
-// oldest still pending, so no caller sends for others for long.
-func (s *Store) sendGroups(own *grouped) {
+// transaction, until own is answered, and reports true; or, when own went
+// with another caller's transaction, still out, reports false. Either way
+// it hands the sending on to the oldest still pending, unless another
+// caller sends, so no caller sends for others for long, and none waits
+// for a caller that does not send.
+func (s *Store) sendGroups(own *grouped) bool {
 	gr := &s.group
 	for {
 		gr.mu.Lock()
-		if own.answered {
+		members := []*grouped(nil)
+		if !own.answered {
+			members = s.takeGroup()
+		}
+		if len(members) == 0 {
+			own.lead = false
 			gr.resign()
 			gr.mu.Unlock()
-			return
+			return own.answered
 		}
-		members := s.takeGroup()
 		gr.mu.Unlock()
-		if len(members) == 0 {
-			// Own went with another caller's transaction, still out.
-			<-own.wake
-			continue
-		}
 		retry := s.sendGroup(members)
 		gr.mu.Lock()
 		gr.pending = append(retry, gr.pending...)
 		for _, m := range members {
 			if !slices.Contains(retry, m) {
 				m.answered = true
-				if m != own {
-					m.signal()
-				}
+			}
+			if m != own {
+				m.signal() // answered, or pending again
 			}
 		}
 		gr.mu.Unlock()
@@ -270,21 +302,20 @@ func held(got *etcdserverpb.ResponseOp, mod int64) bool {
 }
 
 // groupContext is the context of a group's transaction: it ends at the
-// earliest deadline of its members, and is not cancelled with any one of
-// them, whose mutation the others' transaction carries.
+// latest deadline of its members (none if one has none), and is not
+// cancelled with any one of them, whose mutation the others' transaction
+// carries: a member whose context ends meanwhile learns so on its own
+// (waitGroup), and the others' mutations still go.
 func groupContext(members []*grouped) (context.Context, context.CancelFunc) {
-	var (
-		deadline time.Time
-		has      bool
-	)
+	var deadline time.Time
 	for _, g := range members {
-		if d, ok := g.ctx.Deadline(); ok && (!has || d.Before(deadline)) {
-			deadline, has = d, true
+		d, ok := g.ctx.Deadline()
+		if !ok {
+			return context.WithCancel(context.WithoutCancel(members[0].ctx))
+		}
+		if d.After(deadline) {
+			deadline = d
 		}
 	}
-	ctx := context.WithoutCancel(members[0].ctx)
-	if has {
-		return context.WithDeadline(ctx, deadline)
-	}
-	return context.WithCancel(ctx)
+	return context.WithDeadline(context.WithoutCancel(members[0].ctx), deadline)
 }
