@@ -44,8 +44,9 @@
 // hold it back, 0 for an expired one a takeover may still win. Every script that changes a marker's state keeps
 // the running index, and on a single server the live index, up to date in
 // the same call. SetPause is one script, which changes the set of pauses
-// and the hash of their notes together; Pauses reads both in one
-// MULTI/EXEC. Beat and Replicas are one script each.
+// and the hash of their notes together; Pauses reads both in one script
+// call (every replica reads them every second: one command, where a
+// MULTI/EXEC was four). Beat and Replicas are one script each.
 //
 // # The common claim
 //

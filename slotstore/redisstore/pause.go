@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/slotcron/slotcron/slotstore"
 	"github.com/slotcron/slotcron/slotstore/internal/rules"
 )
@@ -45,38 +43,41 @@ func (s *Store) SetPause(ctx context.Context, p slotstore.PauseParams) error {
 	return nil
 }
 
-// Pauses implements slotstore.Store: SMEMBERS and HGETALL in one
-// MULTI/EXEC. A pause recorded before notes were kept has none.
+// Pauses implements slotstore.Store: one script call, which lists what is
+// paused with each pause's note. A pause recorded before notes were kept
+// has none.
 func (s *Store) Pauses(ctx context.Context) (slotstore.Pauses, error) {
 	out := slotstore.Pauses{Jobs: []string{}, Notes: map[string]slotstore.PauseNote{}}
 	if err := s.begin(ctx, "pauses"); err != nil {
 		return out, err
 	}
-	var (
-		members *redis.StringSliceCmd
-		notes   *redis.MapStringStringCmd
-	)
-	_, err := s.client.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		members = pipe.SMembers(ctx, pausesKey(s.prefix))
-		notes = pipe.HGetAll(ctx, notesKey(s.prefix))
-		return nil
-	})
+	c := call{script: pausesScript, keys: []string{pausesKey(s.prefix), notesKey(s.prefix)}}
+	res, err := s.runAll(ctx, []call{c})[0].Result()
 	if err != nil {
 		return out, s.failRead("pauses", err)
 	}
-	for _, job := range members.Val() {
+	r, n, err := newReply(res, 2)
+	if err != nil {
+		return out, fmt.Errorf("redisstore: pauses: %w", err)
+	}
+	for range n {
+		job, v := r.str(), r.str()
 		if job == "" {
 			out.All = true
 		} else {
 			out.Jobs = append(out.Jobs, job)
 		}
-		if v, ok := notes.Val()[job]; ok {
-			note, err := parseNote(v)
-			if err != nil {
-				return out, fmt.Errorf("redisstore: pauses: note of %q: %w", job, err)
-			}
-			out.Notes[job] = note
+		if v == "" {
+			continue
 		}
+		note, err := parseNote(v)
+		if err != nil {
+			return out, fmt.Errorf("redisstore: pauses: note of %q: %w", job, err)
+		}
+		out.Notes[job] = note
+	}
+	if r.err != nil {
+		return out, fmt.Errorf("redisstore: pauses: %w", r.err)
 	}
 	sort.Strings(out.Jobs)
 	return out, nil

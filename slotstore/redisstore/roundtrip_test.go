@@ -109,10 +109,10 @@ func TestRoundTrips(t *testing.T) {
 		{"pauses", func() {
 			p, err := s.Pauses(ctx)
 			mustDo(t, err)
-			if len(p.Jobs) != 1 {
+			if len(p.Jobs) != 1 || p.Notes["rt"].At.IsZero() {
 				t.Errorf("pauses: %+v", p)
 			}
-		}, 0},
+		}, 1},
 		{"beat", func() { mustDo(t, s.Beat(ctx, slotstore.Beat{Replica: "r1", TTL: time.Minute})) }, 1},
 		{"replicas", func() {
 			rs, err := s.Replicas(ctx)
@@ -151,6 +151,8 @@ func warm(t *testing.T, s slotstore.Store, job string) {
 	mustDo(t, err)
 	mustDo(t, s.SetPause(ctx, slotstore.PauseParams{Job: job, Paused: true}))
 	mustDo(t, s.SetPause(ctx, slotstore.PauseParams{Job: job}))
+	_, err = s.Pauses(ctx)
+	mustDo(t, err)
 	mustDo(t, s.Beat(ctx, slotstore.Beat{Replica: "warm", TTL: time.Minute}))
 	_, err = s.Replicas(ctx)
 	mustDo(t, err)

@@ -39,6 +39,7 @@ var (
 	schedStampScript = load("schedstamp")
 
 	pauseScript    = load("pause")
+	pausesScript   = load("pauses")
 	beatScript     = load("beat")
 	replicasScript = load("replicas")
 
