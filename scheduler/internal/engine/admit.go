@@ -175,6 +175,9 @@ func (l *loop) admit(batch []*entry, missed []slotstore.SkipRequest) (_ []*entry
 		}
 	}
 	missed = l.shedLate(now, missed)
+	if len(a.queue) > 0 && !a.queue[0].slot.Add(a.queue[0].p.jitter).After(now) {
+		l.overloaded() // a slot claimed ahead is due, and still waits
+	}
 	if a.n == 0 {
 		a.waiting.Store(false)
 		a.queue = nil
@@ -195,16 +198,27 @@ func (l *loop) wait(e *entry) {
 		}
 		a.of[e.p.name] = e
 	}
+	if !e.slot.Add(e.p.jitter).After(l.s.now()) {
+		// Due: it waits. One claimed ahead of its instant that finds no
+		// room waits quietly until then.
+		l.overloaded()
+		a.burst.waited++
+	}
+	a.queue = append(a.queue, e)
+	a.n++
+	a.waiting.Store(true)
+}
+
+// overloaded notes that a due slot waits for room: the first of a burst
+// logs it.
+func (l *loop) overloaded() {
+	a := &l.adm
 	a.burst.last = time.Now()
 	if a.burst.since.IsZero() {
 		a.burst.since = a.burst.last
 		l.s.log.Warn("overloaded: no room to start due slots; they wait for running ones to end",
 			"max_running", a.max, "running", l.runs.active.Load())
 	}
-	a.burst.waited++
-	a.queue = append(a.queue, e)
-	a.n++
-	a.waiting.Store(true)
 }
 
 // owe keeps e's slot until its window closes, to be recorded missed then
