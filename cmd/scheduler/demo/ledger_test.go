@@ -88,7 +88,8 @@ func TestLedgerOnceWithTheStoreElsewhere(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	now := time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC)
-	st := memstore.New(memstore.Options{Clock: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }})
+	st := memstore.New(memstore.Options{Clock: func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
+		Since: now.Add(-time.Hour)}) // it has recorded the job since before its first slot
 	ledger := new(Ledger)
 	defer ledger.Close()
 
