@@ -402,7 +402,8 @@ func (s *session) reruns(starts map[slotKey][]row, losses, back []time.Time) []s
 // fence two slots of one job share (guarantee 2: a claim's fence is above
 // every fence of its job). Attempts are compared within the span between
 // two losses of the store's data: a job that runs after a loss starts its
-// slots' attempts again from 1 (its fences still grow).
+// slots' attempts again from 1 (its fences still grow), and a first attempt
+// claimed ahead of its slot before a loss may start after it (lostAround).
 func fenceOrder(starts map[slotKey][]row, losses []time.Time) []string {
 	var out []string
 	owner := map[string]map[int64]slotKey{} // job → fence → the slot that started under it
@@ -420,7 +421,8 @@ func fenceOrder(starts map[slotKey][]row, losses []time.Time) []string {
 			case rs[i].attempt > rs[i-1].attempt && rs[i].fence <= rs[i-1].fence:
 				out = append(out, fmt.Sprintf("%s: attempt %d fence %d after attempt %d fence %d",
 					k, rs[i].attempt, rs[i].fence, rs[i-1].attempt, rs[i-1].fence))
-			case rs[i].attempt == rs[i-1].attempt && rs[i].fence != rs[i-1].fence:
+			case rs[i].attempt == rs[i-1].attempt && rs[i].fence != rs[i-1].fence &&
+				!(rs[i].attempt == 1 && rs[i].fence > rs[i-1].fence && lostAround(losses, k.slot, rs[i].at)):
 				out = append(out, fmt.Sprintf("%s: attempt %d started under two claims, fences %d and %d",
 					k, rs[i].attempt, rs[i-1].fence, rs[i].fence))
 			}
@@ -545,6 +547,17 @@ func alarms(lines []logLine) []string {
 		}
 	}
 	return out
+}
+
+// lostAround reports whether a loss of the store's data came after the
+// first claim of slot could have been made (slotstore.ClaimLead before it,
+// claimed ahead) and before at: a first attempt claimed ahead before the
+// loss and started after it, and one claimed anew after it (a job declared
+// after_data_loss: run), are two first attempts of one span by their
+// starts, not two holders of one attempt.
+func lostAround(losses []time.Time, slot, at time.Time) bool {
+	from := slot.Add(-slotstore.ClaimLead)
+	return slices.ContainsFunc(losses, func(l time.Time) bool { return l.After(from) && l.Before(at) })
 }
 
 // epoch is how many of losses came before t: the span between two losses
