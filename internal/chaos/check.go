@@ -410,7 +410,7 @@ func fenceOrder(starts map[slotKey][]row, losses []time.Time) []string {
 	for k, rs := range starts {
 		rs = slices.Clone(rs)
 		slices.SortFunc(rs, func(a, b row) int {
-			return cmp.Or(epoch(losses, a.at)-epoch(losses, b.at), a.attempt-b.attempt)
+			return cmp.Or(epoch(losses, a.at)-epoch(losses, b.at), a.attempt-b.attempt, cmp.Compare(a.fence, b.fence))
 		})
 		for i := 1; i < len(rs); i++ {
 			switch {
@@ -422,7 +422,7 @@ func fenceOrder(starts map[slotKey][]row, losses []time.Time) []string {
 				out = append(out, fmt.Sprintf("%s: attempt %d fence %d after attempt %d fence %d",
 					k, rs[i].attempt, rs[i].fence, rs[i-1].attempt, rs[i-1].fence))
 			case rs[i].attempt == rs[i-1].attempt && rs[i].fence != rs[i-1].fence &&
-				!(rs[i].attempt == 1 && rs[i].fence > rs[i-1].fence && lostAround(losses, k.slot, rs[i].at)):
+				!(rs[i].attempt == 1 && lostAround(losses, k.slot, later(rs[i].at, rs[i-1].at))):
 				out = append(out, fmt.Sprintf("%s: attempt %d started under two claims, fences %d and %d",
 					k, rs[i].attempt, rs[i-1].fence, rs[i].fence))
 			}
@@ -549,7 +549,8 @@ func alarms(lines []logLine) []string {
 	return out
 }
 
-// lostAround reports whether a loss of the store's data came after the
+// lostAround reports whether a loss of the store's data (losses: only for
+// jobs declared after_data_loss: run) came after the
 // first claim of slot could have been made (slotstore.ClaimLead before it,
 // claimed ahead) and before at: a first attempt claimed ahead before the
 // loss and started after it, and one claimed anew after it (a job declared
@@ -558,6 +559,14 @@ func alarms(lines []logLine) []string {
 func lostAround(losses []time.Time, slot, at time.Time) bool {
 	from := slot.Add(-slotstore.ClaimLead)
 	return slices.ContainsFunc(losses, func(l time.Time) bool { return l.After(from) && l.Before(at) })
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // epoch is how many of losses came before t: the span between two losses
