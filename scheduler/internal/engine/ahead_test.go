@@ -47,14 +47,14 @@ func TestClaimedAheadStartsAtTheInstant(t *testing.T) {
 				if len(runs) < 3 {
 					t.Fatalf("%d runs in 9 s of a job every 2 s", len(runs))
 				}
+				m, err := st.History(context.Background(), slotstore.HistoryParams{Job: "j", Limit: 10})
+				if err != nil {
+					t.Fatal(err)
+				}
 				for _, r := range runs {
 					if want := r.run.Slot.Add(tc.jitter); !r.at.Equal(want) {
 						t.Errorf("slot %s started at %s, want %s", r.run.Slot.Format(time.TimeOnly),
 							r.at.Format("15:04:05.000"), want.Format("15:04:05.000"))
-					}
-					m, err := st.History(context.Background(), slotstore.HistoryParams{Job: "j", Limit: 10})
-					if err != nil {
-						t.Fatal(err)
 					}
 					for _, mk := range m {
 						if mk.Slot.Equal(r.run.Slot) && !mk.ClaimedAt.Equal(r.run.Slot.Add(tc.jitter-tc.ahead)) {
