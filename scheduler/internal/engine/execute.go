@@ -102,17 +102,18 @@ func (x *execution) noteTakeover() {
 }
 
 // begin is when a won claim's run starts: at once (the zero begin), or,
-// for a claim made ahead of its slot, at the slot's instant, unless the
-// replica stops first (stop is closed): a run not begun is released then,
-// not started in the shutdown's grace.
+// for a claim made ahead of its slot, at the slot's instant. A replica
+// that stops meanwhile still starts it then, in the shutdown's grace, as
+// it lets a run already going finish: releasing it unstarted would leave a
+// released marker that no window binds, which a rolling deploy's new spec
+// then supersedes, so the slot ran nowhere.
 type begin struct {
-	at   time.Time
-	stop <-chan struct{}
+	at time.Time
 }
 
 // await waits until b.at and returns a result with an error when the run's
-// context ends first (a lost lease, the grace's end: its cause) or the
-// replica stops (ErrShutdown): the job is never called.
+// context ends first (a lost lease, the grace's end: its cause): the job is
+// never called.
 func (x *execution) await(ctx context.Context, b begin) jobResult {
 	wait := time.Until(b.at)
 	if wait <= 0 {
@@ -125,8 +126,6 @@ func (x *execution) await(ctx context.Context, b begin) jobResult {
 		return jobResult{}
 	case <-ctx.Done():
 		return jobResult{err: context.Cause(ctx)}
-	case <-b.stop:
-		return jobResult{err: ErrShutdown}
 	}
 }
 

@@ -47,10 +47,7 @@ type loop struct {
 	st slotstore.Store
 	// runCtx is the runs' context: it outlives run's by the shutdown grace.
 	runCtx context.Context
-	// stopping is closed when run's context ends: a run not yet begun
-	// (claimed ahead of its slot) is released then, not started.
-	stopping <-chan struct{}
-	h        entryHeap
+	h      entryHeap
 	// watched holds the slots with a watch entry in the heap, so a slot
 	// found by a scan and by a claim is watched once.
 	watched map[slotKey]bool
@@ -109,7 +106,6 @@ func newLoop(s *Engine, st slotstore.Store, runCtx context.Context, runs *sync.W
 
 // run schedules every job and serves the heap until ctx ends.
 func (l *loop) run(ctx context.Context) {
-	l.stopping = ctx.Done()
 	// Before the start-up, which reads the pauses on goroutines of bg.
 	defer l.bg.Wait()
 	ok := l.startUp(ctx)

@@ -141,11 +141,10 @@ func (l *loop) won(e *entry, r slotstore.ClaimResult, sent time.Time) {
 // made ahead of it, or a released one claimed again before it, and at once
 // otherwise. It counts from now, which is after the store answered, so the
 // run never starts before the slot's instant by the store's clock, however
-// this replica's clock runs: at most the claim's reply later. One not
-// begun when the replica stops is released.
+// this replica's clock runs: at most the claim's reply later.
 func (l *loop) beginAt(e *entry, storeNow time.Time) begin {
 	if d := e.slot.Add(e.p.jitter).Sub(storeNow); d > 0 {
-		return begin{at: time.Now().Add(d), stop: l.stopping}
+		return begin{at: time.Now().Add(d)}
 	}
 	return begin{}
 }
