@@ -17,7 +17,8 @@ import (
 // each runs the slot.
 func TestClusterNamesRunIDs(t *testing.T) {
 	rcv := newReceiver(t)
-	slot := time.Now().Add(2 * time.Second).UTC().Truncate(time.Second)
+	// A slot the job's new record covers (slotstore.ClaimLead after it began).
+	slot := time.Now().Add(3 * time.Second).UTC().Truncate(time.Second)
 	ran := make(chan struct{}, 3)
 	reg := jobs.NewRegistry()
 	reg.Register("nightly", func(context.Context, jobs.Run) error { ran <- struct{}{}; return nil })
