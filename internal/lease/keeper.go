@@ -3,7 +3,8 @@
 // leadership terms (package leader).
 //
 // A Keeper renews every Lease/3 from its own goroutine, started when the
-// first renewal is due. The holder trusts the
+// first renewal is due, Lease/3 after the acquiring call was sent (however
+// much later Start is called). The holder trusts the
 // lease only until sent + Lease − Margin, where sent is when the last
 // successful renewal (or the acquiring call) was sent. The window runs on
 // both of the process's clocks: the monotonic one, immune to wall-clock
@@ -100,7 +101,7 @@ func Start(sent time.Time, c Config, h Holder) *Keeper {
 	k := &Keeper{c: c, h: h, until: sent.Add(c.Lease - c.Margin)}
 	k.renewing.Add(1)
 	k.mu.Lock()
-	k.timer = time.AfterFunc(min(c.Lease/3, time.Until(k.until)), k.fire)
+	k.timer = time.AfterFunc(min(time.Until(sent.Add(c.Lease/3)), time.Until(k.until)), k.fire)
 	k.mu.Unlock()
 	return k
 }

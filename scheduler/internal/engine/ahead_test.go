@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -73,31 +74,74 @@ func TestClaimedAheadStartsAtTheInstant(t *testing.T) {
 // it: a claim released unstarted would be a marker no window binds.
 func TestStoppedBeforeTheInstantStillRuns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rec := &recorder{}
-		j := job("j", rec.fn)
-		j.Schedule = mustSchedule(t, "@every 10s")
-		e := newEngine(t, j)
-		st := memstore.New(memstore.Options{})
-		ctx, stop := context.WithCancel(context.Background())
-		ran := make(chan error, 1)
-		go func() { ran <- e.Run(ctx, RunParams{Store: st}) }()
-		// Between the claim of the slot at 10 s and its instant.
-		time.Sleep(10*time.Second - claimAhead/2)
-		synctest.Wait()
-		slot := time.Now().Truncate(10 * time.Second).Add(10 * time.Second)
-		stop()
-		if err := <-ran; err != nil {
-			t.Fatal(err)
-		}
-		if runs := rec.snapshot(); len(runs) != 1 || !runs[0].run.Slot.Equal(slot) || !runs[0].at.Equal(slot) {
+		slot, runs, last := stopBeforeTheInstant(t, time.Second)
+		if len(runs) != 1 || !runs[0].run.Slot.Equal(slot) || !runs[0].at.Equal(slot) {
 			t.Errorf("runs %+v, want slot %s started at its instant", runs, slot.Format(time.TimeOnly))
 		}
-		ms, err := st.History(context.Background(), slotstore.HistoryParams{Job: "j", Limit: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(ms) == 0 || !ms[0].Slot.Equal(slot) || ms[0].State != slotstore.StateDone {
-			t.Fatalf("history %+v, want slot %s done", ms, slot.Format(time.TimeOnly))
+		if !last.Slot.Equal(slot) || last.State != slotstore.StateDone {
+			t.Fatalf("last marker %+v, want slot %s done", last, slot.Format(time.TimeOnly))
 		}
 	})
+}
+
+// A replica whose shutdown grace ends before a slot it claimed ahead comes
+// due never calls the job, which waited in the loop's starter and not on a
+// goroutine of its own: the slot is released, for another replica to take
+// over.
+func TestGraceEndingBeforeTheInstantReleases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slot, runs, last := stopBeforeTheInstant(t, claimAhead/4)
+		if len(runs) != 0 {
+			t.Errorf("runs %+v, want none: the grace ended before the instant", runs)
+		}
+		if !last.Slot.Equal(slot) || last.State != slotstore.StateReleased {
+			t.Fatalf("last marker %+v, want slot %s released", last, slot.Format(time.TimeOnly))
+		}
+	})
+}
+
+// stopBeforeTheInstant runs a job every 10 s under grace and stops it
+// between the claim of the slot at 10 s and its instant; it returns that
+// slot, the runs, and the job's last marker.
+func stopBeforeTheInstant(t *testing.T, grace time.Duration) (time.Time, []started, slotstore.Marker) {
+	rec := &recorder{}
+	j := job("j", rec.fn)
+	j.Schedule = mustSchedule(t, "@every 10s")
+	e, err := New(Config{Replica: "a", Incarnation: "test", Log: testLogger(), Now: time.Now, Grace: grace, Jobs: []JobSpec{j}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memstore.New(memstore.Options{})
+	ctx, stop := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- e.Run(ctx, RunParams{Store: st}) }()
+	time.Sleep(10*time.Second - claimAhead/2)
+	synctest.Wait()
+	slot := time.Now().Truncate(10 * time.Second).Add(10 * time.Second)
+	stop()
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	ms, err := st.History(context.Background(), slotstore.HistoryParams{Job: "j", Limit: 10})
+	if err != nil || len(ms) == 0 {
+		t.Fatalf("history %+v, %v", ms, err)
+	}
+	return slot, rec.snapshot(), ms[0]
+}
+
+// The pending starts come out of their queue earliest first, whatever
+// order the claims' answers came in.
+func TestStartQueueOrder(t *testing.T) {
+	base := time.Unix(1_000_000, 0)
+	var q startQueue
+	for _, ms := range []int{500, 20, 300, 20, 999, 0, 450, 7} {
+		q.push(pendingStart{b: begin{at: base.Add(time.Duration(ms) * time.Millisecond)}})
+	}
+	var got []time.Time
+	for len(q) > 0 {
+		got = append(got, q.pop().b.at)
+	}
+	if len(got) != 8 || !slices.IsSortedFunc(got, func(a, b time.Time) int { return a.Compare(b) }) {
+		t.Errorf("popped %v, want 8 times in order", got)
+	}
 }

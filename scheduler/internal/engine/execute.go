@@ -115,6 +115,13 @@ type begin struct {
 // context ends first (a lost lease, the grace's end: its cause): the job is
 // never called.
 func (x *execution) await(ctx context.Context, b begin) jobResult {
+	if b.at.IsZero() {
+		return jobResult{}
+	}
+	if ctx.Err() != nil {
+		// Ended before the loop started the run at its instant.
+		return jobResult{err: context.Cause(ctx)}
+	}
 	wait := time.Until(b.at)
 	if wait <= 0 {
 		return jobResult{}
@@ -327,8 +334,11 @@ func (r *runLogger) line(level slog.Level, msg string, attrs ...slog.Attr) {
 	if !r.base.Enabled(ctx, level) {
 		return
 	}
+	// On the stack: a line's attributes cost the Record's copy alone.
+	var buf [8]slog.Attr
 	run := r.run.LogAttrs()
-	r.base.LogAttrs(ctx, level, msg, append(run[:], attrs...)...)
+	n := copy(buf[:], run[:])
+	r.base.LogAttrs(ctx, level, msg, append(buf[:n], attrs...)...)
 }
 
 func errString(err error) string {
