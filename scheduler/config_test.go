@@ -106,6 +106,7 @@ func TestValidateRules(t *testing.T) {
 		{"long duty lease", "duties: {owner: {lease: 48h}}", "duties.owner.lease: lease 48h0m0s is longer than 24h0m0s"},
 		{"long timeout", "jobs: {hello: {schedule: '@hourly', timeout: 100000h}}", "jobs.hello.timeout: timeout 100000h0m0s is longer than 87600h0m0s"},
 		{"long backoff", "defaults: {retries: {max: 3, backoff: 2h, max_backoff: 4h}}\njobs: {hello: {schedule: '@hourly'}}", "defaults.retries.backoff: retries.backoff 2h0m0s is longer than 1h0m0s"},
+		{"long max backoff", "jobs: {hello: {schedule: '@hourly', retries: {max: 3, max_backoff: 100000h}}}", "jobs.hello.retries.max_backoff: retries.max_backoff 100000h0m0s is longer than 87600h0m0s"},
 		{"long shutdown grace", "shutdown_grace: 100000h", "shutdown_grace: shutdown_grace 100000h0m0s is longer than 87600h0m0s"},
 		{"long redis timeout", "store: {kind: redis, redis: {addr: x:1, read_timeout: 100000h}}", "store.redis.read_timeout: 100000h0m0s is longer than"},
 		{"redis without addr", "store: {kind: redis, redis: {addr: '${SLOTCRON_TEST_UNSET_ADDR:-}'}}", "store.redis: store.kind is redis but no redis addr or addrs is set"},

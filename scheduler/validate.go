@@ -332,19 +332,18 @@ func (c *Config) checkPolicy(p Policy, path []string, add func(*ConfigError)) {
 	}
 	// The key's path is built only for a value out of bounds: a config of
 	// 100k jobs has no path to spare.
-	for _, m := range []struct {
-		name string
+	for _, m := range [...]struct {
+		name string // its keys, dotted
 		d    Duration
-		keys []string
 	}{
-		{"timeout", p.Timeout, []string{"timeout"}},
-		{"starting_deadline", p.StartingDeadline, []string{"starting_deadline"}},
-		{"history", p.History, []string{"history"}},
-		{"jitter", p.Jitter, []string{"jitter"}},
-		{"retries.max_backoff", p.Retries.MaxBackoff, []string{"retries", "max_backoff"}},
+		{"timeout", p.Timeout},
+		{"starting_deadline", p.StartingDeadline},
+		{"history", p.History},
+		{"jitter", p.Jitter},
+		{"retries.max_backoff", p.Retries.MaxBackoff},
 	} {
 		if m.d.D() > MaxDuration {
-			c.checkMax(m.name, m.d, add, append(append([]string{}, path...), m.keys...)...)
+			c.checkMax(m.name, m.d, add, append(append([]string{}, path...), strings.Split(m.name, ".")...)...)
 		}
 	}
 	if p.Retries.Backoff.D() > MaxRetryBackoff {

@@ -90,6 +90,9 @@ func (s *source) writtenZero(path ...string) bool {
 // keepZeros gives jitter and retries.backoff written as 0 at path their
 // plain meaning in pol, which merging replaced with what they inherit.
 func (c *Config) keepZeros(pol *Policy, path ...string) {
+	if c.src == nil {
+		return // built in code: a zero is a zero
+	}
 	at := func(keys ...string) []string { return append(append([]string{}, path...), keys...) }
 	if pol.Jitter != 0 && c.src.writtenZero(at("jitter")...) {
 		pol.Jitter = 0
