@@ -41,7 +41,7 @@ func TestRedisCutHolderStopsBeforeTakeover(t *testing.T) {
 	rec := &recorder{sleep: 30 * time.Second}
 	reg := jobs.NewRegistry()
 	reg.Register("long", rec.fn)
-	conf := fmt.Sprintf("shutdown_grace: 1s\njobs: {long: {schedule: %q, lease: 2s}}", soon(2*time.Second))
+	conf := fmt.Sprintf("shutdown_grace: 1s\njobs: {long: {schedule: %q, lease: 2s}}", soon(4*time.Second))
 	stopA := start(t, replica(t, viaProxy, "a", conf, reg))
 	defer stopA()
 	poll.Until(t, 10*time.Second, "running the slot on a", func() error { return runsAtLeast(1, len(rec.snapshot())) })

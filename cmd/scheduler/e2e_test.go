@@ -253,9 +253,11 @@ func threeReplicas(t *testing.T, store string) {
 }
 
 // holderJob is a job that sleeps for d, far longer than its 2 s lease; its
-// one slot of the day is due two seconds from now.
+// one slot of the day is due three to four seconds from now: after the
+// store's record of the job covers it, a second after a replica's start-up
+// enrolled it, however long a loaded machine takes to start one.
 func holderJob(d string) string {
-	return fmt.Sprintf("  long: {run: sleep, schedule: %q, lease: 2s, params: {duration: %s}}\n", soon(2*time.Second), d)
+	return fmt.Sprintf("  long: {run: sleep, schedule: %q, lease: 2s, params: {duration: %s}}\n", soon(4*time.Second), d)
 }
 
 // soon is a daily schedule whose slot is the second d from now, in UTC: a

@@ -85,8 +85,7 @@ func TestStoppedBeforeTheInstantStillRuns(t *testing.T) {
 }
 
 // A replica whose shutdown grace ends before a slot it claimed ahead comes
-// due never calls the job, which waited in the loop's starter and not on a
-// goroutine of its own: the slot is released, for another replica to take
+// due never calls the job: the slot is released, for another replica to take
 // over.
 func TestGraceEndingBeforeTheInstantReleases(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -129,17 +128,17 @@ func stopBeforeTheInstant(t *testing.T, grace time.Duration) (time.Time, []start
 	return slot, rec.snapshot(), ms[0]
 }
 
-// The pending starts come out of their queue earliest first, whatever
-// order the claims' answers came in.
-func TestStartQueueOrder(t *testing.T) {
+// The gates open earliest first, whatever order the claims' answers came
+// in.
+func TestGateQueueOrder(t *testing.T) {
 	base := time.Unix(1_000_000, 0)
-	var q startQueue
+	var q gateQueue
 	for _, ms := range []int{500, 20, 300, 20, 999, 0, 450, 7} {
-		q.push(pendingStart{b: begin{at: base.Add(time.Duration(ms) * time.Millisecond)}})
+		q.push(gate{at: base.Add(time.Duration(ms) * time.Millisecond)})
 	}
 	var got []time.Time
 	for len(q) > 0 {
-		got = append(got, q.pop().b.at)
+		got = append(got, q.pop().at)
 	}
 	if len(got) != 8 || !slices.IsSortedFunc(got, func(a, b time.Time) int { return a.Compare(b) }) {
 		t.Errorf("popped %v, want 8 times in order", got)

@@ -113,7 +113,8 @@ func (l *loop) claimAll(ctx context.Context, batch []*entry) {
 type claimAnswer struct {
 	results []slotstore.ClaimResult
 	err     error
-	sent    time.Time
+	// sent is when the claim was sent, and arrived when its answer came.
+	sent, arrived time.Time
 }
 
 // send claims one batch. It reads the entries and changes nothing of the
@@ -145,6 +146,7 @@ func (l *loop) send(ctx context.Context, batch []*entry) claimAnswer {
 	a := claimAnswer{sent: time.Now()}
 	cctx, cancel := context.WithTimeout(ctx, claimTimeout(batch))
 	a.results, a.err = l.st.Claim(cctx, slotstore.ClaimParams{Replica: l.s.replica, Incarnation: l.s.incarnation, Requests: reqs})
+	a.arrived = time.Now()
 	cancel()
 	if a.err == nil && len(a.results) != len(batch) {
 		a.err = fmt.Errorf("store answered %d claims with %d results", len(batch), len(a.results))
@@ -162,7 +164,7 @@ func (l *loop) claim(ctx context.Context, batch []*entry, a claimAnswer) {
 		return
 	}
 	for i, e := range batch {
-		l.result(e, a.results[i], a.sent)
+		l.result(e, a.results[i], a)
 	}
 }
 

@@ -49,6 +49,10 @@ func (s *Engine) execute(ctx context.Context, cancel context.CancelCauseFunc, st
 	keeper := rl.keep(sent)
 	defer keeper.Stop()
 	res, began := x.await(ctx, b), false
+	if res.err == nil && !b.at.IsZero() && !keeper.Trusted() {
+		// Its trust ended as it waited, before the keeper said so.
+		res.err = ErrLeaseLost
+	}
 	if res.err == nil {
 		res, began = x.call(ctx, run), true
 	}
@@ -109,17 +113,24 @@ func (x *execution) noteTakeover() {
 // then supersedes, so the slot ran nowhere.
 type begin struct {
 	at time.Time
+	// gate, when not nil, opens at or just after at (gates.go).
+	gate <-chan struct{}
 }
 
-// await waits until b.at and returns a result with an error when the run's
-// context ends first (a lost lease, the grace's end: its cause): the job is
-// never called.
+// await waits until b.at, on its gate when it has one, and returns a
+// result with an error when the run's context ends first (a lost lease,
+// the grace's end: its cause): the job is never called.
 func (x *execution) await(ctx context.Context, b begin) jobResult {
 	if b.at.IsZero() {
 		return jobResult{}
 	}
+	if b.gate != nil {
+		select {
+		case <-b.gate:
+		case <-ctx.Done():
+		}
+	}
 	if ctx.Err() != nil {
-		// Ended before the loop started the run at its instant.
 		return jobResult{err: context.Cause(ctx)}
 	}
 	wait := time.Until(b.at)

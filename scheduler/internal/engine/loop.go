@@ -60,9 +60,8 @@ type loop struct {
 	// scans carries to the loop goroutine the running and retrying markers
 	// the scanner read.
 	scans chan []slotstore.Marker
-	// bg tracks the loop's own goroutines (scanner, reads of the pauses,
-	// starter): run returns when they have, so none calls the store after
-	// Run, and every run claimed ahead has its goroutine.
+	// bg tracks the loop's own goroutines (scanner, reads of the pauses):
+	// run returns when they have, so none calls the store after Run.
 	bg sync.WaitGroup
 	// clockAt and realAt are the scheduler's clock and the process's
 	// monotonic clock when the loop last looked, to notice the former
@@ -72,10 +71,10 @@ type loop struct {
 	pauses pauseCache // what is paused (pauses.go)
 	memo   claimMemo  // what earlier claims said (result.go)
 	runs   runSet     // the runs started (runs.go)
-	// starts hands the runs of claims won ahead of their slots to the
-	// starter, which starts each at its instant (runs.go).
-	starts chan pendingStart
-	adm    admission // the slots waiting for room (admit.go)
+	// gates are what the runs of claims won ahead of their slots wait
+	// for, each opened at its instant (gates.go).
+	gates gateSet
+	adm   admission // the slots waiting for room (admit.go)
 
 	// began is when the Run began; started is closed once its start-up
 	// has ended (startUp), or it never will: a Reload waits for it.
@@ -100,9 +99,10 @@ type watchNote struct {
 // counts them for Run to wait for.
 func newLoop(s *Engine, st slotstore.Store, runCtx context.Context, runs *sync.WaitGroup) *loop {
 	l := &loop{s: s, st: st, runCtx: runCtx, watched: make(map[slotKey]bool), waiting: make(map[string]*entry),
-		watches: make(chan watchNote, 64), starts: make(chan pendingStart, 256),
-		scans: make(chan []slotstore.Marker), memo: newClaimMemo(), began: time.Now(), started: make(chan struct{})}
+		watches: make(chan watchNote, 64),
+		scans:   make(chan []slotstore.Marker), memo: newClaimMemo(), began: time.Now(), started: make(chan struct{})}
 	l.runs.init(runs, runHooks{retryAt: l.noteRetry})
+	l.gates.init()
 	l.adm.init(s.maxRunning)
 	l.pauses.init(s.jobs().plans)
 	return l
@@ -112,8 +112,9 @@ func newLoop(s *Engine, st slotstore.Store, runCtx context.Context, runs *sync.W
 func (l *loop) run(ctx context.Context) {
 	// Before the start-up, which reads the pauses on goroutines of bg.
 	defer l.bg.Wait()
-	l.bg.Go(func() { l.starter(l.starts) })
-	defer close(l.starts)
+	// The opener is one of the runs: Run waits for it in the grace.
+	l.runs.wg.Go(func() { openGates(l.gates.in, l.runCtx.Done()) })
+	defer close(l.gates.in)
 	ok := l.startUp(ctx)
 	l.endStartUp()
 	if !ok {

@@ -36,15 +36,16 @@ func newClaimMemo() claimMemo {
 	return claimMemo{unknown: make(map[slotKey]bool), dataLoss: make(map[string]bool), late: make(map[string]bool), newJobs: make(map[string]time.Time)}
 }
 
-// result acts on the store's answer r to the claim of e, sent at sent, on
+// result acts on the store's answer r to the claim of e, part of a, on
 // the loop goroutine.
-func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
+func (l *loop) result(e *entry, r slotstore.ClaimResult, a claimAnswer) {
+	sent := a.sent
 	l.s.metrics.claim(e.p, r.Status).Inc()
 	k := slotKey{e.p.name, e.slot.Unix()}
 	wasUnknown := l.memo.unknown[k]
 	delete(l.memo.unknown, k)
 	if r.Status == slotstore.Held && wasUnknown && l.mineByName(r.Marker) &&
-		l.adopt(e.p, r.Marker, l.beginAt(e, r.Marker.LeaseEnd.Add(-r.Remaining))) {
+		l.adopt(e.p, r.Marker, beginAt(e, r.Marker.LeaseEnd.Add(-r.Remaining), a.arrived)) {
 		return
 	}
 	if e.kind == queued && l.waiting[e.p.name] == e {
@@ -53,7 +54,7 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, sent time.Time) {
 	log := l.slotLog(e)
 	switch r.Status {
 	case slotstore.Won:
-		l.won(e, r, sent)
+		l.won(e, r, sent, beginAt(e, r.Marker.ClaimedAt, a.arrived))
 	case slotstore.Held:
 		// Lost at DEBUG: the holder logs the decision that matters.
 		log.at(slog.LevelDebug, "slot lost", "holder", r.Marker.Holder, "fence", r.Marker.Fence, "attempt", r.Marker.Attempt,
@@ -119,9 +120,9 @@ func (d slotDecisions) at(level slog.Level, msg string, more ...any) {
 	}
 }
 
-// won starts the run of a won claim, after stopping the runs of this
-// replica that the claim replaced (overlap: replace).
-func (l *loop) won(e *entry, r slotstore.ClaimResult, sent time.Time) {
+// won starts the run of a won claim, when b says, after stopping the runs
+// of this replica that the claim replaced (overlap: replace).
+func (l *loop) won(e *entry, r slotstore.ClaimResult, sent time.Time, b begin) {
 	delete(l.memo.dataLoss, e.p.name)
 	delete(l.memo.late, e.p.name)
 	delete(l.memo.newJobs, e.p.name)
@@ -132,19 +133,21 @@ func (l *loop) won(e *entry, r slotstore.ClaimResult, sent time.Time) {
 			cancel(ErrReplaced) // ours: stop it now, not at its next renewal
 		}
 	}
-	l.start(e.p, r.Claim, originOf(r.Marker), sent, l.beginAt(e, r.Marker.ClaimedAt))
+	l.start(e.p, r.Claim, originOf(r.Marker), sent, b)
 }
 
 // beginAt is when the run of e's slot starts, given the store's time when
 // it answered the claim (for a claim won, the marker's ClaimedAt): at the
 // slot's instant (its jitter's included) by the store's clock, for a claim
 // made ahead of it, or a released one claimed again before it, and at once
-// otherwise. It counts from now, which is after the store answered, so the
-// run never starts before the slot's instant by the store's clock, however
-// this replica's clock runs: at most the claim's reply later.
-func (l *loop) beginAt(e *entry, storeNow time.Time) begin {
+// otherwise. It counts from arrived, when the answer came, after the store
+// answered, so the run never starts before the slot's instant by the
+// store's clock, however this replica's clock runs: at most the claim's
+// reply later. The runs of one answer due at one instant share it, and so
+// their gate.
+func beginAt(e *entry, storeNow, arrived time.Time) begin {
 	if d := e.slot.Add(e.p.jitter).Sub(storeNow); d > 0 {
-		return begin{at: time.Now().Add(d)}
+		return begin{at: arrived.Add(d)}
 	}
 	return begin{}
 }

@@ -106,117 +106,21 @@ func (l *loop) start(p *plan, c slotstore.Claim, o origin, sent time.Time, b beg
 // startWith starts the run of a won claim, started as o says, when b says,
 // as start does, and sends how it ended on done, if done is not nil (a buffered
 // channel: the run never waits for the receiver). Only the loop's own
-// goroutine may pass a b in the future: its run's goroutine is started at
-// the instant by the loop's starter, so a claim made ahead costs no
-// goroutine waiting on a timer of its own, and one timer wakes a second's
-// runs together.
+// goroutine may pass a b in the future: its run waits for the gate of its
+// instant (gates.go).
 func (l *loop) startWith(p *plan, c slotstore.Claim, o origin, sent time.Time, b begin, done chan<- End) {
 	l.runs.active.Add(1)
 	l.s.metrics.inFlight.Inc()
-	ps := pendingStart{k: slotKey{p.name, c.Slot.Unix()}, p: p, c: c, o: o, sent: sent, b: b, done: done}
-	ps.ctx, ps.cancel = context.WithCancelCause(l.runCtx)
+	k := slotKey{p.name, c.Slot.Unix()}
+	ctx, cancel := context.WithCancelCause(l.runCtx)
 	l.runs.mu.Lock()
-	l.runs.mine[ps.k] = ps.cancel
+	l.runs.mine[k] = cancel
 	l.runs.mu.Unlock()
-	l.runs.wg.Add(1)
 	if b.at.After(time.Now()) {
-		l.starts <- ps
-		return
+		b.gate = l.gates.of(b.at)
 	}
-	l.spawn(&ps)
-}
-
-// spawn starts the goroutine of a run startWith began.
-func (l *loop) spawn(ps *pendingStart) {
-	go l.runOne(ps.ctx, ps.cancel, ps.k, ps.p, ps.c, ps.o, ps.sent, ps.b, ps.done) // one allocation, where WaitGroup.Go and a closure take two
-}
-
-// starter starts the goroutine of each run handed to it on in at the run's
-// instant, on a goroutine of its own, so a loop busy with a claim or a
-// start-up holds no run back. When in is closed (the loop has ended) it
-// starts those still waiting at once, each to wait for its instant in the
-// shutdown's grace (begin), and returns.
-func (l *loop) starter(in <-chan pendingStart) {
-	var q startQueue
-	t := time.NewTimer(time.Hour)
-	defer t.Stop()
-	for {
-		for len(q) > 0 && !q[0].b.at.After(time.Now()) {
-			ps := q.pop()
-			l.spawn(&ps)
-		}
-		if len(q) > 0 {
-			t.Reset(time.Until(q[0].b.at))
-		}
-		select {
-		case ps, ok := <-in:
-			if !ok {
-				for len(q) > 0 {
-					ps := q.pop()
-					l.spawn(&ps)
-				}
-				return
-			}
-			q.push(ps)
-		case <-t.C:
-		}
-	}
-}
-
-// pendingStart is a run whose claim was won ahead of its slot, waiting in
-// the loop for its instant; its context, and its place among the runs, are
-// made with the claim (startWith).
-type pendingStart struct {
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	k      slotKey
-	p      *plan
-	c      slotstore.Claim
-	o      origin
-	sent   time.Time
-	b      begin
-	done   chan<- End
-}
-
-// startQueue holds the pending starts, the earliest first: a binary heap
-// on b.at, of values, so a start costs no allocation of its own.
-type startQueue []pendingStart
-
-func (q *startQueue) push(ps pendingStart) {
-	*q = append(*q, ps)
-	h := *q
-	for i := len(h) - 1; i > 0; {
-		parent := (i - 1) / 2
-		if !h[i].b.at.Before(h[parent].b.at) {
-			break
-		}
-		h[i], h[parent] = h[parent], h[i]
-		i = parent
-	}
-}
-
-func (q *startQueue) pop() pendingStart {
-	h := *q
-	top, last := h[0], len(h)-1
-	h[0] = h[last]
-	h[last] = pendingStart{} // drop its references
-	h = h[:last]
-	for i := 0; ; {
-		least, l, r := i, 2*i+1, 2*i+2
-		if l < len(h) && h[l].b.at.Before(h[least].b.at) {
-			least = l
-		}
-		if r < len(h) && h[r].b.at.Before(h[least].b.at) {
-			least = r
-		}
-		if least == i {
-			break
-		}
-		h[i], h[least] = h[least], h[i]
-		i = least
-	}
-	*q = h
-	return top
+	l.runs.wg.Add(1)
+	go l.runOne(ctx, cancel, k, p, c, o, sent, b, done) // one allocation, where WaitGroup.Go and a closure take two
 }
 
 // runOne runs a claim started by startWith to its end, on its own goroutine.

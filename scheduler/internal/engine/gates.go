@@ -1,0 +1,133 @@
+// Gates: a run whose claim was won ahead of its slot waits, on the
+// goroutine started with the claim (whose lease keeper renews meanwhile),
+// for the gate of its instant, and one goroutine opens every gate from one
+// timer. The runs of an instant share its gate: a second's burst of 1,667
+// runs (100k jobs spread over the minute) costs no timer a run, and the
+// close that opens the gate wakes them together. Starting each run's
+// goroutine at the instant instead, from one goroutine, made a burst's
+// last runs wait for the others' goroutines to be made, and left a run's
+// lease unrenewed while it waited.
+
+package engine
+
+import "time"
+
+// gate opens, closing open, at at (by the monotonic clock).
+type gate struct {
+	at   time.Time
+	open chan struct{}
+}
+
+// gateSet is the loop's record of the gates not yet opened, by the instant
+// they open at (Unix nanoseconds), and the hand-off of each new one to the
+// opener. Only the loop goroutine touches byTime. The runs of one claim's
+// answer that share a slot and a jitter share an instant (beginAt), and so
+// a gate.
+type gateSet struct {
+	byTime map[int64]gate
+	swept  time.Time
+	// in hands each new gate to the opener; the loop closes it as it ends.
+	in chan gate
+}
+
+func (gs *gateSet) init() {
+	gs.byTime = make(map[int64]gate)
+	gs.in = make(chan gate, 256)
+}
+
+// of returns the gate a run due at at waits for, made and handed to the
+// opener if it is the instant's first.
+func (gs *gateSet) of(at time.Time) <-chan struct{} {
+	key := at.UnixNano()
+	if g, ok := gs.byTime[key]; ok {
+		return g.open
+	}
+	now := time.Now()
+	if now.Sub(gs.swept) > time.Second {
+		// The gates past are opened: forget them.
+		gs.swept = now
+		for k, g := range gs.byTime {
+			if g.at.Before(now) {
+				delete(gs.byTime, k)
+			}
+		}
+	}
+	g := gate{at: at, open: make(chan struct{})}
+	gs.byTime[key] = g
+	gs.in <- g
+	return g.open
+}
+
+// openGates opens each gate handed to it on in at its time. It returns once
+// in is closed (the loop has ended) and every gate is open, each then at
+// its time: the runs behind them start in the shutdown's grace, as runs
+// under way finish in it; or at once when stop is closed (the grace has
+// ended, and the runs waiting end with it).
+func openGates(in <-chan gate, stop <-chan struct{}) {
+	var q gateQueue
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		for len(q) > 0 && !q[0].at.After(time.Now()) {
+			close(q.pop().open)
+		}
+		if len(q) == 0 && in == nil {
+			return
+		}
+		if len(q) > 0 {
+			t.Reset(time.Until(q[0].at))
+		}
+		select {
+		case g, ok := <-in:
+			if !ok {
+				in = nil
+				continue
+			}
+			q.push(g)
+		case <-t.C:
+		case <-stop:
+			return
+		}
+	}
+}
+
+// gateQueue holds the gates to open, the earliest first: a binary heap on
+// at.
+type gateQueue []gate
+
+func (q *gateQueue) push(g gate) {
+	*q = append(*q, g)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h[i].at.Before(h[parent].at) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+func (q *gateQueue) pop() gate {
+	h := *q
+	top, last := h[0], len(h)-1
+	h[0] = h[last]
+	h[last] = gate{}
+	h = h[:last]
+	for i := 0; ; {
+		least, l, r := i, 2*i+1, 2*i+2
+		if l < len(h) && h[l].at.Before(h[least].at) {
+			least = l
+		}
+		if r < len(h) && h[r].at.Before(h[least].at) {
+			least = r
+		}
+		if least == i {
+			break
+		}
+		h[i], h[least] = h[least], h[i]
+		i = least
+	}
+	*q = h
+	return top
+}
