@@ -50,7 +50,10 @@ func (s *Engine) execute(ctx context.Context, cancel context.CancelCauseFunc, st
 	defer keeper.Stop()
 	res, began := x.await(ctx, b), false
 	if res.err == nil && !b.at.IsZero() && !keeper.Trusted() {
-		// Its trust ended as it waited, before the keeper said so.
+		// Its trust ended as it waited, before the keeper said so: the
+		// run ends as a lost lease (cutShort), whatever a late renewal
+		// says, and the slot is left to the successor the fence admits.
+		rl.report(slog.LevelWarn, "trust ended as the run waited for its instant; the job was not called")
 		res.err = ErrLeaseLost
 	}
 	if res.err == nil {
@@ -184,7 +187,7 @@ func (x *execution) cutShort(ctx context.Context, keeper *lease.Keeper, res jobR
 		log.get().Info("run finished", attrs...)
 		x.s.metrics.succeeded(x.p, x.c.Slot)
 		return EndSucceeded, true
-	case !keeper.Trusted():
+	case !keeper.Trusted() || errors.Is(context.Cause(ctx), ErrLeaseLost):
 		x.lease.lostUnnoticed() // a no-op when the keeper reported it
 		log.get().Warn("run ended after lease lost; outcome not recorded", "duration", res.dur, "err", errString(res.err))
 		return EndLeaseLost, true

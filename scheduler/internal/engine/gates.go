@@ -28,6 +28,9 @@ type gateSet struct {
 	swept  time.Time
 	// in hands each new gate to the opener; the loop closes it as it ends.
 	in chan gate
+	// opening is set while the opener runs (loop.run): a loop driven
+	// without it (a test's) has no gates, and its runs wait on timers.
+	opening bool
 }
 
 func (gs *gateSet) init() {
@@ -36,12 +39,19 @@ func (gs *gateSet) init() {
 }
 
 // of returns the gate a run due at at waits for, made and handed to the
-// opener if it is the instant's first.
+// opener if it is the instant's first; nil when no opener runs.
 func (gs *gateSet) of(at time.Time) <-chan struct{} {
+	if !gs.opening {
+		return nil
+	}
 	key := at.UnixNano()
-	if g, ok := gs.byTime[key]; ok {
+	g, ok := gs.byTime[key]
+	if ok && !g.at.After(at) {
 		return g.open
 	}
+	// A gate of the same wall instant that opens later by the monotonic
+	// clock (the wall clock was set between the two) is not this run's.
+	shared := !ok
 	now := time.Now()
 	if now.Sub(gs.swept) > time.Second {
 		// The gates past are opened: forget them.
@@ -52,8 +62,10 @@ func (gs *gateSet) of(at time.Time) <-chan struct{} {
 			}
 		}
 	}
-	g := gate{at: at, open: make(chan struct{})}
-	gs.byTime[key] = g
+	g = gate{at: at, open: make(chan struct{})}
+	if shared {
+		gs.byTime[key] = g
+	}
 	gs.in <- g
 	return g.open
 }

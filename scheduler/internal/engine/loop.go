@@ -112,8 +112,11 @@ func newLoop(s *Engine, st slotstore.Store, runCtx context.Context, runs *sync.W
 func (l *loop) run(ctx context.Context) {
 	// Before the start-up, which reads the pauses on goroutines of bg.
 	defer l.bg.Wait()
-	// The opener is one of the runs: Run waits for it in the grace.
-	l.runs.wg.Go(func() { openGates(l.gates.in, l.runCtx.Done()) })
+	// Not one of the runs, for Run to wait for: a gate whose runs all
+	// ended (a lease lost as they waited) would hold Run in its grace. It
+	// opens the others in the grace, and ends with it, or with Run.
+	l.gates.opening = true
+	go openGates(l.gates.in, l.runCtx.Done())
 	defer close(l.gates.in)
 	ok := l.startUp(ctx)
 	l.endStartUp()
