@@ -116,7 +116,8 @@ func (x *execution) noteTakeover() {
 // then supersedes, so the slot ran nowhere.
 type begin struct {
 	at time.Time
-	// gate, when not nil, opens at or just after at (gates.go).
+	// gate, when not nil, opens at at (gates.go); should it open sooner
+	// (shared with a run of the same wall instant), await waits the rest.
 	gate <-chan struct{}
 }
 
