@@ -349,9 +349,11 @@ func (r *runLogger) line(level slog.Level, msg string, attrs ...slog.Attr) {
 	if !r.base.Enabled(ctx, level) {
 		return
 	}
-	// On the stack: a line's attributes cost the Record's copy alone.
-	var buf [8]slog.Attr
+	// On the stack: a line's attributes cost the Record's copy alone. The
+	// buffer holds the run's attributes, whatever their number, and three
+	// of the line's (more go to the heap).
 	run := r.run.LogAttrs()
+	var buf [len(run) + 3]slog.Attr
 	n := copy(buf[:], run[:])
 	r.base.LogAttrs(ctx, level, msg, append(buf[:n], attrs...)...)
 }
