@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -126,21 +125,4 @@ func stopBeforeTheInstant(t *testing.T, grace time.Duration) (time.Time, []start
 		t.Fatalf("history %+v, %v", ms, err)
 	}
 	return slot, rec.snapshot(), ms[0]
-}
-
-// The gates open earliest first, whatever order the claims' answers came
-// in.
-func TestGateQueueOrder(t *testing.T) {
-	base := time.Unix(1_000_000, 0)
-	var q gateQueue
-	for _, ms := range []int{500, 20, 300, 20, 999, 0, 450, 7} {
-		q.push(gate{at: base.Add(time.Duration(ms) * time.Millisecond)})
-	}
-	var got []time.Time
-	for len(q) > 0 {
-		got = append(got, q.pop().at)
-	}
-	if len(got) != 8 || !slices.IsSortedFunc(got, func(a, b time.Time) int { return a.Compare(b) }) {
-		t.Errorf("popped %v, want 8 times in order", got)
-	}
 }

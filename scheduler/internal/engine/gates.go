@@ -10,7 +10,10 @@
 
 package engine
 
-import "time"
+import (
+	"container/heap"
+	"time"
+)
 
 // gate opens, closing open, at at (by the monotonic clock).
 type gate struct {
@@ -81,7 +84,7 @@ func openGates(in <-chan gate, stop <-chan struct{}) {
 	defer t.Stop()
 	for {
 		for len(q) > 0 && !q[0].at.After(time.Now()) {
-			close(q.pop().open)
+			close(heap.Pop(&q).(gate).open)
 		}
 		if len(q) == 0 && in == nil {
 			return
@@ -95,7 +98,7 @@ func openGates(in <-chan gate, stop <-chan struct{}) {
 				in = nil
 				continue
 			}
-			q.push(g)
+			heap.Push(&q, g)
 		case <-t.C:
 		case <-stop:
 			return
@@ -103,43 +106,18 @@ func openGates(in <-chan gate, stop <-chan struct{}) {
 	}
 }
 
-// gateQueue holds the gates to open, the earliest first: a binary heap on
-// at.
+// gateQueue holds the gates to open, the earliest first (container/heap,
+// as entryHeap: a gate an instant, not a run, so boxing one is no cost).
 type gateQueue []gate
 
-func (q *gateQueue) push(g gate) {
-	*q = append(*q, g)
-	h := *q
-	for i := len(h) - 1; i > 0; {
-		parent := (i - 1) / 2
-		if !h[i].at.Before(h[parent].at) {
-			break
-		}
-		h[i], h[parent] = h[parent], h[i]
-		i = parent
-	}
-}
-
-func (q *gateQueue) pop() gate {
-	h := *q
-	top, last := h[0], len(h)-1
-	h[0] = h[last]
-	h[last] = gate{}
-	h = h[:last]
-	for i := 0; ; {
-		least, l, r := i, 2*i+1, 2*i+2
-		if l < len(h) && h[l].at.Before(h[least].at) {
-			least = l
-		}
-		if r < len(h) && h[r].at.Before(h[least].at) {
-			least = r
-		}
-		if least == i {
-			break
-		}
-		h[i], h[least] = h[least], h[i]
-		i = least
-	}
-	*q = h
-	return top
+func (q gateQueue) Len() int           { return len(q) }
+func (q gateQueue) Less(i, j int) bool { return q[i].at.Before(q[j].at) }
+func (q gateQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *gateQueue) Push(x any)        { *q = append(*q, x.(gate)) }
+func (q *gateQueue) Pop() any {
+	old := *q
+	g := old[len(old)-1]
+	old[len(old)-1] = gate{}
+	*q = old[:len(old)-1]
+	return g
 }
