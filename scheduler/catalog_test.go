@@ -108,7 +108,6 @@ func rollingScheduleChange(t *testing.T, open func() slotstore.Store) {
 	newMetrics := prometheus.NewRegistry()
 	stopNew := start(t, replica(t, open(), "new", conf("*/3 * * * * *"), reg, WithRegistry(newMetrics)))
 	defer stopNew()
-	switched := time.Now()
 	poll.Until(t, 15*time.Second, "the old replica standing aside", func() error {
 		if gauge(t, oldMetrics, "slotcron_job_spec_conflict", "job_name", "hello") != 1 {
 			return errors.New("slotcron_job_spec_conflict{job_name=hello} is not 1 on the old replica")
@@ -120,13 +119,20 @@ func rollingScheduleChange(t *testing.T, open func() slotstore.Store) {
 	stopOld()
 
 	st := open()
+	// When the new spec took force, by the store's clock: a slot claimed
+	// ahead under the old one, up to ClaimLead before it, runs as claimed.
+	cat, err := st.Catalog(context.Background(), slotstore.CatalogParams{Jobs: []string{"hello"}})
+	if err != nil || len(cat) != 1 || cat[0].InForce.Replica != "new" {
+		t.Fatalf("catalog: %+v, %v", cat, err)
+	}
+	switched := cat[0].InForce.Since.Add(slotstore.ClaimLead)
 	ms, err := st.History(context.Background(), slotstore.HistoryParams{Job: "hello", Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	after := 0
 	for _, m := range ms {
-		if !m.Slot.After(switched.Add(time.Second)) {
+		if !m.Slot.After(switched) {
 			continue
 		}
 		after++
