@@ -10,6 +10,8 @@
 package engine
 
 import (
+	"container/heap"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -29,7 +31,8 @@ const (
 	admitEvery = 100 * time.Millisecond
 	// lateEvery is how often the waiting and overtaken slots are looked
 	// through for windows that closed: such a slot is recorded up to this
-	// much later, and the sweep costs a look at each.
+	// much later (an overtaken one up to a second more: owedSlots), and
+	// the sweep costs a look at each waiting one.
 	lateEvery = time.Second
 	// calmAfter is how long no slot must have waited for an overload to
 	// be over: a replica at its cap every second, or at the top of every
@@ -55,7 +58,7 @@ type admission struct {
 	of map[string]*entry
 	// owed are the overtaken slots, recorded missed once their windows
 	// close unless a replica with room claims them first.
-	owed []owedSlot
+	owed owedSlots
 	// waiting is set while the queue holds an entry: a run that ends then
 	// tells the loop on freed.
 	waiting atomic.Bool
@@ -81,12 +84,61 @@ type owedSlot struct {
 	slot int64
 }
 
+// owedSlots holds the overtaken slots by the second their windows close
+// (the first whole second after slot + starting deadline), so a look for
+// closed windows touches the closed ones only: under a lasting overload
+// millions are owed and tens of thousands close each second.
+type owedSlots struct {
+	by   map[int64][]owedSlot
+	secs secondsHeap // the seconds of by, earliest first
+	n    int
+}
+
+// add owes p's slot a record once its window has closed.
+func (o *owedSlots) add(p *plan, slot time.Time) {
+	sec := slot.Add(p.deadline).Unix() + 1
+	b, ok := o.by[sec]
+	if !ok {
+		heap.Push(&o.secs, sec)
+	}
+	o.by[sec] = append(b, owedSlot{p: p, slot: slot.Unix()})
+	o.n++
+}
+
+// closed returns, and forgets, the slots of the earliest second before now
+// whose windows have closed, or nil when there are none.
+func (o *owedSlots) closed(now time.Time) []owedSlot {
+	if len(o.secs) == 0 || o.secs[0] > now.Unix() {
+		return nil
+	}
+	sec := heap.Pop(&o.secs).(int64)
+	b := o.by[sec]
+	delete(o.by, sec)
+	o.n -= len(b)
+	return b
+}
+
+// secondsHeap is a min-heap of Unix seconds, for container/heap.
+type secondsHeap []int64
+
+func (h secondsHeap) Len() int           { return len(h) }
+func (h secondsHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h secondsHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *secondsHeap) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *secondsHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
 func (a *admission) init(max int) {
 	if max <= 0 {
 		max = DefaultMaxRunning
 	}
 	a.max = max
 	a.of = make(map[string]*entry)
+	a.owed.by = make(map[int64][]owedSlot)
 	a.freed = make(chan struct{}, 1)
 }
 
@@ -100,7 +152,7 @@ func (l *loop) room() int { return l.adm.max - int(l.runs.active.Load()) }
 func (l *loop) admitIn() (time.Duration, bool) {
 	a := &l.adm
 	if a.n == 0 {
-		if len(a.owed) > 0 {
+		if a.owed.n > 0 {
 			return max(lateEvery-time.Since(a.swept), 0), true
 		}
 		l.calm()
@@ -124,7 +176,7 @@ func (l *loop) admitIn() (time.Duration, bool) {
 func (l *loop) admit(batch []*entry, missed []slotstore.SkipRequest) (_ []*entry, _ []slotstore.SkipRequest, waited bool) {
 	a := &l.adm
 	room := l.room()
-	if a.n == 0 && len(a.owed) == 0 && len(batch) <= room {
+	if a.n == 0 && a.owed.n == 0 && len(batch) <= room {
 		return batch, missed, false // the common case: room for everything
 	}
 	now := l.s.now()
@@ -231,7 +283,7 @@ func (l *loop) owe(e *entry) {
 			return // removed: its slots are no longer this replica's
 		}
 	}
-	l.adm.owed = append(l.adm.owed, owedSlot{p: p, slot: e.slot.Unix()})
+	l.adm.owed.add(p, e.slot)
 }
 
 // shed records p's slot missed, overloaded — or paused, if its job is
@@ -275,16 +327,12 @@ func (l *loop) shedLate(now time.Time, missed []slotstore.SkipRequest) []slotsto
 	}
 	clear(a.queue[len(kept):])
 	a.queue = kept
-	owed := a.owed[:0]
-	for _, o := range a.owed {
-		if slot := time.Unix(o.slot, 0).UTC(); now.After(slot.Add(o.p.deadline)) {
-			missed = l.shed(o.p, slot, missed)
-		} else {
-			owed = append(owed, o)
+	for closed := a.owed.closed(now); closed != nil; closed = a.owed.closed(now) {
+		missed = slices.Grow(missed, len(closed))
+		for _, o := range closed {
+			missed = l.shed(o.p, time.Unix(o.slot, 0).UTC(), missed)
 		}
 	}
-	clear(a.owed[len(owed):])
-	a.owed = owed
 	return missed
 }
 
