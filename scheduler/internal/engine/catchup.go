@@ -139,7 +139,7 @@ func (l *loop) schedule(p *plan, now time.Time, g slotstore.Generation) []slotst
 	// at a time however many fall in the jitter.
 	if next := p.sched.Next(now.Add(-p.jitter)); !next.IsZero() {
 		l.h.push(&entry{at: p.fireAt(next), p: p, slot: next, kind: fire})
-		l.s.metrics.next(p).Set(seconds(next))
+		l.s.metrics.next(p, next)
 		l.s.metrics.scheduled(p, now)
 	} else {
 		l.noteEnded(p)

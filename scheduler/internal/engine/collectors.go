@@ -151,23 +151,44 @@ func (z *zeroed) forward(ch chan<- prometheus.Metric) map[string]uint8 {
 	return made
 }
 
-// intervalGauge is slotcron_schedule_interval_seconds: the interval of
-// each scheduled job that has one, as scheduled left it on the job.
-type intervalGauge struct {
-	desc *prometheus.Desc
-	jobs *scheduledJobs
+// planGauge is a gauge of each scheduled job, read from the job at scrape
+// time: value says the job's, or that it has none.
+type planGauge struct {
+	desc  *prometheus.Desc
+	jobs  *scheduledJobs
+	value func(*plan) (float64, bool)
 }
 
-var _ prometheus.Collector = (*intervalGauge)(nil)
+var _ prometheus.Collector = (*planGauge)(nil)
 
-func (g *intervalGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+func (g *planGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
 
-func (g *intervalGauge) Collect(ch chan<- prometheus.Metric) {
+func (g *planGauge) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range g.jobs.all() {
-		if d := p.mark.interval(); d > 0 {
-			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, d.Seconds(), p.name)
+		if v, ok := g.value(p); ok {
+			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, v, p.name)
 		}
 	}
+}
+
+// intervalGauge is slotcron_schedule_interval_seconds: the interval of
+// each scheduled job that has one, as scheduled left it on the job.
+func intervalGauge(desc *prometheus.Desc, jobs *scheduledJobs) *planGauge {
+	return &planGauge{desc: desc, jobs: jobs, value: func(p *plan) (float64, bool) {
+		d := p.mark.interval()
+		return d.Seconds(), d > 0
+	}}
+}
+
+// nextRunGauge is slotcron_next_run_timestamp_seconds: the nominal time
+// of each scheduled job's next slot, as the loop left it on the job. A
+// schedule held as data is not a scheduled job: a gauge per registered
+// job cannot say each schedule's.
+func nextRunGauge(desc *prometheus.Desc, jobs *scheduledJobs) *planGauge {
+	return &planGauge{desc: desc, jobs: jobs, value: func(p *plan) (float64, bool) {
+		ms := p.nextRun.Load()
+		return float64(ms) / 1e3, ms != 0
+	}}
 }
 
 // intervalCache holds the intervals of the schedules seen since now last

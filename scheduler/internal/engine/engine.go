@@ -146,6 +146,9 @@ type plan struct {
 	metrics atomic.Pointer[jobMetrics]
 	// mark is set once Run scheduled the job, with its schedule interval.
 	mark scheduleMark
+	// nextRun is the nominal time of the next slot the loop scheduled, in
+	// Unix milliseconds (0 before the first), for nextRunGauge.
+	nextRun atomic.Int64
 	// spec is what the job enrolls in the catalog; conflict, while set,
 	// is the spec in force that is not it (catalog.go).
 	spec     slotstore.Spec

@@ -371,7 +371,7 @@ func (l *loop) wake(ctx context.Context) {
 func (l *loop) fired(e *entry, now time.Time) {
 	if next := e.p.sched.Next(e.slot); !next.IsZero() {
 		l.h.push(&entry{at: e.p.fireAt(next), p: e.p, slot: next, kind: fire})
-		l.s.metrics.next(e.p).Set(seconds(next))
+		l.s.metrics.next(e.p, next)
 	} else {
 		l.noteEnded(e.p)
 	}

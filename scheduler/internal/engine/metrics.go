@@ -32,7 +32,7 @@ type metrics struct {
 	takeovers     *prometheus.CounterVec   // job_name
 	missed        *prometheus.CounterVec   // job_name, reason
 	autoPaused    *prometheus.CounterVec   // job_name
-	nextRun       *prometheus.GaugeVec     // job_name
+	nextRun       *prometheus.Desc         // job_name; see nextRunGauge
 	lastSuccess   *prometheus.GaugeVec     // job_name
 	specConflict  *prometheus.GaugeVec     // job_name; see catalog.go
 	unaccounted   prometheus.Gauge         // see sweep.go
@@ -83,8 +83,8 @@ func newMetrics(perJob bool) *metrics {
 			Help: "Slots this replica recorded as not run (each slot is counted by the one replica whose record made it), by job and reason: late, store unavailable, down (no replica ran them), paused, catch up (left by the job's catch_up policy), overlap, data loss; and retry window closed (a retry this replica watched was not run in time)."}, []string{jobLabel, "reason"}),
 		autoPaused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "jobs_auto_paused_total",
 			Help: "Times this replica paused a job after pause_after_failures failed slots in a row (the replica whose failed slot reached the count pauses it; the pause's note says by slotcron, with the count and the last error)."}, []string{jobLabel}),
-		nextRun: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "next_run_timestamp_seconds",
-			Help: "Nominal time of the job's next slot, in Unix seconds."}, []string{jobLabel}),
+		nextRun: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "next_run_timestamp_seconds"),
+			"Nominal time of the job's next slot, in Unix seconds.", []string{jobLabel}, nil),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "last_success_timestamp_seconds",
 			Help: "Nominal slot of the job's last run that succeeded on this replica, in Unix seconds."}, []string{jobLabel}),
 		specConflict: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "job_spec_conflict",
@@ -122,9 +122,9 @@ func newMetrics(perJob bool) *metrics {
 func (m *metrics) register(r prometheus.Registerer, withRuntime bool) error {
 	runs := newZeroed(m.runs, &m.jobs, "outcome", string(EndFailed), string(EndTimedOut))
 	leasesLost := newZeroed(m.leasesLost, &m.jobs, "")
-	interval := &intervalGauge{desc: m.interval, jobs: &m.jobs}
+	interval, next := intervalGauge(m.interval, &m.jobs), nextRunGauge(m.nextRun, &m.jobs)
 	cs := []prometheus.Collector{m.claims, runs, m.runDuration, m.dispatchDelay, m.timerLag, m.renewLatency,
-		leasesLost, m.takeovers, m.missed, m.autoPaused, m.nextRun, m.lastSuccess, m.specConflict, m.unaccounted, interval, m.storeUp, m.inFlight, m.startup, m.buildInfo, &m.paused}
+		leasesLost, m.takeovers, m.missed, m.autoPaused, next, m.lastSuccess, m.specConflict, m.unaccounted, interval, m.storeUp, m.inFlight, m.startup, m.buildInfo, &m.paused}
 	if withRuntime {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -155,7 +155,6 @@ type jobMetrics struct {
 	runs        [len(runEnds)]series[prometheus.Counter]
 	takeovers   series[prometheus.Counter]
 	leasesLost  series[prometheus.Counter]
-	nextRun     series[prometheus.Gauge]
 	lastSuccess series[prometheus.Gauge]
 	// newest is the slot lastSuccess shows, in Unix milliseconds: a run of
 	// an older slot (a backfill, a late retry) never moves it back.
@@ -211,12 +210,9 @@ func (m *metrics) autoPause(p *plan) prometheus.Counter {
 	return m.autoPaused.WithLabelValues(p.metricJob())
 }
 
-func (m *metrics) next(p *plan) prometheus.Gauge {
-	if p.run != "" {
-		return discard // a gauge per registered job cannot say each schedule's
-	}
-	return m.of(p).nextRun.get(func() prometheus.Gauge { return m.nextRun.WithLabelValues(p.metricJob()) })
-}
+// next notes next as p's next slot, for nextRunGauge: a store on the job,
+// not a series' lookup and write, on every slot.
+func (m *metrics) next(p *plan, next time.Time) { p.nextRun.Store(next.UnixMilli()) }
 
 // succeeded records that a run of slot of p succeeded: the job's
 // last-success gauge moves to slot unless it shows a newer one already.
@@ -254,10 +250,6 @@ func (m *metrics) scheduled(p *plan, now time.Time) {
 		m.jobs.add(p)
 	}
 }
-
-// discard is the gauge of what has no series: a schedule held as data's
-// next run. It is registered nowhere.
-var discard = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotcron_discarded"})
 
 func (m *metrics) duration(p *plan) prometheus.Observer {
 	return m.of(p).runDuration.get(func() prometheus.Observer { return m.histogram(m.runDuration, p) })

@@ -20,7 +20,7 @@ import (
 // the same run on the same engine:
 //
 //   - base: what scheduling a job holds besides metrics.scheduled, its fire
-//     entry and its next-run gauge;
+//     entry and its next slot, noted on the job for the next-run gauge;
 //   - series: what scheduled adds on top, the zero series of the alerts
 //     (runs failed and timeout, leases lost) and the schedule interval,
 //     which scrapes report from the job;
@@ -48,7 +48,7 @@ func BenchmarkScheduleSeries(b *testing.B) {
 				for _, p := range e.jobs().plans {
 					next := p.sched.Next(now)
 					l.h.push(&entry{at: next, p: p, slot: next, kind: fire})
-					e.metrics.next(p).Set(seconds(next))
+					e.metrics.next(p, next)
 				}
 				base.add(liveHeap()-before, time.Since(start))
 

@@ -217,7 +217,7 @@ func (l *loop) takeReload(req reloadReq) {
 		}
 		if next := p.sched.Next(p.firstFrom(now)); !next.IsZero() {
 			l.h.push(&entry{at: p.fireAt(next), p: p, slot: next, kind: fire})
-			l.s.metrics.next(p).Set(seconds(next))
+			l.s.metrics.next(p, next)
 			l.s.metrics.scheduled(p, now)
 		} else {
 			l.noteEnded(p)
