@@ -54,7 +54,8 @@ type admission struct {
 	// entry overtakes: under a lasting overload a job waits with one slot
 	// of its schedule, whatever the load. Retries and catch-up slots
 	// (retry entries, bounded by the job's window and catch_up_limit) are
-	// never overtaken.
+	// never overtaken, but for slots of the schedule held back while the
+	// pauses were read (entry.held).
 	of map[string]*entry
 	// owed are the overtaken slots, recorded missed once their windows
 	// close unless a replica with room claims them first.
@@ -237,13 +238,22 @@ func (l *loop) admit(batch []*entry, missed []slotstore.SkipRequest) (_ []*entry
 	return out, missed, waited
 }
 
-// wait queues e, a new slot with no room to be claimed. A fire entry
-// overtakes its job's fire entry waiting before it, which is owed a record
-// once its window closes.
+// wait queues e, a new slot with no room to be claimed. A slot of the
+// job's schedule (a fire entry, or one held back: entry.held) overtakes
+// its job's such slot waiting before it, which is owed a record once its
+// window closes; one that comes after a later slot of its job is owed at
+// once.
 func (l *loop) wait(e *entry) {
 	a := &l.adm
-	if e.kind == fire {
-		if old := a.of[e.p.name]; old != nil && old.slot.Before(e.slot) {
+	if e.kind == fire || e.held {
+		if old := a.of[e.p.name]; old != nil {
+			switch {
+			case old.slot.Equal(e.slot):
+				return // the slot waits already
+			case old.slot.After(e.slot):
+				l.owe(e) // held back, and overtaken meanwhile by the slot that waits
+				return
+			}
 			old.dropped = true
 			a.n--
 			l.owe(old)

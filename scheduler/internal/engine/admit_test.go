@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/slotcron/slotcron/slotstore/memstore"
 )
 
 // Overtaken slots of jobs with different starting deadlines, owed out of
@@ -47,5 +51,72 @@ func TestOwedSlotsComeBackAsTheirWindowsClose(t *testing.T) {
 	}
 	if o.n != 0 || len(o.by) != 0 || len(o.secs) != 0 {
 		t.Errorf("left: n %d, %d seconds, heap %d", o.n, len(o.by), len(o.secs))
+	}
+}
+
+// A slot of the schedule held back while the pauses were read (a retry
+// entry, held) is still its job's waiting slot: the job's next slot
+// overtakes it, and it is owed at once when it comes back after that slot,
+// so a job waits with one slot whatever the pauses' reads take.
+func TestHeldSlotsAreOvertaken(t *testing.T) {
+	e, err := New(Config{Replica: "a", Incarnation: "test", Log: testLogger(), Now: time.Now, Grace: time.Second,
+		Jobs: []JobSpec{job("a", nil)}, MaxRunning: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs sync.WaitGroup
+	l := newLoop(e, memstore.New(memstore.Options{}), context.Background(), &runs)
+	l.runs.active.Store(1) // full
+	p := e.jobs().plans[0]
+	now := time.Now().Truncate(time.Second)
+	held := func(slot time.Time) *entry { return &entry{at: now, p: p, slot: slot, kind: retry, held: true} }
+	fire := func(slot time.Time) *entry { return &entry{at: now, p: p, slot: slot, kind: fire} }
+
+	l.admit([]*entry{held(now.Add(-time.Second))}, nil)
+	l.admit([]*entry{fire(now)}, nil)
+	if l.adm.n != 1 || l.adm.owed.n != 1 {
+		t.Fatalf("a held slot, then the next: %d waiting, %d owed; want 1 and 1", l.adm.n, l.adm.owed.n)
+	}
+	l.admit([]*entry{held(now.Add(-2 * time.Second))}, nil)
+	if l.adm.n != 1 || l.adm.owed.n != 2 {
+		t.Fatalf("an older slot held back: %d waiting, %d owed; want 1 and 2", l.adm.n, l.adm.owed.n)
+	}
+	l.admit([]*entry{held(now)}, nil)
+	if l.adm.n != 1 || l.adm.owed.n != 2 {
+		t.Fatalf("the waiting slot again: %d waiting, %d owed; want 1 and 2", l.adm.n, l.adm.owed.n)
+	}
+}
+
+// New slots held back while a read of the pauses is under way wait for its
+// answer off the heap, and are back in it, due, once it comes.
+func TestHeldSlotsWaitForTheReadUnderWay(t *testing.T) {
+	e, err := New(Config{Replica: "a", Incarnation: "test", Log: testLogger(), Now: time.Now, Grace: time.Second,
+		Jobs: []JobSpec{job("a", nil), job("b", nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs sync.WaitGroup
+	l := newLoop(e, memstore.New(memstore.Options{}), context.Background(), &runs)
+	now := time.Now()
+	var batch []*entry
+	for _, p := range e.jobs().plans {
+		batch = append(batch, &entry{at: now, p: p, slot: now.Truncate(time.Second), kind: fire})
+	}
+	watch := &entry{at: now, p: e.jobs().plans[0], slot: now.Truncate(time.Second).Add(-time.Second), kind: watch}
+	l.pauses.reading = true
+	if kept := l.holdNew(append(batch, watch)); len(kept) != 1 || kept[0] != watch {
+		t.Fatalf("kept %d entries, want the watch alone", len(kept))
+	}
+	if len(l.h) != 0 || len(l.pauses.held) != 2 {
+		t.Fatalf("%d in the heap, %d held; want 0 and 2", len(l.h), len(l.pauses.held))
+	}
+	for _, e := range l.pauses.held {
+		if e.kind != retry || !e.held {
+			t.Errorf("held entry of %s: kind %v, held %v; want a held retry", e.p.name, e.kind, e.held)
+		}
+	}
+	l.notePauses(pauseRead{sent: time.Now()})
+	if len(l.h) != 2 || len(l.pauses.held) != 0 || l.h.peek().at.After(time.Now()) {
+		t.Fatalf("after the answer: %d in the heap, %d held; want both back, due", len(l.h), len(l.pauses.held))
 	}
 }

@@ -58,6 +58,12 @@ type entry struct {
 	// waiting slot: the job's next slot replaced it, or the end of a run
 	// brought it forward as a new entry. It is dropped when popped.
 	dropped bool
+	// held marks a slot of the job's schedule put back while the pauses
+	// it needs were read (holdNew): a retry entry, since the job's next
+	// slot is scheduled already, but one that the job's next slot
+	// overtakes as it would the fire entry it was (admit.go), so a job
+	// still waits for room with one slot of its schedule.
+	held bool
 }
 
 // late reports whether e's slot can no longer start: its starting window

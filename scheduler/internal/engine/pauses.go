@@ -49,7 +49,12 @@ type pauseCache struct {
 	// waitingSince is when new entries began to wait for a read (zero for
 	// none): a read sent since answers them.
 	waitingSince time.Time
-	reads        chan pauseRead
+	// held are the new entries that wait for the read under way: back in
+	// the heap when it answers (notePauses), not looked at every
+	// pauseWait meanwhile, which under load, with reads slow to come
+	// back, cost the loop a pop and a push of each held entry every time.
+	held  []*entry
+	reads chan pauseRead
 	// changes counts the pauses and resumes made through this replica;
 	// seen is its value when the cached read was sent.
 	changes atomic.Uint64
@@ -127,6 +132,12 @@ func (l *loop) notePauses(r pauseRead) {
 		c.ps, c.sent, c.seen, c.failures = r.ps, r.sent, r.seen, 0
 		l.s.metrics.notePauses(r.ps)
 	}
+	now := l.s.now()
+	for _, e := range c.held {
+		l.push(e, now)
+	}
+	clear(c.held)
+	c.held = c.held[:0]
 }
 
 // readPauses reads the pauses on a goroutine of its own; the answer comes
@@ -195,8 +206,9 @@ func (l *loop) awaitPauses(ctx context.Context) {
 }
 
 // holdNew puts batch's new entries back in the heap until a read of the
-// pauses can decide them: pauseWait later, or when the backoff of failed
-// reads ends. It returns the watches, which go on.
+// pauses can decide them: when the read under way answers, pauseWait later
+// when none is, or when the backoff of failed reads ends. It returns the
+// watches, which go on.
 func (l *loop) holdNew(batch []*entry) []*entry {
 	c := &l.pauses
 	at := l.s.now().Add(pauseWait)
@@ -213,7 +225,11 @@ func (l *loop) holdNew(batch []*entry) []*entry {
 			e.tries++ // missed past its window: "store unavailable"
 		}
 		if e.kind == fire {
-			e.kind = retry
+			e.kind, e.held = retry, true
+		}
+		if c.reading && c.failures == 0 {
+			c.held = append(c.held, e)
+			continue
 		}
 		l.push(e, at)
 	}
