@@ -35,9 +35,12 @@ type overload struct {
 
 	rssBefore, maxRSS, hwm uint64 // bytes
 	maxGoroutines          int
-	stop, grace            time.Duration
-	drain                  time.Duration
-	maxRunning             int // max_running in force
+	// share is the sample of the heap profile, every 5 s, where the
+	// replica's own share (its heap and the goroutine stacks) was largest.
+	share       heapShare
+	stop, grace time.Duration
+	drain       time.Duration
+	maxRunning  int // max_running in force
 }
 
 // startedSet notes which slots of the window started: one bit per job and
@@ -153,12 +156,18 @@ func (e *env) measureOverload(ctx context.Context, o *Options) (m overload) {
 	sampled := make(chan struct{})
 	var maxRSS atomic.Uint64
 	var maxG atomic.Int64
+	var share heapShare // the sampler's until sampled closes
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	go func() {
 		defer close(sampled)
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
-		for {
+		for i := 0; ; i++ {
+			if i%50 == 49 {
+				if h := measureHeapShare(); h.replica+h.stacks > share.replica+share.stacks {
+					share = h
+				}
+			}
 			rss, _ := procStatus()
 			if rss > maxRSS.Load() {
 				maxRSS.Store(rss)
@@ -188,7 +197,7 @@ func (e *env) measureOverload(ctx context.Context, o *Options) (m overload) {
 	m.stop = time.Since(c0)
 	stopSampling()
 	<-sampled
-	m.maxRSS, m.maxGoroutines = maxRSS.Load(), int(maxG.Load())
+	m.maxRSS, m.maxGoroutines, m.share = maxRSS.Load(), int(maxG.Load()), share
 	_, m.hwm = procStatus()
 	if n := logs.n.Load(); n > 0 {
 		fmt.Fprintf(os.Stderr, "slotbench: %d warnings logged (first 5 shown)\n", n)
