@@ -247,16 +247,20 @@ func (l *loop) wait(e *entry) {
 	a := &l.adm
 	if e.kind == fire || e.held {
 		if old := a.of[e.p.name]; old != nil {
+			// A plan a reload retired never starts its slots: a slot of the
+			// job's new plan is queued whatever the retired one's waits.
+			same := old.p == e.p
 			switch {
-			case old.slot.Equal(e.slot):
+			case same && old.slot.Equal(e.slot):
 				return // the slot waits already
-			case old.slot.After(e.slot):
+			case same && old.slot.After(e.slot):
 				l.owe(e) // held back, and overtaken meanwhile by the slot that waits
 				return
+			case old.slot.Before(e.slot):
+				old.dropped = true
+				a.n--
+				l.owe(old)
 			}
-			old.dropped = true
-			a.n--
-			l.owe(old)
 		}
 		a.of[e.p.name] = e
 	}

@@ -120,3 +120,45 @@ func TestHeldSlotsWaitForTheReadUnderWay(t *testing.T) {
 		t.Fatalf("after the answer: %d in the heap, %d held; want both back, due", len(l.h), len(l.pauses.held))
 	}
 }
+
+// A reload that changes a job while its slot waits for room: the new
+// plan's entry of the same slot is queued, and claimed once there is room,
+// not dropped behind the retired plan's, which never starts.
+func TestReloadedSlotWaitingIsClaimedUnderTheNewPlan(t *testing.T) {
+	e1, err := New(Config{Replica: "a", Incarnation: "test", Log: testLogger(), Now: time.Now, Grace: time.Second,
+		Jobs: []JobSpec{job("a", nil)}, MaxRunning: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2 := newEngine(t, job("a", nil))
+	var runs sync.WaitGroup
+	l := newLoop(e1, memstore.New(memstore.Options{}), context.Background(), &runs)
+	l.runs.active.Store(1) // full
+	p1, p2 := e1.jobs().plans[0], e2.jobs().plans[0]
+	now := time.Now().Truncate(time.Second)
+	l.admit([]*entry{{at: now, p: p1, slot: now, kind: fire}}, nil)
+	p1.retired.Store(true)
+	e1.set.Store(e2.jobs())
+	l.admit([]*entry{{at: now, p: p2, slot: now, kind: fire}}, nil)
+	l.runs.active.Store(0) // room
+	l.adm.swept = time.Now()
+	if out, _, _ := l.admit(nil, nil); len(out) != 1 || out[0].p != p2 {
+		t.Fatalf("%d claimed, %d owed; want the slot claimed under the new plan", len(out), l.adm.owed.n)
+	}
+}
+
+// During a start-up, the answer to a read of the pauses puts the slots
+// held for it back in the heap, as it does once the loop runs.
+func TestHeldSlotsComeBackDuringAStartUp(t *testing.T) {
+	e := newEngine(t, job("a", nil))
+	var runs sync.WaitGroup
+	l := newLoop(e, memstore.New(memstore.Options{}), context.Background(), &runs)
+	now := time.Now()
+	l.pauses.reading = true
+	l.holdNew([]*entry{{at: now, p: e.jobs().plans[0], slot: now.Truncate(time.Second), kind: fire}})
+	l.pauses.reads <- pauseRead{sent: time.Now()}
+	l.serveDue(context.Background())
+	if l.pauses.reading || len(l.pauses.held) != 0 {
+		t.Fatalf("the answer was not taken: %d held, %d in the heap", len(l.pauses.held), len(l.h))
+	}
+}

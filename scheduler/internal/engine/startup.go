@@ -103,6 +103,8 @@ func (l *loop) serveDue(ctx context.Context) {
 		select {
 		case n := <-l.watches:
 			l.noteWatch(n)
+		case r := <-l.pauses.reads:
+			l.notePauses(r) // puts back the slots held for it
 		default:
 			drained = true
 		}
