@@ -103,6 +103,10 @@ func newRig(t *testing.T, c rigConfig) *rig {
 		if !running(e) {
 			return errors.New("it has no store yet")
 		}
+		// Every job in the store's catalog, as a request about it expects.
+		if !strings.Contains(r.logs.String(), "jobs enrolled") {
+			return errors.New("its jobs are not enrolled yet")
+		}
 		return nil
 	})
 	if c.opts.Token == "" {
