@@ -148,13 +148,15 @@ func (l *loop) room() int { return l.adm.max - int(l.runs.active.Load()) }
 
 // admitIn says how long the loop may sleep before it must look at the
 // waiting slots: at once when a batch's room is free, every admitEvery
-// while any wait (a run that ends wakes it sooner, on freed), and every
-// lateEvery while overtaken slots wait for their windows to close.
+// while any wait (a run that ends wakes it sooner, on freed), and, while
+// overtaken slots wait for their windows to close, when the first closes
+// (at most every lateEvery).
 func (l *loop) admitIn() (time.Duration, bool) {
 	a := &l.adm
 	if a.n == 0 {
 		if a.owed.n > 0 {
-			return max(lateEvery-time.Since(a.swept), 0), true
+			first := time.Unix(a.owed.secs[0], 0).Sub(l.s.now())
+			return max(lateEvery-time.Since(a.swept), first, 0), true
 		}
 		l.calm()
 		return 0, false

@@ -162,3 +162,17 @@ func TestHeldSlotsComeBackDuringAStartUp(t *testing.T) {
 		t.Fatalf("the answer was not taken: %d held, %d in the heap", len(l.pauses.held), len(l.h))
 	}
 }
+
+// With no slot waiting for room, the loop looks at the overtaken slots
+// when the first window closes, not every second before.
+func TestAdmitInWaitsForTheFirstWindowToClose(t *testing.T) {
+	e := newEngine(t, job("a", nil))
+	var runs sync.WaitGroup
+	l := newLoop(e, memstore.New(memstore.Options{}), context.Background(), &runs)
+	p := e.jobs().plans[0]
+	p.deadline = time.Hour
+	l.adm.owed.add(p, time.Now())
+	if d, ok := l.admitIn(); !ok || d < 59*time.Minute || d > time.Hour+time.Second {
+		t.Errorf("admitIn = %v, %v; want about an hour", d, ok)
+	}
+}
