@@ -1,14 +1,12 @@
 // Start-up and missed slots: enrolling the jobs, each job's first slot and
 // the catch-up of what came due while this replica was down, and the
-// records of slots skipped or missed, with their log lines.
+// records of slots skipped or missed (their log lines: missedlog.go).
 
 package engine
 
 import (
 	"context"
 	"log/slog"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/slotcron/slotcron/policy"
@@ -335,88 +333,5 @@ func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
 		}
 		l.logMissed(recorded)
 		reqs = reqs[n:]
-	}
-}
-
-// burstLines is how many slots of one job and reason are logged a line
-// each; more are logged as one summary line.
-const burstLines = 3
-
-// logMissed logs the missed and paused slots this replica's skips
-// recorded, and those due before the store began to record their job: one
-// line per slot in the cluster (the replicas whose skip found the marker
-// there say nothing, or log a paused slot at DEBUG), and one line for a
-// burst of a job's slots missed for one reason, such as the
-// slots of an outage.
-func (l *loop) logMissed(recorded []slotstore.SkipRequest) {
-	type burst struct {
-		job, reason string
-		slots       []time.Time
-	}
-	var order []*burst
-	bursts := map[[2]string]*burst{}
-	for _, q := range recorded {
-		if q.Reason == reasonPaused || q.Reason == slotstore.ReasonOverlap {
-			l.logSkipped(slog.LevelInfo, q, slotstore.Marker{Reason: q.Reason, Holder: l.s.replica})
-			continue
-		}
-		if q.Reason == reasonOverloaded {
-			continue // logged once per overload (admit.go)
-		}
-		reason, ok := strings.CutPrefix(q.Reason, "missed: ")
-		if !ok && q.Reason != reasonNewJob {
-			continue // catch-up records are logged where decided
-		}
-		if !ok {
-			reason = q.Reason
-		}
-		k := [2]string{q.Job, reason}
-		b := bursts[k]
-		if b == nil {
-			b = &burst{job: q.Job, reason: reason}
-			bursts[k] = b
-			order = append(order, b)
-		}
-		b.slots = append(b.slots, q.Slot)
-	}
-	now := l.s.now()
-	for _, b := range order {
-		if b.reason == reasonNewJob {
-			l.logNewJob(b.job, b.slots)
-			continue
-		}
-		if len(b.slots) <= burstLines {
-			for _, s := range b.slots {
-				l.s.log.Warn("slot missed", "job", b.job, "slot", s.Format(time.RFC3339), "reason", b.reason,
-					"late_by", now.Sub(s).Round(time.Millisecond))
-			}
-			continue
-		}
-		slices.SortFunc(b.slots, time.Time.Compare)
-		l.s.log.Warn("slots missed", "job", b.job, "count", len(b.slots), "first", b.slots[0].Format(time.RFC3339),
-			"last", b.slots[len(b.slots)-1].Format(time.RFC3339), "reason", b.reason)
-	}
-}
-
-// logNewJob logs the slots of job due before the store began to record it,
-// which were never the job's: the one its catch-up looked at, and those its
-// jitter delayed past the start-up.
-func (l *loop) logNewJob(job string, slots []time.Time) {
-	if len(slots) <= burstLines {
-		for _, s := range slots {
-			l.s.log.Info("slot "+reasonNewJob, "job", job, "slot", s.Format(time.RFC3339))
-		}
-		return
-	}
-	slices.SortFunc(slots, time.Time.Compare)
-	l.s.log.Info("slots "+reasonNewJob, "job", job, "count", len(slots), "first", slots[0].Format(time.RFC3339),
-		"last", slots[len(slots)-1].Format(time.RFC3339))
-}
-
-// logSkipped logs the slot of q recorded skipped as m says, at level.
-func (l *loop) logSkipped(level slog.Level, q slotstore.SkipRequest, m slotstore.Marker) {
-	if l.s.log.Enabled(context.Background(), level) {
-		l.s.log.Log(context.Background(), level, "slot skipped", "job", q.Job, "slot", q.Slot.Format(time.RFC3339),
-			"reason", m.Reason, "by", m.Holder)
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -80,4 +81,37 @@ func TestOneInfoLinePerSlotDecisionInTheCluster(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A replica whose skips record missed slots of many jobs at once (it froze
+// past every window) logs jobLines jobs' lines and one line for the rest,
+// by reason, with how many jobs and slots, and the first and last slot.
+func TestMissedSlotsOfManyJobsAreOneLineBeyondJobLines(t *testing.T) {
+	var logs testlog.Buffer
+	var specs []JobSpec
+	for i := range jobLines + 5 {
+		specs = append(specs, job(fmt.Sprintf("j%02d", i), nil))
+	}
+	e, err := New(Config{Replica: "a", Incarnation: "t", Log: slog.New(slog.NewJSONHandler(&logs, nil)), Now: time.Now,
+		Grace: time.Second, Jobs: specs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs sync.WaitGroup
+	l := newLoop(e, memstore.New(memstore.Options{}), context.Background(), &runs)
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	var recorded []slotstore.SkipRequest
+	for i, s := range specs {
+		recorded = append(recorded, slotstore.SkipRequest{Job: s.Name, Slot: t0.Add(time.Duration(i) * time.Second), Reason: reasonLate})
+	}
+	l.logMissed(recorded)
+	if n := len(logs.Logged(t, "slot missed")); n != jobLines {
+		t.Errorf("%d slot missed lines, want %d", n, jobLines)
+	}
+	more := logs.Logged(t, "slots of more jobs missed")
+	if len(more) != 1 || more[0]["jobs"] != float64(5) || more[0]["count"] != float64(5) || more[0]["reason"] != "late" ||
+		more[0]["first"] != t0.Add(jobLines*time.Second).Format(time.RFC3339) ||
+		more[0]["last"] != t0.Add((jobLines+4)*time.Second).Format(time.RFC3339) {
+		t.Errorf("summary lines: %v", more)
+	}
 }
