@@ -91,7 +91,7 @@ type owedSlot struct {
 // millions are owed and tens of thousands close each second.
 type owedSlots struct {
 	by   map[int64][]owedSlot
-	secs secondsHeap // the seconds of by, earliest first
+	secs minHeap[int64] // the seconds of by, earliest first
 	n    int
 }
 
@@ -109,7 +109,7 @@ func (o *owedSlots) add(p *plan, slot time.Time) {
 // closed returns, and forgets, the slots of the earliest second before now
 // whose windows have closed, or nil when there are none.
 func (o *owedSlots) closed(now time.Time) []owedSlot {
-	if len(o.secs) == 0 || o.secs[0] > now.Unix() {
+	if o.secs.Len() == 0 || o.secs.items[0] > now.Unix() {
 		return nil
 	}
 	sec := heap.Pop(&o.secs).(int64)
@@ -119,20 +119,6 @@ func (o *owedSlots) closed(now time.Time) []owedSlot {
 	return b
 }
 
-// secondsHeap is a min-heap of Unix seconds, for container/heap.
-type secondsHeap []int64
-
-func (h secondsHeap) Len() int           { return len(h) }
-func (h secondsHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h secondsHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *secondsHeap) Push(x any)        { *h = append(*h, x.(int64)) }
-func (h *secondsHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
 func (a *admission) init(max int) {
 	if max <= 0 {
 		max = DefaultMaxRunning
@@ -140,6 +126,7 @@ func (a *admission) init(max int) {
 	a.max = max
 	a.of = make(map[string]*entry)
 	a.owed.by = make(map[int64][]owedSlot)
+	a.owed.secs.before = func(x, y int64) bool { return x < y }
 	a.freed = make(chan struct{}, 1)
 }
 
@@ -155,7 +142,7 @@ func (l *loop) admitIn() (time.Duration, bool) {
 	a := &l.adm
 	if a.n == 0 {
 		if a.owed.n > 0 {
-			first := time.Unix(a.owed.secs[0], 0).Sub(l.s.now())
+			first := time.Unix(a.owed.secs.items[0], 0).Sub(l.s.now())
 			return max(lateEvery-time.Since(a.swept), first, 0), true
 		}
 		l.calm()

@@ -13,8 +13,9 @@ import (
 // the order their windows close, come back each once, only after their
 // windows have closed, earliest closing first.
 func TestOwedSlotsComeBackAsTheirWindowsClose(t *testing.T) {
-	var o owedSlots
-	o.by = make(map[int64][]owedSlot)
+	var a admission
+	a.init(1)
+	o := &a.owed
 	t0 := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
 	short := &plan{name: "short", deadline: 1500 * time.Millisecond}
 	long := &plan{name: "long", deadline: time.Minute}
@@ -49,8 +50,8 @@ func TestOwedSlotsComeBackAsTheirWindowsClose(t *testing.T) {
 			t.Fatalf("came back %v, want %v", got, want)
 		}
 	}
-	if o.n != 0 || len(o.by) != 0 || len(o.secs) != 0 {
-		t.Errorf("left: n %d, %d seconds, heap %d", o.n, len(o.by), len(o.secs))
+	if o.n != 0 || len(o.by) != 0 || o.secs.Len() != 0 {
+		t.Errorf("left: n %d, %d seconds, heap %d", o.n, len(o.by), o.secs.Len())
 	}
 }
 

@@ -79,18 +79,20 @@ func (gs *gateSet) of(at time.Time) <-chan struct{} {
 // under way finish in it; or at once when stop is closed (the grace has
 // ended, and the runs waiting end with it).
 func openGates(in <-chan gate, stop <-chan struct{}) {
-	var q gateQueue
+	// A gate an instant, not a run, so boxing one (container/heap) is no
+	// cost.
+	q := minHeap[gate]{before: func(a, b gate) bool { return a.at.Before(b.at) }}
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
-		for len(q) > 0 && !q[0].at.After(time.Now()) {
+		for q.Len() > 0 && !q.items[0].at.After(time.Now()) {
 			close(heap.Pop(&q).(gate).open)
 		}
-		if len(q) == 0 && in == nil {
+		if q.Len() == 0 && in == nil {
 			return
 		}
-		if len(q) > 0 {
-			t.Reset(time.Until(q[0].at))
+		if q.Len() > 0 {
+			t.Reset(time.Until(q.items[0].at))
 		}
 		select {
 		case g, ok := <-in:
@@ -104,20 +106,4 @@ func openGates(in <-chan gate, stop <-chan struct{}) {
 			return
 		}
 	}
-}
-
-// gateQueue holds the gates to open, the earliest first (container/heap,
-// as entryHeap: a gate an instant, not a run, so boxing one is no cost).
-type gateQueue []gate
-
-func (q gateQueue) Len() int           { return len(q) }
-func (q gateQueue) Less(i, j int) bool { return q[i].at.Before(q[j].at) }
-func (q gateQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
-func (q *gateQueue) Push(x any)        { *q = append(*q, x.(gate)) }
-func (q *gateQueue) Pop() any {
-	old := *q
-	g := old[len(old)-1]
-	old[len(old)-1] = gate{}
-	*q = old[:len(old)-1]
-	return g
 }

@@ -123,3 +123,24 @@ func (h *entryHeap) push(e *entry) {
 
 func (h *entryHeap) pop() *entry { return heap.Pop(h).(*entry) }
 func (h entryHeap) peek() *entry { return h[0] }
+
+// minHeap is a min-heap of T by before, for container/heap: the loop's
+// smaller queues (the gates to open, the seconds owed slots close at),
+// whose items are few enough that boxing one a push costs nothing.
+type minHeap[T any] struct {
+	items  []T
+	before func(a, b T) bool
+}
+
+func (h *minHeap[T]) Len() int           { return len(h.items) }
+func (h *minHeap[T]) Less(i, j int) bool { return h.before(h.items[i], h.items[j]) }
+func (h *minHeap[T]) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *minHeap[T]) Push(x any)         { h.items = append(h.items, x.(T)) }
+func (h *minHeap[T]) Pop() any {
+	n := len(h.items) - 1
+	x := h.items[n]
+	var zero T
+	h.items[n] = zero
+	h.items = h.items[:n]
+	return x
+}
