@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -183,6 +184,7 @@ func (e *env) measureOverload(ctx context.Context, o *Options) (m overload) {
 		}
 	}()
 
+	stopProfile := startOverloadProfile(o.OverloadProfile)
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -191,6 +193,7 @@ func (e *env) measureOverload(ctx context.Context, o *Options) (m overload) {
 		}
 	})
 	sleepUntil(t1.Add(m.drain))
+	stopProfile()
 	c0 := time.Now()
 	cancel()
 	wg.Wait()
@@ -264,4 +267,36 @@ func missedByReason(reg *prometheus.Registry) map[string]int64 {
 		}
 	}
 	return out
+}
+
+// startOverloadProfile starts prefix's CPU profile, if prefix is set, and
+// returns what stops it and writes the heap profile (after a collection,
+// so it holds what is live); a file that cannot be written is said on
+// stderr, and the measurement goes on.
+func startOverloadProfile(prefix string) (stop func()) {
+	if prefix == "" {
+		return func() {}
+	}
+	cpu, err := os.Create(prefix + "-cpu.pprof")
+	if err == nil {
+		err = pprof.StartCPUProfile(cpu)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "slotbench: overload CPU profile: %v\n", err)
+	}
+	return func() {
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			cpu.Close()
+		}
+		runtime.GC()
+		heap, err := os.Create(prefix + "-heap.pprof")
+		if err == nil {
+			err = pprof.WriteHeapProfile(heap)
+			heap.Close()
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "slotbench: overload heap profile: %v\n", err)
+		}
+	}
 }
