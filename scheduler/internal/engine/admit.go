@@ -29,10 +29,10 @@ const (
 	// admitEvery is how often waiting slots are looked at while runs end
 	// one by one (fewer than a batch's room at a time).
 	admitEvery = 100 * time.Millisecond
-	// lateEvery is how often the waiting and overtaken slots are looked
-	// through for windows that closed: such a slot is recorded up to this
-	// much later (an overtaken one up to a second more: owedSlots), and
-	// the sweep costs a look at each waiting one.
+	// lateEvery is how often the waiting slots are looked through for
+	// windows that closed: such a slot is recorded up to this much later,
+	// and the sweep costs a look at each. Overtaken slots are looked at as
+	// their windows close (owedSlots).
 	lateEvery = time.Second
 	// calmAfter is how long no slot must have waited for an overload to
 	// be over: a replica at its cap every second, or at the top of every
@@ -86,7 +86,7 @@ type owedSlot struct {
 }
 
 // owedSlots holds the overtaken slots by the second their windows close
-// (the first whole second after slot + starting deadline), so a look for
+// (slot + starting deadline, rounded up to a whole second), so a look for
 // closed windows touches the closed ones only: under a lasting overload
 // millions are owed and tens of thousands close each second.
 type owedSlots struct {
@@ -97,7 +97,11 @@ type owedSlots struct {
 
 // add owes p's slot a record once its window has closed.
 func (o *owedSlots) add(p *plan, slot time.Time) {
-	sec := slot.Add(p.deadline).Unix() + 1
+	closes := slot.Add(p.deadline)
+	sec := closes.Unix()
+	if closes.After(time.Unix(sec, 0)) {
+		sec++
+	}
 	b, ok := o.by[sec]
 	if !ok {
 		heap.Push(&o.secs, sec)
@@ -109,7 +113,7 @@ func (o *owedSlots) add(p *plan, slot time.Time) {
 // closed returns, and forgets, the slots of the earliest second before now
 // whose windows have closed, or nil when there are none.
 func (o *owedSlots) closed(now time.Time) []owedSlot {
-	if o.secs.Len() == 0 || o.secs.items[0] > now.Unix() {
+	if o.secs.Len() == 0 || !now.After(time.Unix(o.secs.items[0], 0)) {
 		return nil
 	}
 	sec := heap.Pop(&o.secs).(int64)
@@ -136,14 +140,13 @@ func (l *loop) room() int { return l.adm.max - int(l.runs.active.Load()) }
 // admitIn says how long the loop may sleep before it must look at the
 // waiting slots: at once when a batch's room is free, every admitEvery
 // while any wait (a run that ends wakes it sooner, on freed), and, while
-// overtaken slots wait for their windows to close, when the first closes
-// (at most every lateEvery).
+// overtaken slots wait for their windows to close, as the first closes.
 func (l *loop) admitIn() (time.Duration, bool) {
 	a := &l.adm
 	if a.n == 0 {
 		if a.owed.n > 0 {
-			first := time.Unix(a.owed.secs.items[0], 0).Sub(l.s.now())
-			return max(lateEvery-time.Since(a.swept), first, 0), true
+			// Just past its second: closed takes the seconds now is after.
+			return max(time.Unix(a.owed.secs.items[0], 0).Sub(l.s.now())+time.Millisecond, 0), true
 		}
 		l.calm()
 		return 0, false
@@ -302,10 +305,16 @@ func (l *loop) shed(p *plan, slot time.Time, missed []slotstore.SkipRequest) []s
 	return append(missed, p.missedSkip(slot, reason))
 }
 
-// shedLate records the waiting and overtaken slots whose windows have
-// closed, looking through them at most every lateEvery.
+// shedLate records the overtaken slots whose windows have closed, and the
+// waiting ones, looking through those at most every lateEvery.
 func (l *loop) shedLate(now time.Time, missed []slotstore.SkipRequest) []slotstore.SkipRequest {
 	a := &l.adm
+	for closed := a.owed.closed(now); closed != nil; closed = a.owed.closed(now) {
+		missed = slices.Grow(missed, len(closed))
+		for _, o := range closed {
+			missed = l.shed(o.p, time.Unix(o.slot, 0).UTC(), missed)
+		}
+	}
 	if time.Since(a.swept) < lateEvery {
 		return missed
 	}
@@ -330,12 +339,6 @@ func (l *loop) shedLate(now time.Time, missed []slotstore.SkipRequest) []slotsto
 	}
 	clear(a.queue[len(kept):])
 	a.queue = kept
-	for closed := a.owed.closed(now); closed != nil; closed = a.owed.closed(now) {
-		missed = slices.Grow(missed, len(closed))
-		for _, o := range closed {
-			missed = l.shed(o.p, time.Unix(o.slot, 0).UTC(), missed)
-		}
-	}
 	return missed
 }
 

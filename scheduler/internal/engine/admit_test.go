@@ -177,3 +177,22 @@ func TestAdmitInWaitsForTheFirstWindowToClose(t *testing.T) {
 		t.Errorf("admitIn = %v, %v; want about an hour", d, ok)
 	}
 }
+
+// With an overtaken slot whose window has closed, the loop wakes at once
+// to record it: sleep's wait reaches zero, which is what makes it wake.
+func TestAdmitInWakesForAClosedWindow(t *testing.T) {
+	now := time.Date(2026, 12, 8, 0, 0, 0, 500_000_000, time.UTC)
+	e, err := New(Config{Replica: "a", Incarnation: "test", Log: testLogger(), Now: func() time.Time { return now },
+		Grace: time.Second, Jobs: []JobSpec{job("a", nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs sync.WaitGroup
+	l := newLoop(e, memstore.New(memstore.Options{}), context.Background(), &runs)
+	p := e.jobs().plans[0]
+	p.deadline = time.Second
+	l.adm.owed.add(p, now.Add(-3*time.Second))
+	if d, ok := l.admitIn(); !ok || d != 0 {
+		t.Errorf("admitIn = %v, %v; want 0, true", d, ok)
+	}
+}

@@ -6,7 +6,6 @@ package engine
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	"github.com/slotcron/slotcron/policy"
@@ -252,86 +251,4 @@ func (p *plan) missedSkip(slot time.Time, reason string) slotstore.SkipRequest {
 	}
 	return slotstore.SkipRequest{Job: p.name, Slot: slot, Reason: reason, Retain: p.history, NotBefore: slot.Add(p.deadline),
 		Spec: p.spec.Fingerprint}
-}
-
-// skip records slots as skipped, in batches; a slot that has a marker is
-// left alone by the store. A slot whose starting window is still open by
-// the store's clock is recorded when it closes (a lapse entry), if no
-// replica has claimed it by then.
-func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
-	for len(reqs) > 0 && ctx.Err() == nil {
-		n := min(len(reqs), maxBatch)
-		sent := time.Now()
-		sctx, cancel := context.WithTimeout(ctx, claimTimeout(nil))
-		res, err := l.st.Skip(sctx, slotstore.SkipParams{Replica: l.s.replica, Requests: reqs[:n]})
-		cancel()
-		l.s.metrics.storeCall(err)
-		if err != nil && ctx.Err() == nil {
-			l.s.log.Warn("recording skipped slots failed", "slots", n, "err", err)
-		}
-		var recorded []slotstore.SkipRequest
-		for i, r := range res {
-			if i >= n {
-				break
-			}
-			q := reqs[i]
-			p := l.s.jobs().plan(q.Job)
-			if p == nil {
-				continue
-			}
-			if r.Status == slotstore.Skipped && r.Marker.Holder == l.s.replica && r.Marker.Reason == q.Reason {
-				// Counted once in the cluster, by the replica whose skip
-				// recorded it: a replica that only judged the slot missed
-				// (it woke late, its clock was set) while another ran it
-				// counts nothing.
-				if reason := missedReason(q.Reason); reason != "" {
-					l.s.metrics.missed.WithLabelValues(p.metricJob(), reason).Inc()
-				}
-				recorded = append(recorded, q)
-				continue
-			}
-			if q.Reason == reasonPaused && r.Status == slotstore.Skipped {
-				l.logSkipped(slog.LevelDebug, q, r.Marker) // another replica's skip recorded it
-				continue
-			}
-			if r.Status == slotstore.Superseded {
-				l.s.superseded(p)
-				continue
-			}
-			if r.Status == slotstore.Held {
-				// Claimed meanwhile by a replica that may die: watch it, as
-				// a replica whose claim lost does.
-				l.push(&entry{p: p, slot: q.Slot, kind: watch}, l.s.now().Add(min(r.Remaining, p.lease/3)))
-				continue
-			}
-			if r.Status != slotstore.NotYet {
-				continue
-			}
-			at := l.s.now().Add(r.Remaining + time.Millisecond)
-			if q.Reason == reasonPaused {
-				// Not yet due by the store's clock: try the slot again then,
-				// as a claim, so a resume in between lets it run.
-				l.s.log.Debug("paused slot not due yet by the store's clock", "job", q.Job, "slot", q.Slot.Format(time.RFC3339), "remaining", r.Remaining.Round(time.Millisecond))
-				l.h.push(&entry{at: at, p: p, slot: q.Slot, kind: retry})
-				continue
-			}
-			if q.Reason == reasonLate || q.Reason == reasonUnavailable {
-				// This replica judged the window closed by its own clock,
-				// which runs ahead of the store's: claim the slot when it is
-				// due by the store's clock, and judge its window by that
-				// clock too, so a replica whose clock runs fast by more
-				// than the deadline still takes its share of the slots.
-				closes := sent.Add(r.Remaining)
-				due := time.Until(closes.Add(-p.deadline)) + p.jitter
-				l.s.log.Info("slot not missed yet by the store's clock; claiming it when due by that clock", "job", q.Job,
-					"slot", q.Slot.Format(time.RFC3339), "remaining", r.Remaining.Round(time.Millisecond))
-				l.h.push(&entry{at: l.s.now().Add(max(due, 0)), p: p, slot: q.Slot, kind: retry, closes: closes})
-				continue
-			}
-			l.s.log.Info("slot not missed yet by the store's clock", "job", q.Job, "slot", q.Slot.Format(time.RFC3339), "remaining", r.Remaining.Round(time.Millisecond))
-			l.h.push(&entry{at: at, p: p, slot: q.Slot, kind: lapse, reason: q.Reason})
-		}
-		l.logMissed(recorded)
-		reqs = reqs[n:]
-	}
 }

@@ -34,14 +34,16 @@ type slotKey struct {
 // waits on the store only for what a wake decides — its claims (claimAll),
 // skips and adoptions, each call bounded by claimTimeout, and at most
 // pauseWait for a read of the pauses its new slots need; reads of the
-// pauses and scans run on goroutines of their own and hand their answers
-// back on channels (pauses.reads, scans), so every answer is acted on by
-// the goroutine that owns the state it changes.
+// pauses, scans and the records of the slots admission sheds run on
+// goroutines of their own and hand their answers back on channels
+// (pauses.reads, scans, rec.back), so every answer is acted on by the
+// goroutine that owns the state it changes.
 //
 // Its parts, a file each: the core here (run, sleep, wake, receive, the
 // clock); claim dispatch (claim.go); result handling (result.go); run
 // starting (runs.go); the pause cache (pauses.go); the scanner (scan.go);
-// start-up catch-up and skipped slots (catchup.go).
+// start-up catch-up (catchup.go); admission (admit.go); skipped slots and
+// their recorder (shedding.go).
 type loop struct {
 	s  *Engine
 	st slotstore.Store
@@ -60,8 +62,9 @@ type loop struct {
 	// scans carries to the loop goroutine the running and retrying markers
 	// the scanner read.
 	scans chan []slotstore.Marker
-	// bg tracks the loop's own goroutines (scanner, reads of the pauses):
-	// run returns when they have, so none calls the store after Run.
+	// bg tracks the loop's own goroutines (scanner, reads of the pauses,
+	// the recorder): run returns when they have, so none calls the store
+	// after Run.
 	bg sync.WaitGroup
 	// clockAt and realAt are the scheduler's clock and the process's
 	// monotonic clock when the loop last looked, to notice the former
@@ -74,7 +77,8 @@ type loop struct {
 	// gates are what the runs of claims won ahead of their slots wait
 	// for, each opened at its instant (gates.go).
 	gates gateSet
-	adm   admission // the slots waiting for room (admit.go)
+	adm   admission    // the slots waiting for room (admit.go)
+	rec   shedRecorder // records the slots admission sheds (shedding.go)
 
 	// began is when the Run began; started is closed once its start-up
 	// has ended (startUp), or it never will: a Reload waits for it.
@@ -123,6 +127,7 @@ func (l *loop) run(ctx context.Context) {
 	if !ok {
 		return
 	}
+	l.startRecorder(ctx)
 	l.bg.Go(func() { l.scanner(ctx) })
 	if l.s.follow != nil {
 		l.bg.Go(func() { l.s.followSchedules(ctx, l.st) })
@@ -205,6 +210,9 @@ func (l *loop) receive(stop <-chan struct{}, tick <-chan time.Time) bool {
 	case r := <-l.s.reloads:
 		l.takeReload(r)
 		return true
+	case later := <-l.rec.back:
+		l.followSkips(later)
+		return true
 	case <-l.adm.freed:
 		return true // the loop looks at the slots waiting for room as it sleeps
 	default:
@@ -225,6 +233,8 @@ func (l *loop) receive(stop <-chan struct{}, tick <-chan time.Time) bool {
 		l.notePauses(r)
 	case r := <-l.s.reloads:
 		l.takeReload(r)
+	case later := <-l.rec.back:
+		l.followSkips(later)
 	case <-l.adm.freed:
 	}
 	return true
@@ -357,13 +367,13 @@ func (l *loop) wake(ctx context.Context) {
 	// A paused job's slot is recorded paused before it would wait for
 	// room, and one that waited is looked at again as it leaves.
 	batch = l.dropPaused(ctx, batch)
-	var waited bool
-	batch, missed, waited = l.admit(batch, missed)
+	batch, shed, waited := l.admit(batch, nil)
 	if waited {
 		batch = l.dropPaused(ctx, batch)
 	}
 	l.skip(ctx, missed)
 	l.claimAll(ctx, batch)
+	l.recordShed(ctx, shed) // last: with the recorder's queue full, the loop records them itself
 }
 
 // fired schedules the slot after e's, a fire entry due at now, or says its
@@ -388,6 +398,9 @@ func (l *loop) fired(e *entry, now time.Time) {
 // data (slotstore.Generation); it was the job's no more than a slot of
 // last year.
 func (l *loop) beforeRecord(e *entry) bool {
+	if !e.slot.Before(l.memo.newFrom) {
+		return false // covered whatever the job (the common case, without a look-up)
+	}
 	born, ok := l.memo.newJobs[e.p.name]
 	// A job declared after_data_loss: run claims such a slot as any
 	// other: the store cannot tell a new job from one whose record it

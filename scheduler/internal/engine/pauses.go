@@ -171,7 +171,7 @@ func (l *loop) dropPaused(ctx context.Context, batch []*entry) []*entry {
 	}
 	c := &l.pauses
 	if !c.usable(batch) {
-		l.awaitPauses(ctx)
+		l.awaitPauses(ctx, batch)
 	}
 	if !c.usable(batch) {
 		return l.holdNew(batch)
@@ -180,28 +180,35 @@ func (l *loop) dropPaused(ctx context.Context, batch []*entry) []*entry {
 	return l.skipPaused(ctx, batch)
 }
 
-// awaitPauses sends a read of the pauses for new entries that found the
-// cache unusable, unless one is under way or the backoff forbids, and
-// waits for it a moment (pauseWait), no longer: most reads answer at once.
-func (l *loop) awaitPauses(ctx context.Context) {
+// awaitPauses waits a moment (pauseWait), no longer, for a read of the
+// pauses that can decide batch's new entries, which found the cache
+// unusable: most reads answer at once. It sends one unless one is under
+// way or the backoff forbids; an answer that comes but cannot decide them
+// (a read sent before they waited, taken only now by a loop that was busy
+// for longer than pauseFresh) sends another, so a loop that falls behind
+// does not hold every new slot back for a read it took too late.
+func (l *loop) awaitPauses(ctx context.Context, batch []*entry) {
 	c := &l.pauses
-	now := time.Now()
 	if c.waitingSince.IsZero() {
-		c.waitingSince = now
-	}
-	if !c.reading && !now.Before(c.retryAt) {
-		l.readPauses(ctx)
-	}
-	if !c.reading {
-		return
+		c.waitingSince = time.Now()
 	}
 	t := time.NewTimer(pauseWait)
 	defer t.Stop()
-	select {
-	case r := <-c.reads:
-		l.notePauses(r)
-	case <-t.C:
-	case <-ctx.Done():
+	for !c.usable(batch) {
+		if !c.reading {
+			if time.Now().Before(c.retryAt) {
+				return
+			}
+			l.readPauses(ctx)
+		}
+		select {
+		case r := <-c.reads:
+			l.notePauses(r)
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

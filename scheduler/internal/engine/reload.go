@@ -249,6 +249,7 @@ func (p *plan) firstFrom(now time.Time) time.Time {
 func (l *loop) noteNew(p *plan) {
 	if !p.newSince.IsZero() {
 		l.memo.newJobs[p.name] = p.newSince
+		l.memo.newFrom = maxTime(l.memo.newFrom, slotstore.Generation{Born: p.newSince}.From())
 	} else {
 		delete(l.memo.newJobs, p.name)
 	}

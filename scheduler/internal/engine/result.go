@@ -30,6 +30,10 @@ type claimMemo struct {
 	// began, with when it began: their slots from before are recorded
 	// skipped as never theirs (beforeRecord), not claimed as a loss.
 	newJobs map[string]time.Time
+	// newFrom is the latest instant from which a generation of newJobs
+	// covers slots (slotstore.Generation.From): slots from then on are
+	// every job's, and beforeRecord need not look a job up.
+	newFrom time.Time
 }
 
 func newClaimMemo() claimMemo {
