@@ -41,8 +41,9 @@ type Options struct {
 	OverloadWindow     time.Duration
 	OverloadMaxRunning int
 	// OverloadProfile, when set, is the prefix of the overload section's
-	// profiles: PREFIX-cpu.pprof over the whole measurement, and
-	// PREFIX-heap.pprof at the drain's end, before Run is cancelled.
+	// profiles: PREFIX-cpu.pprof and PREFIX-mutex.pprof over the whole
+	// measurement, and PREFIX-heap.pprof at the drain's end, before Run is
+	// cancelled.
 	OverloadProfile string
 
 	Out string
@@ -99,7 +100,7 @@ func Parse(args []string) (*Options, error) {
 	fs.IntVar(&o.OverloadJobs, "overload-jobs", 100000, "overload section: jobs due every second, on memstore")
 	fs.DurationVar(&o.OverloadWindow, "overload-window", time.Minute, "overload section: measured window (it starts -warmup after Run; the drain after it lasts the starting deadline and 5 s, or -drain if longer)")
 	fs.IntVar(&o.OverloadMaxRunning, "overload-max-running", 0, "overload section: max_running, the cap on runs in flight (0: the default)")
-	fs.StringVar(&o.OverloadProfile, "overload-profile", "", "overload section: write a CPU profile of the measurement to PREFIX-cpu.pprof and a heap profile at the drain's end to PREFIX-heap.pprof")
+	fs.StringVar(&o.OverloadProfile, "overload-profile", "", "overload section: write CPU and mutex profiles of the measurement to PREFIX-cpu.pprof and PREFIX-mutex.pprof, and a heap profile at the drain's end to PREFIX-heap.pprof")
 	fs.StringVar(&o.Out, "out", "", "also write the report to this file")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

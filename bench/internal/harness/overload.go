@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -32,7 +33,10 @@ type overload struct {
 	recorded                      map[string]int64 // the window's markers: by state, skipped ones by reason
 	skipped                       int64            // the window's slots recorded skipped (not run), any reason
 	neither                       int64            // neither started nor recorded skipped
-	missedMetric                  map[string]int64
+	// neitherFrom and neitherTo are the first and last second of the
+	// window (from its start) that hold such a slot; -1 for none.
+	neitherFrom, neitherTo int64
+	missedMetric           map[string]int64
 
 	rssBefore, maxRSS, hwm uint64 // bytes
 	maxGoroutines          int
@@ -207,7 +211,8 @@ func (e *env) measureOverload(ctx context.Context, o *Options) (m overload) {
 	}
 
 	m.started, m.duplicates = set.distinct.Load(), set.dup.Load()
-	if m.recorded, err = windowRecord(ctx, store, n, t0, t1); err != nil {
+	skippedSet := newStartedSet(n, t0.Unix(), t1.Unix())
+	if m.recorded, err = windowRecord(ctx, store, n, t0, t1, skippedSet); err != nil {
 		m.err = fmt.Errorf("history: %w", err)
 		return m
 	}
@@ -219,13 +224,15 @@ func (e *env) measureOverload(ctx context.Context, o *Options) (m overload) {
 	}
 	m.skipped = skipped
 	m.neither = m.expected - m.started - skipped
+	m.neitherFrom, m.neitherTo = neitherSpan(set, skippedSet)
 	m.missedMetric = missedByReason(metrics)
 	return m
 }
 
 // windowRecord counts the markers of the window's slots the store holds,
-// by state, and the skipped ones by their reason ("skipped: " + reason).
-func windowRecord(ctx context.Context, st slotstore.Store, n int, t0, t1 time.Time) (map[string]int64, error) {
+// by state, and the skipped ones by their reason ("skipped: " + reason),
+// and notes the skipped ones in skipped.
+func windowRecord(ctx context.Context, st slotstore.Store, n int, t0, t1 time.Time, skipped *startedSet) (map[string]int64, error) {
 	out := map[string]int64{}
 	limit := int(t1.Sub(t0)/time.Second) + 10
 	for i := range n {
@@ -240,6 +247,7 @@ func windowRecord(ctx context.Context, st slotstore.Store, n int, t0, t1 time.Ti
 			k := string(mk.State)
 			if mk.State == slotstore.StateSkipped {
 				k += ": " + mk.Reason
+				skipped.record(i, mk.Slot)
 			}
 			out[k]++
 		}
@@ -269,10 +277,10 @@ func missedByReason(reg *prometheus.Registry) map[string]int64 {
 	return out
 }
 
-// startOverloadProfile starts prefix's CPU profile, if prefix is set, and
-// returns what stops it and writes the heap profile (after a collection,
-// so it holds what is live); a file that cannot be written is said on
-// stderr, and the measurement goes on.
+// startOverloadProfile starts prefix's CPU and mutex profiles, if prefix is
+// set, and returns what stops them and writes them with the heap profile
+// (after a collection, so it holds what is live); a file that cannot be
+// written is said on stderr, and the measurement goes on.
 func startOverloadProfile(prefix string) (stop func()) {
 	if prefix == "" {
 		return func() {}
@@ -284,19 +292,56 @@ func startOverloadProfile(prefix string) (stop func()) {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "slotbench: overload CPU profile: %v\n", err)
 	}
+	runtime.SetMutexProfileFraction(mutexFraction)
 	return func() {
 		if cpu != nil {
 			pprof.StopCPUProfile()
 			cpu.Close()
 		}
 		runtime.GC()
-		heap, err := os.Create(prefix + "-heap.pprof")
-		if err == nil {
-			err = pprof.WriteHeapProfile(heap)
-			heap.Close()
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "slotbench: overload heap profile: %v\n", err)
+		writeProfile(prefix+"-heap.pprof", "heap")
+		writeProfile(prefix+"-mutex.pprof", "mutex")
+		runtime.SetMutexProfileFraction(0)
+	}
+}
+
+// mutexFraction is the share of contended locks the overload profile
+// records (1 in mutexFraction): where goroutines waited on one another.
+const mutexFraction = 10
+
+// writeProfile writes the named runtime profile to path; a file that
+// cannot be written is said on stderr.
+func writeProfile(path, name string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup(name).WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
 		}
 	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "slotbench: overload %s profile: %v\n", name, err)
+	}
+}
+
+// neitherSpan returns the first and last second of the window, from its
+// start, holding a slot in neither started nor skipped; -1, -1 for none.
+func neitherSpan(started, skipped *startedSet) (from, to int64) {
+	from, to = -1, -1
+	for w := range started.bits {
+		left := ^(started.bits[w].Load() | skipped.bits[w].Load())
+		for left != 0 {
+			i := int64(w)*64 + int64(bits.TrailingZeros64(left))
+			left &= left - 1
+			if i >= started.jobs*started.secs {
+				break
+			}
+			sec := i % started.secs
+			if from < 0 || sec < from {
+				from = sec
+			}
+			to = max(to, sec)
+		}
+	}
+	return from, to
 }

@@ -31,8 +31,8 @@ func overloadRows(res *results) []row {
 					mib(m.share.store), mib(m.share.harness))),
 			r("slots of the window: started · recorded skipped · neither",
 				fmt.Sprintf("%d · %d · %d of %d", m.started, m.skipped, m.neither, m.expected),
-				fmt.Sprintf("after a drain of %v; the store's markers of the window's slots (History, by state and reason): %s; duplicates %d; slotcron_slots_missed_total over the whole run, by reason: %s",
-					m.drain, byCount(m.recorded), m.duplicates, byCount(m.missedMetric))),
+				fmt.Sprintf("after a drain of %v; the store's markers of the window's slots (History, by state and reason): %s; duplicates %d; slotcron_slots_missed_total over the whole run, by reason: %s%s",
+					m.drain, byCount(m.recorded), m.duplicates, byCount(m.missedMetric), neitherWhen(m))),
 			r("Run returned after cancel", m.stop.Round(time.Millisecond).String(),
 				fmt.Sprintf("bound: shutdown_grace + 1 s = %v", m.grace+time.Second)),
 		)
@@ -61,3 +61,12 @@ func byCount(m map[string]int64) string {
 
 // mib writes b bytes in MiB.
 func mib(b uint64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+// neitherWhen says which seconds of the window hold the slots neither
+// started nor recorded, if any.
+func neitherWhen(m overload) string {
+	if m.neitherFrom < 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the slots neither started nor recorded are of seconds %d–%d of the window (from 0)", m.neitherFrom, m.neitherTo)
+}

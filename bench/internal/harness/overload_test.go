@@ -19,3 +19,28 @@ func TestStartedSet(t *testing.T) {
 }
 
 func unix(sec int64) time.Time { return time.Unix(sec, 0) }
+
+// The seconds that hold a slot neither started nor recorded skipped are
+// found across words of the sets, and none gives -1, -1.
+func TestNeitherSpan(t *testing.T) {
+	started, skipped := newStartedSet(3, 100, 140), newStartedSet(3, 100, 140)
+	for job := range 3 {
+		for sec := int64(100); sec < 140; sec++ {
+			switch {
+			case job == 1 && (sec == 107 || sec == 131):
+			case sec%2 == 0:
+				started.record(job, unix(sec))
+			default:
+				skipped.record(job, unix(sec))
+			}
+		}
+	}
+	if from, to := neitherSpan(started, skipped); from != 7 || to != 31 {
+		t.Errorf("span %d–%d; want 7–31", from, to)
+	}
+	started.record(1, unix(107))
+	skipped.record(1, unix(131))
+	if from, to := neitherSpan(started, skipped); from != -1 || to != -1 {
+		t.Errorf("span %d–%d with every slot accounted for; want -1–-1", from, to)
+	}
+}
