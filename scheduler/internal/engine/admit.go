@@ -110,10 +110,12 @@ func (o *owedSlots) add(p *plan, slot time.Time) {
 	o.n++
 }
 
-// closed returns, and forgets, the slots of the earliest second before now
-// whose windows have closed, or nil when there are none.
+// closed returns, and forgets, the slots of the earliest second at or
+// before now, whose windows have closed, or nil when there are none. A
+// window that closes on a whole second is closed from that instant, as the
+// store judges a skip's NotBefore.
 func (o *owedSlots) closed(now time.Time) []owedSlot {
-	if o.secs.Len() == 0 || !now.After(time.Unix(o.secs.items[0], 0)) {
+	if o.secs.Len() == 0 || now.Before(time.Unix(o.secs.items[0], 0)) {
 		return nil
 	}
 	sec := heap.Pop(&o.secs).(int64)
@@ -145,8 +147,7 @@ func (l *loop) admitIn() (time.Duration, bool) {
 	a := &l.adm
 	if a.n == 0 {
 		if a.owed.n > 0 {
-			// Just past its second: closed takes the seconds now is after.
-			return max(time.Unix(a.owed.secs.items[0], 0).Sub(l.s.now())+time.Millisecond, 0), true
+			return max(time.Unix(a.owed.secs.items[0], 0).Sub(l.s.now()), 0), true
 		}
 		l.calm()
 		return 0, false

@@ -31,7 +31,7 @@ func TestOwedSlotsComeBackAsTheirWindowsClose(t *testing.T) {
 		for b := o.closed(now); b != nil; b = o.closed(now) {
 			for _, s := range b {
 				slot := time.Unix(s.slot, 0)
-				if !now.After(slot.Add(s.p.deadline)) {
+				if now.Before(slot.Add(s.p.deadline)) {
 					t.Errorf("%s@%s came back at %s, before its window closed", s.p.name, slot.UTC().Format(time.TimeOnly), now.Format(time.TimeOnly))
 				}
 				if late := now.Sub(slot.Add(s.p.deadline)); late > time.Second {
@@ -191,8 +191,29 @@ func TestAdmitInWakesForAClosedWindow(t *testing.T) {
 	l := newLoop(e, memstore.New(memstore.Options{}), context.Background(), &runs)
 	p := e.jobs().plans[0]
 	p.deadline = time.Second
+	l.adm.swept = time.Now() // the waiting slots were looked through just now
 	l.adm.owed.add(p, now.Add(-3*time.Second))
 	if d, ok := l.admitIn(); !ok || d != 0 {
 		t.Errorf("admitIn = %v, %v; want 0, true", d, ok)
+	}
+	if _, missed, _ := l.admit(nil, nil); len(missed) != 1 {
+		t.Errorf("%d recorded on the wake; want the closed slot, whatever lateEvery", len(missed))
+	}
+}
+
+// A window that closes on a whole second is closed from that instant, as
+// the store judges a skip's NotBefore, and not a nanosecond before.
+func TestOwedSlotOfAWholeSecondClosesAtIt(t *testing.T) {
+	var a admission
+	a.init(1)
+	p := &plan{name: "a", deadline: time.Minute}
+	slot := time.Date(2026, 12, 8, 0, 0, 0, 0, time.UTC)
+	a.owed.add(p, slot)
+	closes := slot.Add(time.Minute)
+	if got := a.owed.closed(closes.Add(-time.Nanosecond)); got != nil {
+		t.Fatalf("came back a nanosecond before its window closed")
+	}
+	if got := a.owed.closed(closes); len(got) != 1 {
+		t.Fatalf("%d came back as its window closed; want 1", len(got))
 	}
 }

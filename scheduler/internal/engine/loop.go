@@ -128,6 +128,7 @@ func (l *loop) run(ctx context.Context) {
 		return
 	}
 	l.startRecorder(ctx)
+	defer close(l.rec.in) // before bg.Wait: the recorder drains it until closed
 	l.bg.Go(func() { l.scanner(ctx) })
 	if l.s.follow != nil {
 		l.bg.Go(func() { l.s.followSchedules(ctx, l.st) })
@@ -211,6 +212,7 @@ func (l *loop) receive(stop <-chan struct{}, tick <-chan time.Time) bool {
 		l.takeReload(r)
 		return true
 	case later := <-l.rec.back:
+		l.followClock()
 		l.followSkips(later)
 		return true
 	case <-l.adm.freed:
@@ -234,6 +236,7 @@ func (l *loop) receive(stop <-chan struct{}, tick <-chan time.Time) bool {
 	case r := <-l.s.reloads:
 		l.takeReload(r)
 	case later := <-l.rec.back:
+		l.followClock()
 		l.followSkips(later)
 	case <-l.adm.freed:
 	}

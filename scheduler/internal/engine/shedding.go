@@ -14,10 +14,15 @@ import (
 	"github.com/slotcron/slotcron/slotstore"
 )
 
-// shedQueue bounds the batches of shed slots handed to the recorder and not
-// yet recorded (at most 64,000 slots, 7 MB of requests); the loop records
-// a batch it has no room for itself (recordShed).
-const shedQueue = 64
+const (
+	// shedQueue bounds the batches of shed slots handed to the recorder
+	// and not yet recorded (at most 64,000 slots, 7 MB of requests); the
+	// loop records a batch it has no room for itself (recordShed).
+	shedQueue = 64
+	// drainFor bounds how long, as Run ends, the recorder goes on with the
+	// batches queued for it: Run's runs wait for it before their grace.
+	drainFor = 250 * time.Millisecond
+)
 
 // shedRecorder is the goroutine that records the slots the loop sheds. in
 // carries batches of at most maxBatch from the loop; back carries to the
@@ -42,20 +47,21 @@ type skipAnswer struct {
 }
 
 // startRecorder starts l's recorder, until ctx ends. The batches queued
-// then are recorded within the runs' grace (runCtx), and their answers that
-// want the loop let go: the loop has ended. Overtaken slots not handed on
-// yet are not recorded (a replica's sweep records them later).
+// then, until the loop closes rec.in, are recorded for at most drainFor,
+// and their answers that want the loop let go: the loop has ended. The
+// batch under way as ctx ends, and overtaken slots not handed on yet, are
+// not recorded (a replica's sweep records them later).
 func (l *loop) startRecorder(ctx context.Context) {
 	l.rec = shedRecorder{in: make(chan []slotstore.SkipRequest, shedQueue), back: make(chan []skipAnswer, shedQueue)}
 	l.bg.Go(func() {
-		defer l.drainRecorder()
 		for {
 			select {
 			case <-ctx.Done():
+				l.drainRecorder(ctx)
 				return
 			case reqs := <-l.rec.in:
 				if ctx.Err() != nil {
-					l.recordSkips(l.runCtx, reqs) // taken as the loop ended: drained
+					l.drainRecorder(ctx, reqs...) // taken as the loop ended
 					return
 				}
 				later := l.recordSkips(ctx, reqs)
@@ -65,6 +71,7 @@ func (l *loop) startRecorder(ctx context.Context) {
 				select {
 				case l.rec.back <- later:
 				case <-ctx.Done():
+					l.drainRecorder(ctx)
 					return
 				}
 			}
@@ -72,14 +79,23 @@ func (l *loop) startRecorder(ctx context.Context) {
 	})
 }
 
-// drainRecorder records the batches left in the recorder's queue as the
-// loop ends, while the runs' grace lasts.
-func (l *loop) drainRecorder() {
-	for l.runCtx.Err() == nil {
+// drainRecorder records first and the batches left in the recorder's
+// queue as the loop ends (ctx, ended), until the loop closes the queue or
+// drainFor has passed.
+func (l *loop) drainRecorder(ctx context.Context, first ...slotstore.SkipRequest) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainFor)
+	defer cancel()
+	if len(first) > 0 {
+		l.recordSkips(dctx, first)
+	}
+	for {
 		select {
-		case reqs := <-l.rec.in:
-			l.recordSkips(l.runCtx, reqs)
-		default:
+		case reqs, ok := <-l.rec.in:
+			if !ok {
+				return
+			}
+			l.recordSkips(dctx, reqs)
+		case <-dctx.Done():
 			return
 		}
 	}

@@ -139,8 +139,8 @@ func (b *blockedSkips) Skip(ctx context.Context, p slotstore.SkipParams) ([]slot
 	return b.Store.Skip(ctx, p)
 }
 
-// The batches still queued for the recorder as the loop ends are recorded
-// within the runs' grace.
+// The batches still queued for the recorder as the loop ends are recorded,
+// within drainFor.
 func TestRecorderDrainsItsQueueAsTheLoopEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEngine(t, job("a", nil))
@@ -156,7 +156,12 @@ func TestRecorderDrainsItsQueueAsTheLoopEnds(t *testing.T) {
 		queued := now.Add(-2 * time.Minute)
 		l.recordShed(ctx, []slotstore.SkipRequest{p.missedSkip(queued, reasonOverloaded)})
 		cancel()
+		close(l.rec.in) // as the loop does when it ends
+		began := time.Now()
 		l.bg.Wait()
+		if waited := time.Since(began); waited > drainFor {
+			t.Errorf("the recorder ended %v after the loop, over drainFor", waited)
+		}
 		ms, err := mem.History(context.Background(), slotstore.HistoryParams{Job: "a"})
 		if err != nil {
 			t.Fatal(err)
