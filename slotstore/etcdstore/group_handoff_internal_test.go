@@ -37,7 +37,7 @@ func TestGroupSendsARetriedMember(t *testing.T) {
 	if _, err := s.Enroll(ctx, slotstore.EnrollParams{Jobs: []string{"a", "b"}}); err != nil {
 		t.Fatal(err)
 	}
-	slot := time.Now().UTC().Truncate(time.Hour).Add(time.Hour)
+	slot := time.Now().Add(time.Minute).UTC().Truncate(time.Hour).Add(time.Hour)
 	res, err := s.Claim(ctx, slotstore.ClaimParams{Replica: "r1", Requests: []slotstore.ClaimRequest{
 		{Job: "a", Slot: slot, Lease: time.Minute}, {Job: "b", Slot: slot, Lease: 200 * time.Millisecond}}})
 	if err != nil || res[0].Status != slotstore.Won || res[1].Status != slotstore.Won {

@@ -57,6 +57,10 @@ func openWith(t testing.TB, o etcdstore.Options) *etcdstore.Store {
 	return s
 }
 
-// nextHour is the start of the next hour: slots from it on are after the
-// generation of any job of a fresh store.
-func nextHour() time.Time { return time.Now().UTC().Truncate(time.Hour).Add(time.Hour) }
+// nextHour is the start of the next hour at least a minute away: slots from
+// it on are after the generation of any job a test begins (a job born in
+// the last second before an hour would not cover that hour's first slot:
+// slotstore.ClaimLead).
+func nextHour() time.Time {
+	return time.Now().Add(time.Minute).UTC().Truncate(time.Hour).Add(time.Hour)
+}

@@ -59,8 +59,11 @@ func slot(i int) time.Time {
 	return nextHour().Add(time.Duration(i) * time.Minute)
 }
 
-// nextHour is the start of the next hour.
-func nextHour() time.Time { return time.Now().UTC().Truncate(time.Hour).Add(time.Hour) }
+// nextHour is the start of the next hour at least a minute away (etcdstore's
+// nextHour says why).
+func nextHour() time.Time {
+	return time.Now().Add(time.Minute).UTC().Truncate(time.Hour).Add(time.Hour)
+}
 
 func claimOne(t testing.TB, s slotstore.Store, replica string, r slotstore.ClaimRequest) slotstore.ClaimResult {
 	t.Helper()

@@ -48,7 +48,7 @@ func TestRestrictedRole(t *testing.T) {
 		t.Fatalf("restricted role after the owner's start: %v", err)
 	}
 	defer s.Close()
-	at := time.Now().UTC().Truncate(time.Hour).Add(time.Hour)
+	at := time.Now().Add(time.Minute).UTC().Truncate(time.Hour).Add(time.Hour)
 	res, err := s.Claim(ctx, slotstore.ClaimParams{Replica: "r", Requests: []slotstore.ClaimRequest{{Job: "j", Slot: at, Lease: time.Minute}}})
 	if err != nil || res[0].Status != slotstore.Won {
 		t.Fatalf("claim by the restricted role: %v, %v", res, err)

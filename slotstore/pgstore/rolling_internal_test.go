@@ -257,9 +257,11 @@ func checkWins(t *testing.T, wins []win, n int) {
 	}
 }
 
-// nextHourUTC is the start of the next hour: a slot after the generation
-// of any job a claim begins now.
-func nextHourUTC() time.Time { return time.Now().UTC().Truncate(time.Hour).Add(time.Hour) }
+// nextHourUTC is the start of the next hour at least a minute away: a slot
+// after the generation of any job a claim begins now.
+func nextHourUTC() time.Time {
+	return time.Now().Add(time.Minute).UTC().Truncate(time.Hour).Add(time.Hour)
+}
 
 // rowTypeChanged reports whether err is what a claim in flight meets when
 // a migration changed the claim_result type under it: its cast of a row
