@@ -61,13 +61,6 @@ func (m *manyMissed) log(log *slog.Logger) {
 	}
 }
 
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
 // logMissed logs the missed and paused slots this replica's skips
 // recorded, and those due before the store began to record their job: one
 // line per slot in the cluster (the replicas whose skip found the marker

@@ -261,3 +261,10 @@ func maxTime(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}

@@ -107,29 +107,25 @@ func (l *loop) drainRecorder(ctx context.Context, first ...slotstore.SkipRequest
 // the loop, and with it the runs it starts, rather than letting unrecorded
 // slots pile up.
 func (l *loop) recordShed(ctx context.Context, reqs []slotstore.SkipRequest) {
-	if l.rec.in == nil {
-		l.skip(ctx, reqs)
-		return
-	}
-	for len(reqs) > 0 && ctx.Err() == nil {
-		n := min(len(reqs), maxBatch)
-		select {
-		case l.rec.in <- reqs[:n:n]:
-		default:
-			l.followSkips(l.recordSkips(ctx, reqs[:n]))
-		}
-		reqs = reqs[n:]
-	}
+	l.skipVia(ctx, reqs, l.rec.in)
 }
 
 // skip records slots as skipped, in batches; a slot that has a marker is
 // left alone by the store. A slot whose starting window is still open by
 // the store's clock is recorded when it closes (a lapse entry), if no
 // replica has claimed it by then.
-func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) {
+func (l *loop) skip(ctx context.Context, reqs []slotstore.SkipRequest) { l.skipVia(ctx, reqs, nil) }
+
+// skipVia records reqs in batches of at most maxBatch, each handed to to
+// when it has room, recorded here otherwise (a nil to never has room).
+func (l *loop) skipVia(ctx context.Context, reqs []slotstore.SkipRequest, to chan<- []slotstore.SkipRequest) {
 	for len(reqs) > 0 && ctx.Err() == nil {
 		n := min(len(reqs), maxBatch)
-		l.followSkips(l.recordSkips(ctx, reqs[:n]))
+		select {
+		case to <- reqs[:n:n]:
+		default:
+			l.followSkips(l.recordSkips(ctx, reqs[:n]))
+		}
 		reqs = reqs[n:]
 	}
 }

@@ -39,15 +39,11 @@ func TestStaleReadOfThePausesIsSentAgain(t *testing.T) {
 // not missed yet comes back to the loop, looked at again when it is.
 func TestShedSlotsAreRecordedOffTheLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEngine(t, job("a", nil))
 		st := memstore.New(memstore.Options{})
-		var runs sync.WaitGroup
 		ctx, cancel := context.WithCancel(context.Background())
-		l := newLoop(e, st, ctx, &runs)
+		l, p := recording(t, ctx, st)
 		defer l.bg.Wait()
 		defer cancel()
-		l.startRecorder(ctx)
-		p := e.jobs().plans[0]
 		now := time.Now().Truncate(time.Second)
 		closed, open := now.Add(-2*time.Minute), now.Add(-time.Second)
 		l.recordShed(ctx, []slotstore.SkipRequest{p.missedSkip(closed, reasonOverloaded), p.missedSkip(open, reasonOverloaded)})
@@ -143,13 +139,9 @@ func (b *blockedSkips) Skip(ctx context.Context, p slotstore.SkipParams) ([]slot
 // within drainFor.
 func TestRecorderDrainsItsQueueAsTheLoopEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEngine(t, job("a", nil))
 		mem := memstore.New(memstore.Options{})
-		var runs sync.WaitGroup
 		ctx, cancel := context.WithCancel(context.Background())
-		l := newLoop(e, &blockedSkips{Store: mem}, context.Background(), &runs)
-		l.startRecorder(ctx)
-		p := e.jobs().plans[0]
+		l, p := recording(t, ctx, &blockedSkips{Store: mem})
 		now := time.Now().Truncate(time.Second)
 		l.recordShed(ctx, []slotstore.SkipRequest{p.missedSkip(now.Add(-3*time.Minute), reasonOverloaded)})
 		synctest.Wait() // the recorder waits in its first Skip
@@ -170,4 +162,14 @@ func TestRecorderDrainsItsQueueAsTheLoopEnds(t *testing.T) {
 			t.Fatalf("recorded %+v; want the queued slot", ms)
 		}
 	})
+}
+
+// recording is the loop of job "a" on st, its recorder running until ctx
+// ends, and the job's plan.
+func recording(t *testing.T, ctx context.Context, st slotstore.Store) (*loop, *plan) {
+	e := newEngine(t, job("a", nil))
+	var runs sync.WaitGroup
+	l := newLoop(e, st, context.Background(), &runs)
+	l.startRecorder(ctx)
+	return l, e.jobs().plans[0]
 }
