@@ -285,9 +285,9 @@ func (k *Keeper) renewLoop() {
 			return // the lease runs out; expire reports it
 		}
 		sent := time.Now()
-		ctx, cancel := context.WithDeadline(context.Background(), until)
+		ctx := NewBound(until)
 		err := k.h.Renew(ctx)
-		cancel()
+		ctx.Stop()
 		switch {
 		case err == nil:
 			k.h.Renewed(sent, time.Since(sent))
