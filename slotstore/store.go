@@ -247,6 +247,15 @@ type ClaimResult struct {
 	// Replaced lists the claims a winning claim with
 	// policy.OverlapReplace superseded, oldest slot first; empty otherwise.
 	Replaced []Ref
+	// Answered is the store's clock as it answered the claim's batch:
+	// read after every decision of the batch (at or after Marker.ClaimedAt
+	// of a claim won) and before its reply left the store. A batch's later
+	// decisions and writes separate the two by milliseconds, which a run
+	// claimed ahead of its slot need not wait for: it counts its wait for
+	// the slot's instant from Answered. Every store sets it on a Claim's
+	// results; zero, as a Skip's results may have it, the decision's time
+	// is the latest the store's clock is known to have read.
+	Answered time.Time
 }
 
 // Err returns nil for a won claim and an error wrapping ErrSlotTaken

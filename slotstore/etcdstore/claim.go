@@ -52,7 +52,7 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return rules.Answered(out, s.now()), nil
 }
 
 // decideClaim decides r in st, writing what the decision changes: the

@@ -241,7 +241,7 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 		}
 		out[i] = res
 	}
-	return out, nil
+	return rules.Answered(out, s.now()), nil
 }
 
 // Skip implements slotstore.Store.

@@ -136,11 +136,12 @@ func (b *batch) read(rows pgx.Rows) ([]slotstore.ClaimResult, error) {
 			m              slotstore.Marker
 			replacedSlots  []time.Time
 			replacedFences []int64
-			now            time.Time
+			now, answered  time.Time
 			superseded     bool
 		)
 		dest, done := markerDest(&m)
-		dest = append(append([]any{&ord, &won, &prev, &retry}, dest...), &replacedSlots, &replacedFences, &now, &superseded)
+		dest = append(append([]any{&ord, &won, &prev, &retry}, dest...), &replacedSlots, &replacedFences, &now, &superseded,
+			&answered)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
@@ -151,10 +152,12 @@ func (b *batch) read(rows pgx.Rows) ([]slotstore.ClaimResult, error) {
 		i := int(ord) - 1
 		if superseded {
 			out[i] = rules.Superseded(b.jobs[i], b.slots[i])
+			out[i].Answered = answered.UTC()
 			got++
 			continue
 		}
 		res := b.answer(i, m, won, prev, now.UTC())
+		res.Answered = answered.UTC()
 		if won {
 			res.Claim.Retry = retry
 			for j, slot := range replacedSlots {

@@ -24,20 +24,21 @@ import (
 // constants that let this build's reader read their rows: the server runs
 // the same call and returns the same columns it did; and that of the
 // build of version 11 (commit 9635b10; the builds of version 10, and of
-// 12 before a claim's NotAfter, send the same), whose rows this build's
-// reader reads as they are.
+// 12 before a claim's NotAfter, send the same). Each ends with this
+// build's last column, the answer's time (clock_timestamp()), which the
+// statement reads after the call: the call is the earlier build's.
 const (
 	version11ClaimSQL = `SELECT ord, won, prev_holder, retry, job, slot, state, holder, fence, attempt, claimed_at, lease_end, keep_until,
 	finished_at, outcome, error, duration_ns, reason, manual, incarnation, backfill, replaced_slots, replaced_fences, now,
-			coalesce(superseded, false)
+			coalesce(superseded, false), clock_timestamp()
 			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`
 	version8ClaimSQL = `SELECT ord, won, prev_holder, retry, job, slot, state, holder, fence, attempt, claimed_at, lease_end, keep_until,
 	finished_at, outcome, error, duration_ns, reason, manual, incarnation, false AS backfill, replaced_slots, replaced_fences, now,
-	false AS superseded
+	false AS superseded, clock_timestamp()
 			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`
 	version6ClaimSQL = `SELECT ord, won, prev_holder, retry, job, slot, state, holder, fence, attempt, claimed_at, lease_end, keep_until,
 	finished_at, outcome, error, duration_ns, reason, manual, incarnation, false AS backfill, replaced_slots, replaced_fences, now,
-	false AS superseded
+	false AS superseded, clock_timestamp()
 			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
 	previousRenewSQL = `SELECT {schema}.renew($1, $2, $3, $4)`
 )

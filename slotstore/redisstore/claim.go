@@ -362,6 +362,11 @@ func fillClaims(out []slotstore.ClaimResult, reqs []request, idx []int, replica,
 		}
 		out[i] = res
 	}
+	if answered := r.int(); answered > 0 {
+		for _, i := range idx {
+			out[i].Answered = time.UnixMicro(answered).UTC()
+		}
+	}
 	if r.err == nil && r.i != len(v) {
 		r.fail(fmt.Sprintf("%d values for %d requests", len(v), len(idx)))
 	}

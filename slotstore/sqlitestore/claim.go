@@ -38,9 +38,15 @@ func (s *Store) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore
 	if err != nil {
 		return nil, err
 	}
-	return s.batch(ctx, "claim", len(reqs), func(st *stmts, now time.Time) ([]slotstore.ClaimResult, error) {
+	out, err := s.batch(ctx, "claim", len(reqs), func(st *stmts, now time.Time) ([]slotstore.ClaimResult, error) {
 		return st.claimAll(ctx, p, reqs, now)
 	})
+	if err != nil {
+		return nil, err
+	}
+	// Read after the commit, as the answer leaves: every decision of the
+	// batch read the clock before it.
+	return rules.Answered(out, s.clock()), nil
 }
 
 // Skip implements slotstore.Store, in one transaction as Claim.

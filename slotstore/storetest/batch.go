@@ -120,13 +120,16 @@ func testBatchMixed(t *testing.T, s slotstore.Store) {
 	want := []slotstore.Status{
 		slotstore.Won, slotstore.Held, slotstore.Finished, slotstore.Won, slotstore.Won, slotstore.Abandoned, slotstore.Held,
 	}
+	before := time.Now()
 	res, err := s.Claim(t.Context(), slotstore.ClaimParams{Replica: "me", Requests: reqs})
+	after := time.Now()
 	if err != nil || len(res) != len(reqs) {
 		t.Fatalf("batch: %d results, %v", len(res), err)
 	}
 	var fences []int64
 	for i, r := range res {
 		wantStatus(t, fmt.Sprintf("entry %d (%s)", i, stamp(reqs[i].Slot)), r, want[i])
+		within(t, fmt.Sprintf("entry %d answered", i), r.Answered, before, after)
 		if !r.Marker.Slot.Equal(reqs[i].Slot) {
 			t.Errorf("entry %d: marker of %s, want %s", i, stamp(r.Marker.Slot), stamp(reqs[i].Slot))
 		}

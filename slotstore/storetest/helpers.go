@@ -73,6 +73,11 @@ func checkWon(t *testing.T, res slotstore.ClaimResult, replica string, r slotsto
 		m.Reason != "" || !m.FinishedAt.IsZero() || m.Outcome != "" || m.Error != "" || m.Duration != 0 {
 		t.Errorf("won %s@%s by %s with %+v: marker %+v", r.Job, stamp(slot), replica, c, m)
 	}
+	// The answer's time is read after every decision of the batch.
+	if res.Answered.IsZero() || res.Answered.Before(m.ClaimedAt) {
+		t.Errorf("won %s@%s: answered at %s, before its decision at %s", r.Job, stamp(slot), stamp(res.Answered),
+			stamp(m.ClaimedAt))
+	}
 }
 
 // claimAfterExpiry claims r for replica once the lease holding the slot has

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -35,14 +36,7 @@ func TestClaimedAheadStartsAtTheInstant(t *testing.T) {
 				j.Schedule, j.Lease, j.Overlap, j.Jitter = mustSchedule(t, "@every 2s"), tc.lease, tc.overlap, tc.jitter
 				e := newEngine(t, j)
 				st := memstore.New(memstore.Options{})
-				ctx, stop := context.WithCancel(context.Background())
-				ran := make(chan error, 1)
-				go func() { ran <- e.Run(ctx, RunParams{Store: st}) }()
-				time.Sleep(9 * time.Second)
-				stop()
-				if err := <-ran; err != nil {
-					t.Fatal(err)
-				}
+				runAWhile(t, e, st, 9*time.Second)
 				runs := rec.snapshot()
 				if len(runs) < 3 {
 					t.Fatalf("%d runs in 9 s of a job every 2 s", len(runs))
@@ -125,4 +119,72 @@ func stopBeforeTheInstant(t *testing.T, grace time.Duration) (time.Time, []start
 		t.Fatalf("history %+v, %v", ms, err)
 	}
 	return slot, rec.snapshot(), ms[0]
+}
+
+// answerAfter is a store whose claims' answers leave it batch after their
+// decisions, as a long batch's do (the rest of the batch decided and
+// written meanwhile): it tells the answer's time when tell is set, and
+// leaves it untold otherwise.
+type answerAfter struct {
+	slotstore.Store
+	batch time.Duration
+	tell  bool
+}
+
+func (s answerAfter) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slotstore.ClaimResult, error) {
+	res, err := s.Store.Claim(ctx, p)
+	time.Sleep(s.batch)
+	for i := range res {
+		res[i].Answered = time.Time{}
+		if s.tell {
+			res[i].Answered = time.Now()
+		}
+	}
+	return res, err
+}
+
+// A run claimed ahead counts its wait for the instant from the store's
+// answer, when the store tells its time, not from its decision: the rest
+// of a long batch does not make it late. Untold, it starts the batch's
+// time after the instant, never before it.
+func TestALongBatchStartsAtTheInstant(t *testing.T) {
+	const batch = 40 * time.Millisecond
+	for _, tell := range []bool{true, false} {
+		t.Run(fmt.Sprintf("told %v", tell), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rec := &recorder{}
+				j := job("j", rec.fn)
+				j.Schedule, j.Lease = mustSchedule(t, "@every 2s"), 3*time.Second
+				e := newEngine(t, j)
+				runAWhile(t, e, answerAfter{Store: memstore.New(memstore.Options{}), batch: batch, tell: tell}, 9*time.Second)
+				runs := rec.snapshot()
+				if len(runs) < 3 {
+					t.Fatalf("%d runs in 9 s of a job every 2 s", len(runs))
+				}
+				late := time.Duration(0)
+				if !tell {
+					late = batch
+				}
+				for _, r := range runs {
+					if want := r.run.Slot.Add(late); !r.at.Equal(want) {
+						t.Errorf("slot %s started at %s, want %s", r.run.Slot.Format(time.TimeOnly),
+							r.at.Format("15:04:05.000"), want.Format("15:04:05.000"))
+					}
+				}
+			})
+		})
+	}
+}
+
+// runAWhile runs e on st for d, then stops it and waits for Run to return.
+func runAWhile(t *testing.T, e *Engine, st slotstore.Store, d time.Duration) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- e.Run(ctx, RunParams{Store: st}) }()
+	time.Sleep(d)
+	stop()
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
 }

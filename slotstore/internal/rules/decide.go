@@ -185,6 +185,16 @@ func decideFirst(r slotstore.ClaimRequest, now, born time.Time, running []slotst
 	return DecideWin
 }
 
+// Answered sets Answered of every result of a claim's batch to at, the
+// store's clock read after the batch's last decision and before its reply
+// (slotstore.ClaimResult.Answered), and returns out.
+func Answered(out []slotstore.ClaimResult, at time.Time) []slotstore.ClaimResult {
+	for i := range out {
+		out[i].Answered = at
+	}
+	return out
+}
+
 // Effective returns r, a normalized request, as the store decides it at its
 // time now. A Backfill claim made once now has reached r.Slot+r.Retain is a
 // TakeoverOnly claim without Backfill: the slot's marker is kept only until

@@ -42,7 +42,10 @@
 --       job's spec in force: it read and changed nothing else; or two
 --       values, 11 and the least remaining lease (us, 0 for an expired
 --       one) of the job's other running slots that hold back a claim with
---       queue, which changed nothing (queueWait).
+--       queue, which changed nothing (queueWait); then, after every
+--       request's values, Redis's time (Unix us) as the script ends, once
+--       it has decided and written all of them: the answer's time
+--       (slotstore.ClaimResult.Answered).
 local replica, incarnation, G, P = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[7])
 local dataLoss, lead = ARGV[5], tonumber(ARGV[6])
 local live = ''
@@ -519,4 +522,6 @@ if live ~= '' then
   each('ZADD', live, liveAdds)
   each('ZREM', live, liveDels)
 end
+local _, answered = clock()
+out[#out + 1] = answered
 return out
