@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -23,8 +25,26 @@ import (
 func BenchmarkDispatchDelay(b *testing.B) {
 	var d []time.Duration
 	for b.Loop() {
-		d = append(d, dispatchRound(b, 30*time.Second)...)
+		d = append(d, dispatchRound(b, 30*time.Second, 20, 50*time.Millisecond, testLogger())...)
 	}
+	reportDelays(b, d)
+}
+
+// BenchmarkBurstDelay is BenchmarkDispatchDelay for a burst: 1,667 jobs due
+// every second at the same instant (the slots of a second of 100,000 jobs
+// spread over the minute), writing their lines at INFO as text to
+// io.Discard. Run it with -benchtime 1x.
+func BenchmarkBurstDelay(b *testing.B) {
+	var d []time.Duration
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for b.Loop() {
+		d = append(d, dispatchRound(b, 20*time.Second, 1667, 0, log)...)
+	}
+	reportDelays(b, d)
+}
+
+// reportDelays reports the quantiles of the dispatch delays d.
+func reportDelays(b *testing.B, d []time.Duration) {
 	if len(d) == 0 {
 		b.Fatal("no runs")
 	}
@@ -36,9 +56,9 @@ func BenchmarkDispatchDelay(b *testing.B) {
 	b.Logf("%d runs, p50 %.3f ms, p99 %.3f ms, max %.3f ms", len(d), q(0.5), q(0.99), q(1))
 }
 
-// dispatchRound runs twenty jobs due every second for d on a memory store
-// and returns their dispatch delays.
-func dispatchRound(b *testing.B, d time.Duration) []time.Duration {
+// dispatchRound runs n jobs due every second for d on a memory store, job
+// i at jitter i × step, logging to log, and returns their dispatch delays.
+func dispatchRound(b *testing.B, d time.Duration, n int, step time.Duration, log *slog.Logger) []time.Duration {
 	sched, err := schedule.Parse("* * * * * *", "UTC")
 	if err != nil {
 		b.Fatal(err)
@@ -49,8 +69,8 @@ func dispatchRound(b *testing.B, d time.Duration) []time.Duration {
 	// Slots due at start are caught up, not dispatched on time: only later
 	// ones count.
 	from := time.Now().Add(time.Second)
-	for i := range 20 {
-		jitter := time.Duration(i) * 50 * time.Millisecond
+	for i := range n {
+		jitter := time.Duration(i) * step
 		j := job(fmt.Sprintf("j%d", i), func(_ context.Context, run jobs.Run) error {
 			late := time.Since(run.Slot.Add(jitter))
 			if run.Slot.Before(from) {
@@ -64,7 +84,7 @@ func dispatchRound(b *testing.B, d time.Duration) []time.Duration {
 		j.Schedule, j.Jitter, j.CatchUp = sched, jitter, policy.CatchUpNone
 		specs = append(specs, j)
 	}
-	e, err := New(Config{Replica: "a", Incarnation: "bench", Log: testLogger(), Now: time.Now, Grace: time.Second, Jobs: specs})
+	e, err := New(Config{Replica: "a", Incarnation: "bench", Log: log, Now: time.Now, Grace: time.Second, Jobs: specs})
 	if err != nil {
 		b.Fatal(err)
 	}
