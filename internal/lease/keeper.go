@@ -285,9 +285,9 @@ func (k *Keeper) renewLoop() {
 			return // the lease runs out; expire reports it
 		}
 		sent := time.Now()
-		ctx := NewBound(until)
+		ctx, cancel := context.WithDeadline(context.Background(), until)
 		err := k.h.Renew(ctx)
-		ctx.Stop()
+		cancel()
 		switch {
 		case err == nil:
 			k.h.Renewed(sent, time.Since(sent))

@@ -301,9 +301,9 @@ func (p *plan) retryUntil(slot time.Time) time.Time {
 func (s *Engine) finish(st slotstore.Store, k *lease.Keeper, p slotstore.FinishParams, rl *runLease) bool {
 	log := &rl.log
 	for tries := 1; ; tries++ {
-		ctx := lease.NewBound(k.TrustedUntil())
+		ctx, cancel := context.WithDeadline(context.Background(), k.TrustedUntil())
 		err := st.Finish(ctx, p)
-		ctx.Stop()
+		cancel()
 		switch {
 		case err == nil:
 			return true
