@@ -252,9 +252,10 @@ type ClaimResult struct {
 	// of a claim won) and before its reply left the store. A batch's later
 	// decisions and writes separate the two by milliseconds, which a run
 	// claimed ahead of its slot need not wait for: it counts its wait for
-	// the slot's instant from Answered. Every store sets it on a Claim's
-	// results; zero, as a Skip's results may have it, the decision's time
-	// is the latest the store's clock is known to have read.
+	// the slot's instant from Answered. Zero when the store does not tell
+	// it (etcd, whose clock is read anew at each decision, and a Skip's
+	// results); the decision's time is then the latest the store's clock
+	// is known to have read.
 	Answered time.Time
 }
 

@@ -128,6 +128,10 @@ func (b *batch) read(rows pgx.Rows) ([]slotstore.ClaimResult, error) {
 	n := len(b.jobs)
 	out := make([]slotstore.ClaimResult, n)
 	got := 0
+	// The statement reads clock_timestamp() for each row once the claim
+	// function has made them all: the latest reading, before the last row
+	// left, is the answer's time, one for the batch.
+	var last time.Time
 	for rows.Next() {
 		var (
 			ord            int32
@@ -150,14 +154,13 @@ func (b *batch) read(rows pgx.Rows) ([]slotstore.ClaimResult, error) {
 			return nil, fmt.Errorf("result for request %d of %d", ord, n)
 		}
 		i := int(ord) - 1
+		last = maxTime(last, answered)
 		if superseded {
 			out[i] = rules.Superseded(b.jobs[i], b.slots[i])
-			out[i].Answered = answered.UTC()
 			got++
 			continue
 		}
 		res := b.answer(i, m, won, prev, now.UTC())
-		res.Answered = answered.UTC()
 		if won {
 			res.Claim.Retry = retry
 			for j, slot := range replacedSlots {
@@ -173,7 +176,14 @@ func (b *batch) read(rows pgx.Rows) ([]slotstore.ClaimResult, error) {
 	if got != n {
 		return nil, fmt.Errorf("%d results for %d requests", got, n)
 	}
-	return out, nil
+	return rules.Answered(out, last.UTC()), nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // answer is the result of request i, whose slot's marker is now m (no

@@ -58,9 +58,9 @@ type queries struct {
 func newQueries(schema string) queries {
 	in := func(sql string) string { return strings.ReplaceAll(sql, "{schema}", schema) }
 	return queries{
-		// clock_timestamp() is read once the function has returned every
-		// row (a PL/pgSQL set-returning function's rows are all made
-		// first): the answer's time, after every decision of the batch.
+		// clock_timestamp() is read for each row once the function has
+		// made every row (a set-returning function's rows are all made
+		// first): after every decision of the batch (batch.read).
 		claim: in(`SELECT ord, won, prev_holder, retry, ` + columns + `, replaced_slots, replaced_fences, now,
 			coalesce(superseded, false), clock_timestamp()
 			FROM {schema}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`),

@@ -48,7 +48,7 @@ func TestClaimedAheadStartsAtTheInstant(t *testing.T) {
 				for _, r := range runs {
 					if want := r.run.Slot.Add(tc.jitter); !r.at.Equal(want) {
 						t.Errorf("slot %s started at %s, want %s", r.run.Slot.Format(time.TimeOnly),
-							r.at.Format("15:04:05.000"), want.Format("15:04:05.000"))
+							r.at.Format("15:04:05.000000"), want.Format("15:04:05.000000"))
 					}
 					for _, mk := range m {
 						if mk.Slot.Equal(r.run.Slot) && !mk.ClaimedAt.Equal(r.run.Slot.Add(tc.jitter-tc.ahead)) {
@@ -137,7 +137,10 @@ func (s answerAfter) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slot
 	for i := range res {
 		res[i].Answered = time.Time{}
 		if s.tell {
-			res[i].Answered = time.Now()
+			// Each result read a microsecond after the one before, as
+			// a store that answers in parts, or reads its clock a row,
+			// tells them.
+			res[i].Answered = time.Now().Add(time.Duration(i-len(res)) * time.Microsecond)
 		}
 	}
 	return res, err
@@ -146,29 +149,37 @@ func (s answerAfter) Claim(ctx context.Context, p slotstore.ClaimParams) ([]slot
 // A run claimed ahead counts its wait for the instant from the store's
 // answer, when the store tells its time, not from its decision: the rest
 // of a long batch does not make it late. Untold, it starts the batch's
-// time after the instant, never before it.
+// time after the instant, never before it. An answer's runs of one
+// instant start together, on one gate, though its results tell times a
+// microsecond apart: from the earliest.
 func TestALongBatchStartsAtTheInstant(t *testing.T) {
 	const batch = 40 * time.Millisecond
 	for _, tell := range []bool{true, false} {
 		t.Run(fmt.Sprintf("told %v", tell), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rec := &recorder{}
-				j := job("j", rec.fn)
-				j.Schedule, j.Lease = mustSchedule(t, "@every 2s"), 3*time.Second
-				e := newEngine(t, j)
+				var specs []JobSpec
+				for _, name := range []string{"a", "b", "c"} {
+					j := job(name, rec.fn)
+					j.Schedule, j.Lease = mustSchedule(t, "@every 2s"), 3*time.Second
+					specs = append(specs, j)
+				}
+				e := newEngine(t, specs...)
 				runAWhile(t, e, answerAfter{Store: memstore.New(memstore.Options{}), batch: batch, tell: tell}, 9*time.Second)
 				runs := rec.snapshot()
-				if len(runs) < 3 {
-					t.Fatalf("%d runs in 9 s of a job every 2 s", len(runs))
+				if len(runs) < 9 {
+					t.Fatalf("%d runs in 9 s of three jobs every 2 s", len(runs))
 				}
 				late := time.Duration(0)
 				if !tell {
 					late = batch
+				} else {
+					late = 3 * time.Microsecond // the earliest of three results' times
 				}
 				for _, r := range runs {
 					if want := r.run.Slot.Add(late); !r.at.Equal(want) {
 						t.Errorf("slot %s started at %s, want %s", r.run.Slot.Format(time.TimeOnly),
-							r.at.Format("15:04:05.000"), want.Format("15:04:05.000"))
+							r.at.Format("15:04:05.000000"), want.Format("15:04:05.000000"))
 					}
 				}
 			})

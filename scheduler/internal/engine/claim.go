@@ -115,6 +115,11 @@ type claimAnswer struct {
 	err     error
 	// sent is when the claim was sent, and arrived when its answer came.
 	sent, arrived time.Time
+	// answered is the earliest answer's time its results tell
+	// (slotstore.ClaimResult.Answered), zero for none: one for the
+	// answer, so that its runs of one instant share a gate though a store
+	// answered in parts (a Redis Cluster's hash slots).
+	answered time.Time
 }
 
 // send claims one batch. It reads the entries and changes nothing of the
@@ -150,6 +155,11 @@ func (l *loop) send(ctx context.Context, batch []*entry) claimAnswer {
 	cancel()
 	if a.err == nil && len(a.results) != len(batch) {
 		a.err = fmt.Errorf("store answered %d claims with %d results", len(batch), len(a.results))
+	}
+	for _, r := range a.results {
+		if !r.Answered.IsZero() && (a.answered.IsZero() || r.Answered.Before(a.answered)) {
+			a.answered = r.Answered
+		}
 	}
 	l.s.metrics.storeCall(a.err)
 	return a

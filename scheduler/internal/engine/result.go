@@ -49,7 +49,7 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, a claimAnswer) {
 	wasUnknown := l.memo.unknown[k]
 	delete(l.memo.unknown, k)
 	if r.Status == slotstore.Held && wasUnknown && l.mineByName(r.Marker) &&
-		l.adopt(e.p, r.Marker, beginAt(e, answeredAt(r, r.Marker.LeaseEnd.Add(-r.Remaining)), a.arrived)) {
+		l.adopt(e.p, r.Marker, beginAt(e, maxTime(r.Marker.LeaseEnd.Add(-r.Remaining), a.answered), a.arrived)) {
 		return
 	}
 	if e.kind == queued && l.waiting[e.p.name] == e {
@@ -58,7 +58,7 @@ func (l *loop) result(e *entry, r slotstore.ClaimResult, a claimAnswer) {
 	log := l.slotLog(e)
 	switch r.Status {
 	case slotstore.Won:
-		l.won(e, r, sent, beginAt(e, answeredAt(r, r.Marker.ClaimedAt), a.arrived))
+		l.won(e, r, sent, beginAt(e, maxTime(r.Marker.ClaimedAt, a.answered), a.arrived))
 	case slotstore.Held:
 		// Lost at DEBUG: the holder logs the decision that matters.
 		log.at(slog.LevelDebug, "slot lost", "holder", r.Marker.Holder, "fence", r.Marker.Fence, "attempt", r.Marker.Attempt,
@@ -140,22 +140,17 @@ func (l *loop) won(e *entry, r slotstore.ClaimResult, sent time.Time, b begin) {
 	l.start(e.p, r.Claim, originOf(r.Marker), sent, b)
 }
 
-// answeredAt is the latest the store's clock is known to have read before
-// its answer r left it, r being decided at decided by that clock: the
-// answer's own time, when the store tells it, is later by the rest of its
-// batch (on Redis, a script of 1,000 claims).
-func answeredAt(r slotstore.ClaimResult, decided time.Time) time.Time {
-	return maxTime(decided, r.Answered)
-}
-
-// beginAt is when the run of e's slot starts, given the store's time when
-// it answered the claim (answeredAt): at the slot's instant (its jitter's
+// beginAt is when the run of e's slot starts, given the latest the store's
+// clock is known to have read before its answer to the claim left it: the
+// answer's time (claimAnswer.answered), or the decision's when it is
+// later or the store tells none. At the slot's instant (its jitter's
 // included) by the store's clock, for a claim made ahead of it, or a
-// released one claimed again before it, and at once otherwise. It counts from arrived, when the answer came, after the store
-// answered, so the run never starts before the slot's instant by the
-// store's clock, however this replica's clock runs: at most the claim's
-// reply later. The runs of one answer due at one instant share it, and so
-// their gate.
+// released one claimed again before it, and at once otherwise. It counts
+// from arrived, when the answer came, after the store answered, so the run
+// never starts before the slot's instant by the store's clock, however
+// this replica's clock runs: at most the answer's way back later, whatever
+// the rest of a long batch took. The runs of one answer due at one instant
+// share it, and so their gate.
 func beginAt(e *entry, storeNow, arrived time.Time) begin {
 	if d := e.slot.Add(e.p.jitter).Sub(storeNow); d > 0 {
 		return begin{at: arrived.Add(d)}
