@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -59,11 +58,6 @@ func (s *Engine) execute(ctx context.Context, cancel context.CancelCauseFunc, st
 	}
 	if res.err == nil {
 		res, began = x.call(ctx, run), true
-		// The runs of an instant wake together: one whose job returned
-		// without blocking yields before recording its outcome, so the
-		// runs still to start start first, rather than each after the
-		// records of those woken before it.
-		runtime.Gosched()
 	}
 	keeper.Pause()
 	end, over := x.cutShort(ctx, keeper, res)
