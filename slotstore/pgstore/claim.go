@@ -154,7 +154,9 @@ func (b *batch) read(rows pgx.Rows) ([]slotstore.ClaimResult, error) {
 			return nil, fmt.Errorf("result for request %d of %d", ord, n)
 		}
 		i := int(ord) - 1
-		last = maxTime(last, answered)
+		if answered.After(last) {
+			last = answered
+		}
 		if superseded {
 			out[i] = rules.Superseded(b.jobs[i], b.slots[i])
 			got++
@@ -177,13 +179,6 @@ func (b *batch) read(rows pgx.Rows) ([]slotstore.ClaimResult, error) {
 		return nil, fmt.Errorf("%d results for %d requests", got, n)
 	}
 	return rules.Answered(out, last.UTC()), nil
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // answer is the result of request i, whose slot's marker is now m (no
